@@ -1,0 +1,93 @@
+// Graph: tensors and the ops that compute them — tilegraph's tensor-expression IR.
+//
+// An Op is a compute definition (TVM te.compute style):
+//   out[v0..v{r-1}] = combine_{reduce axes} body(v0..v{r+q-1})
+// where r = rank of the output (spatial axes, Var ids 0..r-1) and q =
+// reduce_extents.size() (reduce axes, Var ids r..r+q-1). With Reduction::kNone
+// there are no reduce axes and out = body. Otherwise the value starts at the
+// combiner's identity (0 for Sum, 1 for Prod, the dtype's lowest/highest value
+// for Max/Min — the "init") and every point of the reduce domain is combined
+// into it in an unspecified order (floating-point sums may be reassociated).
+// A reduction's body has the output's dtype (accumulation happens in that dtype).
+//
+// All shapes are static. Ops are kept in a topological order: an op reads only
+// graph inputs, constants, and outputs of earlier ops.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/expr.h"
+
+namespace tilegraph {
+
+using Shape = std::vector<int64_t>;
+using TensorId = int;
+
+int64_t num_elements(const Shape& s);
+std::string shape_to_string(const Shape& s);  // "1x3x224x224"; "scalar" for rank 0
+
+enum class TensorKind { kInput, kConstant, kIntermediate };
+
+struct Tensor {
+  std::string name;  // the ONNX value name (unique in a graph)
+  DType dtype = DType::kF32;
+  Shape shape;
+  TensorKind kind = TensorKind::kIntermediate;
+  // Constants only: num_elements(shape) * dtype_size(dtype) bytes, little-endian.
+  std::shared_ptr<const std::vector<uint8_t>> data;
+
+  int64_t bytes() const { return num_elements(shape) * dtype_size(dtype); }
+  // Element i of a constant, converted (constants only).
+  double value_as_double(int64_t i) const;
+  int64_t value_as_int(int64_t i) const;
+};
+
+#define TG_REDUCTIONS(X) X(None) X(Sum) X(Prod) X(Max) X(Min)
+
+enum class Reduction {
+#define TG_ENUM(name) k##name,
+  TG_REDUCTIONS(TG_ENUM)
+#undef TG_ENUM
+};
+const char* reduction_name(Reduction r);
+// The combiner's identity in dtype t (0, 1, lowest, highest).
+Expr reduction_init(Reduction r, DType t);
+
+struct Op {
+  std::string name;                       // unique, a C identifier (kernel name)
+  std::vector<std::string> source_nodes;  // ONNX nodes this op implements (provenance)
+  std::vector<TensorId> inputs;           // Load(slot) reads inputs[slot]
+  TensorId output = -1;
+  Reduction reduction = Reduction::kNone;
+  std::vector<int64_t> reduce_extents;
+  Expr body;
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;
+  std::vector<TensorId> inputs;   // graph inputs in ONNX order
+  std::vector<TensorId> outputs;  // graph outputs in ONNX order
+
+  TensorId add_tensor(Tensor t);
+  const Tensor& tensor(TensorId id) const { return tensors.at(static_cast<size_t>(id)); }
+  Tensor& tensor(TensorId id) { return tensors.at(static_cast<size_t>(id)); }
+  // Index into ops of the op producing id, or -1 for inputs and constants.
+  int producer(TensorId id) const;
+  // A fresh op name "<base>_<n>" that is a valid C identifier and unused.
+  std::string unique_op_name(const std::string& base) const;
+};
+
+// Checks the invariants above (topological order, Var ids in range, Load slots
+// and index counts match input ranks, dtypes consistent). Throws InternalError.
+void verify(const Graph& g);
+
+// A readable dump, one op per line (for --dump-after and tests).
+std::string to_string(const Graph& g);
+
+}  // namespace tilegraph

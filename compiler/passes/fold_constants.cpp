@@ -1,0 +1,39 @@
+#include "compiler/passes/fold_constants.h"
+
+#include "compiler/ir/evaluate.h"
+
+namespace tilegraph::passes {
+
+std::shared_ptr<const std::vector<uint8_t>> try_fold(const Graph& g, const Op& op) {
+  for (TensorId in : op.inputs)
+    if (!g.tensor(in).data) return nullptr;
+  const Tensor& out = g.tensor(op.output);
+  if (num_elements(out.shape) > kMaxFoldedElements) return nullptr;
+  // A scalar broadcast (no inputs, or a huge output from a tiny input) would
+  // turn a cheap kernel into weight bytes; fold only when the output is no
+  // bigger than the inputs together or small in absolute terms.
+  int64_t input_elements = 0;
+  for (TensorId in : op.inputs) input_elements += num_elements(g.tensor(in).shape);
+  const int64_t out_elements = num_elements(out.shape);
+  if (out_elements > 4096 && out_elements > 4 * input_elements) return nullptr;
+  return evaluate_op(g, op);
+}
+
+Graph fold_constants(const Graph& g) {
+  Graph result = g;
+  result.ops.clear();
+  bool changed = false;
+  for (const Op& op : g.ops) {
+    if (auto data = try_fold(result, op)) {
+      Tensor& t = result.tensor(op.output);
+      t.kind = TensorKind::kConstant;
+      t.data = std::move(data);
+      changed = true;
+    } else {
+      result.ops.push_back(op);
+    }
+  }
+  return changed ? result : g;
+}
+
+}  // namespace tilegraph::passes

@@ -1,0 +1,227 @@
+#include "frontends/onnx/import.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <onnx/onnx_pb.h>
+
+#include "compiler/ir/error.h"
+#include "frontends/onnx/lower_util.h"
+#include "frontends/onnx/op_table.h"
+#include "frontends/onnx/tensor_proto.h"
+
+namespace tilegraph::onnx_frontend {
+
+namespace {
+
+onnx::ModelProto read_model_proto(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(str_cat("cannot open model file '", path, "'"));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::ModelProto model;
+  if (bytes.empty()) throw UserError(str_cat("model file '", path, "' is empty"));
+  if (bytes.size() > (size_t{2} << 30) - 1 || !model.ParseFromString(bytes))
+    throw UserError(str_cat("'", path, "' is not a valid ONNX model (protobuf parse failed; ",
+                            "truncated or not an .onnx file?)"));
+  if (!model.has_graph() || model.ir_version() <= 0)
+    throw UserError(str_cat("'", path, "' is not an ONNX model (no graph or ir_version)"));
+  return model;
+}
+
+int default_opset(const onnx::ModelProto& model, const std::string& path) {
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
+  if (model.opset_import_size() == 0) return 1;
+  throw UserError(str_cat("'", path, "' imports no default-domain opset"));
+}
+
+std::string node_label(const onnx::NodeProto& node) {
+  return node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name();
+}
+
+void check_all_ops_supported(const onnx::GraphProto& graph, int opset) {
+  std::vector<std::string> unsupported;
+  std::set<std::string> types;
+  for (const auto& node : graph.node()) {
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (default_domain && find_lowering(node.op_type(), opset)) continue;
+    std::string type = default_domain ? node.op_type() : node.domain() + "." + node.op_type();
+    unsupported.push_back(str_cat("node '", node_label(node), "' (", type, ", opset ", opset, ")"));
+    types.insert(type);
+  }
+  if (unsupported.empty()) return;
+  std::string list;
+  for (const std::string& u : unsupported) list += (list.empty() ? "" : "; ") + u;
+  std::string type_list;
+  for (const std::string& t : types) type_list += (type_list.empty() ? "" : ", ") + t;
+  throw UserError(str_cat(unsupported.size(), " unsupported node(s) [op types: ", type_list,
+                          "]: ", list));
+}
+
+Shape declared_shape(const onnx::ValueInfoProto& info, bool* dynamic, std::string* shown) {
+  Shape shape;
+  *dynamic = false;
+  const auto& tensor_shape = info.type().tensor_type().shape();
+  for (const auto& dim : tensor_shape.dim()) {
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+      *shown += (shown->empty() ? "" : "x") + std::to_string(dim.dim_value());
+    } else {
+      *dynamic = true;
+      shape.push_back(-1);
+      *shown += (shown->empty() ? "" : "x") +
+                (dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param() : std::string("?"));
+    }
+  }
+  return shape;
+}
+
+// Nodes in an order where every input is produced before use (ONNX requires
+// topological order, but exporters and hand edits get it wrong).
+std::vector<int> topological_order(const onnx::GraphProto& graph,
+                                   const std::set<std::string>& available) {
+  std::set<std::string> ready = available;
+  std::vector<int> order;
+  std::vector<bool> done(static_cast<size_t>(graph.node_size()), false);
+  bool progress = true;
+  while (progress && static_cast<int>(order.size()) < graph.node_size()) {
+    progress = false;
+    for (int i = 0; i < graph.node_size(); ++i) {
+      if (done[i]) continue;
+      const auto& node = graph.node(i);
+      bool ok = true;
+      for (const auto& in : node.input()) ok &= in.empty() || ready.count(in) > 0;
+      if (!ok) continue;
+      for (const auto& out : node.output()) ready.insert(out);
+      done[i] = true;
+      order.push_back(i);
+      progress = true;
+    }
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (done[i]) continue;
+    const auto& node = graph.node(i);
+    for (const auto& in : node.input())
+      if (!in.empty() && !ready.count(in))
+        throw UserError(str_cat("node '", node_label(node), "' (", node.op_type(),
+                                ") reads '", in, "', which no node, input or initializer defines"));
+  }
+  return order;
+}
+
+}  // namespace
+
+Shape parse_shape(const std::string& text) {
+  Shape shape;
+  std::string token;
+  std::istringstream in(text);
+  while (std::getline(in, token, text.find(',') != std::string::npos ? ',' : 'x')) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(token, &used);
+      if (used != token.size() || v < 0) throw std::invalid_argument(token);
+      shape.push_back(v);
+    } catch (const std::exception&) {
+      throw UserError(str_cat("bad shape '", text, "': expected dimensions like 1x3x224x224"));
+    }
+  }
+  if (shape.empty() && text != "scalar") throw UserError(str_cat("bad shape '", text, "'"));
+  return shape;
+}
+
+Graph import_model(const std::string& path, const ImportOptions& options) {
+  const onnx::ModelProto model = read_model_proto(path);
+  const onnx::GraphProto& gp = model.graph();
+  const int opset = default_opset(model, path);
+  check_all_ops_supported(gp, opset);
+  const std::string model_dir = std::filesystem::path(path).parent_path().string();
+
+  Graph graph;
+  graph.name = gp.name().empty() ? std::filesystem::path(path).stem().string() : gp.name();
+  std::unordered_map<std::string, TensorId> values;
+
+  for (const auto& init : gp.initializer()) {
+    Tensor t = tensor_from_proto(init, model_dir, str_cat("initializer '", init.name(), "'"));
+    values[init.name()] = graph.add_tensor(std::move(t));
+  }
+
+  std::set<std::string> used_overrides;
+  std::vector<std::string> dynamic_inputs;
+  for (const auto& info : gp.input()) {
+    if (values.count(info.name())) continue;  // an initializer with a default value
+    Tensor t;
+    t.name = info.name();
+    t.kind = TensorKind::kInput;
+    if (!info.type().has_tensor_type())
+      throw UserError(str_cat("input '", info.name(), "' is not a tensor (sequences and maps are not supported)"));
+    if (!dtype_from_onnx(info.type().tensor_type().elem_type(), &t.dtype))
+      throw UserError(str_cat("input '", info.name(), "' has unsupported element type ",
+                              info.type().tensor_type().elem_type()));
+    bool dynamic = false;
+    std::string shown;
+    t.shape = declared_shape(info, &dynamic, &shown);
+    if (auto it = options.input_shapes.find(info.name()); it != options.input_shapes.end()) {
+      used_overrides.insert(info.name());
+      if (it->second.size() != t.shape.size())
+        throw UserError(str_cat("--input-shape ", info.name(), "=", shape_to_string(it->second),
+                                " has rank ", it->second.size(), " but the model declares [", shown,
+                                "] (rank ", t.shape.size(), ")"));
+      for (size_t d = 0; d < t.shape.size(); ++d)
+        if (t.shape[d] >= 0 && t.shape[d] != it->second[d])
+          throw UserError(str_cat("--input-shape ", info.name(), "=", shape_to_string(it->second),
+                                  " conflicts with the model's static shape [", shown, "]"));
+      t.shape = it->second;
+    } else if (dynamic) {
+      dynamic_inputs.push_back(str_cat(info.name(), " [", shown, "]"));
+    }
+    TensorId id = graph.add_tensor(std::move(t));
+    values[info.name()] = id;
+    graph.inputs.push_back(id);
+  }
+  if (!dynamic_inputs.empty()) {
+    std::string list;
+    for (const auto& d : dynamic_inputs) list += (list.empty() ? "" : ", ") + d;
+    throw UserError(str_cat("dynamic input dimensions: ", list,
+                            "; give static shapes with --input-shape NAME=1x128 (one per input)"));
+  }
+  for (const auto& [name, shape] : options.input_shapes)
+    if (!used_overrides.count(name))
+      throw UserError(str_cat("--input-shape names '", name, "', which is not an input of the model"));
+
+  std::set<std::string> available;
+  for (const auto& [name, id] : values) available.insert(name);
+  for (int index : topological_order(gp, available)) {
+    const auto& node = gp.node(index);
+    std::vector<TensorId> inputs;
+    for (const auto& in : node.input()) inputs.push_back(in.empty() ? -1 : values.at(in));
+    LoweringContext ctx(graph, node, opset, inputs);
+    const OpLowering* lowering = find_lowering(node.op_type(), opset);
+    TG_CHECK(lowering, "op checked as supported has no lowering: ", node.op_type());
+    const TensorId first_new = static_cast<TensorId>(graph.tensors.size());
+    std::vector<TensorId> outputs = lowering->lower(ctx);
+    std::set<TensorId> renamed;
+    for (int o = 0; o < node.output_size(); ++o) {
+      const std::string& name = node.output(o);
+      if (name.empty()) continue;
+      if (o >= static_cast<int>(outputs.size()) || outputs[o] < 0)
+        ctx.fail(str_cat("output ", o, " ('", name, "') is not supported"));
+      Tensor& t = graph.tensor(outputs[o]);
+      // Give fresh results the ONNX name users see in errors, profiles and the C API.
+      if (outputs[o] >= first_new && renamed.insert(outputs[o]).second) t.name = name;
+      values[name] = outputs[o];
+    }
+  }
+
+  for (const auto& out : gp.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end())
+      throw UserError(str_cat("graph output '", out.name(), "' is not produced by any node"));
+    graph.outputs.push_back(it->second);
+  }
+  return graph;
+}
+
+}  // namespace tilegraph::onnx_frontend

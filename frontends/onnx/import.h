@@ -1,0 +1,22 @@
+// ONNX model file → Graph with static shapes, shape subgraphs folded.
+#pragma once
+#include <map>
+#include <string>
+
+#include "compiler/ir/graph.h"
+
+namespace tilegraph::onnx_frontend {
+
+struct ImportOptions {
+  // Overrides for graph input shapes (required for dynamic dimensions).
+  std::map<std::string, Shape> input_shapes;
+};
+
+// Throws UserError with a one-line cause for unreadable files, unsupported
+// ops (all of them listed), dynamic shapes and malformed models.
+Graph import_model(const std::string& path, const ImportOptions& options = {});
+
+// Parses "1x3x224x224" (also "1,3,224,224"); throws UserError on bad syntax.
+Shape parse_shape(const std::string& text);
+
+}  // namespace tilegraph::onnx_frontend

@@ -1,0 +1,113 @@
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "compiler/ir/error.h"
+#include "compiler/ir/evaluate.h"
+#include "frontends/onnx/import.h"
+#include "tests/unit/onnx_model_builder.h"
+
+namespace tilegraph {
+namespace {
+
+using testing::OnnxModelBuilder;
+
+std::string temp_model_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
+}
+
+TEST(FrontendImport, ShapeSubgraphFoldsToStaticReshape) {
+  // x:[2,6] → Shape → Gather(0) → Unsqueeze → Concat([.., 3, 2]) → Reshape
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {2, 6}).output("y");
+  b.initializer_i64("zero", {}, {0});
+  b.initializer_i64("axes", {1}, {0});
+  b.initializer_i64("rest", {2}, {3, 2});
+  b.node("Shape", {"x"}, {"s"});
+  b.node("Gather", {"s", "zero"}, {"n"});
+  b.node("Unsqueeze", {"n", "axes"}, {"n1"});
+  b.node("Concat", {"n1", "rest"}, {"target"}).add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
+  b.node("Reshape", {"x", "target"}, {"y"});
+  const std::string path = temp_model_path("shape_subgraph");
+  b.save(path);
+  Graph g = onnx_frontend::import_model(path);
+  verify(g);
+  ASSERT_EQ(g.outputs.size(), 1u);
+  EXPECT_EQ(g.tensor(g.outputs[0]).shape, (Shape{2, 3, 2}));
+  // Everything but the reshape folded away.
+  EXPECT_EQ(g.ops.size(), 1u);
+}
+
+TEST(FrontendImport, UnsupportedOpsAreAllListed) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {2}).output("z");
+  b.node("FancyOp", {"x"}, {"y"}, "first_bad");
+  b.node("OtherOp", {"y"}, {"z"}, "second_bad");
+  const std::string path = temp_model_path("unsupported");
+  b.save(path);
+  try {
+    onnx_frontend::import_model(path);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("node 'first_bad' (FancyOp, opset 13)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("node 'second_bad' (OtherOp, opset 13)"), std::string::npos) << msg;
+  }
+}
+
+TEST(FrontendImport, DynamicInputNeedsInputShape) {
+  OnnxModelBuilder b(13);
+  b.input("tokens", 1, {-1, 4}).output("y");
+  b.node("Relu", {"tokens"}, {"y"});
+  const std::string path = temp_model_path("dynamic");
+  b.save(path);
+  try {
+    onnx_frontend::import_model(path);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokens [Nx4]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--input-shape"), std::string::npos);
+  }
+  onnx_frontend::ImportOptions options;
+  options.input_shapes["tokens"] = {3, 4};
+  Graph g = onnx_frontend::import_model(path, options);
+  EXPECT_EQ(g.tensor(g.outputs[0]).shape, (Shape{3, 4}));
+}
+
+TEST(FrontendImport, GarbageFileIsAUserError) {
+  const std::string path = temp_model_path("garbage");
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  FILE* f = fopen(path.c_str(), "wb");
+  fputs("this is not an onnx model at all \xff\xff\xff", f);
+  fclose(f);
+  EXPECT_THROW(onnx_frontend::import_model(path), UserError);
+  EXPECT_THROW(onnx_frontend::import_model(path + ".missing"), UserError);
+}
+
+TEST(FrontendImport, ConstantMatMulFoldsExactly) {
+  OnnxModelBuilder b(13);
+  b.initializer_f("a", {2, 3}, {1, 2, 3, 4, 5, 6});
+  b.initializer_f("w", {3, 2}, {1, 0, 0, 1, 1, 1});
+  b.input("x", 1, {2, 2}).output("y");
+  b.node("MatMul", {"a", "w"}, {"aw"});
+  b.node("Add", {"x", "aw"}, {"y"});
+  const std::string path = temp_model_path("const_matmul");
+  b.save(path);
+  Graph g = onnx_frontend::import_model(path);
+  ASSERT_EQ(g.ops.size(), 1u);  // the matmul folded, the add remains
+  const Tensor& aw = g.tensor(g.ops[0].inputs[1]);
+  ASSERT_TRUE(aw.data);
+  EXPECT_EQ(aw.value_as_double(0), 4);   // 1*1 + 2*0 + 3*1
+  EXPECT_EQ(aw.value_as_double(1), 5);   // 1*0 + 2*1 + 3*1
+  EXPECT_EQ(aw.value_as_double(2), 10);  // 4 + 6
+  EXPECT_EQ(aw.value_as_double(3), 11);  // 5 + 6
+}
+
+}  // namespace
+}  // namespace tilegraph

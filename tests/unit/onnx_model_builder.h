@@ -1,0 +1,38 @@
+// Builds small ONNX models in memory for tests (frontend, passes, end to end).
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+namespace tilegraph::testing {
+
+class OnnxModelBuilder {
+ public:
+  explicit OnnxModelBuilder(int opset = 17);
+  // Graph input / output declarations; dims < 0 are dynamic ("N").
+  OnnxModelBuilder& input(const std::string& name, int elem_type, std::vector<int64_t> dims);
+  OnnxModelBuilder& output(const std::string& name, int elem_type = 1);
+  OnnxModelBuilder& initializer_f(const std::string& name, std::vector<int64_t> dims,
+                                  std::vector<float> values);
+  OnnxModelBuilder& initializer_i64(const std::string& name, std::vector<int64_t> dims,
+                                    std::vector<int64_t> values);
+  // Adds a node; returns it so attributes can be set with the helpers below.
+  onnx::NodeProto& node(const std::string& op_type, std::vector<std::string> inputs,
+                        std::vector<std::string> outputs, const std::string& name = "");
+  static void attr_int(onnx::NodeProto& n, const std::string& name, int64_t v);
+  static void attr_ints(onnx::NodeProto& n, const std::string& name, std::vector<int64_t> v);
+  static void attr_float(onnx::NodeProto& n, const std::string& name, float v);
+  static void attr_string(onnx::NodeProto& n, const std::string& name, const std::string& v);
+
+  const onnx::ModelProto& model() const { return model_; }
+  // Writes the model to path (creating parent folders).
+  void save(const std::string& path) const;
+
+ private:
+  onnx::ModelProto model_;
+};
+
+}  // namespace tilegraph::testing
