@@ -17,7 +17,7 @@ struct CompileOptions {
   std::map<std::string, Shape> input_shapes;
   bool build = true;                           // run cmake + build after emitting
   int build_jobs = 0;                          // 0: all cores
-  std::vector<std::string> dump_after;         // pass names, or "all"
+  std::vector<std::string> dump_after;         // pass names ("import", "inline_index_maps", ...) or "all"
   bool verbose = false;
 };
 
@@ -30,7 +30,9 @@ struct CompileReport {
 // Throws UserError for bad models/flags; prints progress to stderr.
 CompileReport compile(const CompileOptions& options);
 
-// Import + passes only (for tools and tests that inspect the IR).
+// The first two steps alone (for tools and tests that inspect the IR).
+Graph import_graph(const CompileOptions& options);
+Graph optimize_graph(const CompileOptions& options, const Graph& imported);
 Graph import_and_optimize(const CompileOptions& options);
 
 }  // namespace tilegraph::driver

@@ -66,6 +66,27 @@ Expr reduction_init(Reduction r, DType t) {
   TG_CHECK(false, "no init for reduction None");
 }
 
+bool drop_unused_inputs(Op& op) {
+  std::vector<bool> used(op.inputs.size(), false);
+  visit(op.body, [&](const Expr& n) {
+    if (n->kind == ExprKind::kLoad) used[n->int_value] = true;
+  });
+  std::vector<int> new_slot(op.inputs.size(), -1);
+  std::vector<TensorId> inputs;
+  for (size_t s = 0; s < op.inputs.size(); ++s) {
+    if (!used[s]) continue;
+    new_slot[s] = static_cast<int>(inputs.size());
+    inputs.push_back(op.inputs[s]);
+  }
+  if (inputs.size() == op.inputs.size()) return false;
+  op.inputs = std::move(inputs);
+  op.body = rewrite(op.body, [&](const Expr& n) -> Expr {
+    if (n->kind != ExprKind::kLoad) return nullptr;
+    return load(new_slot[n->int_value], n->dtype, n->args);
+  });
+  return true;
+}
+
 TensorId Graph::add_tensor(Tensor t) {
   tensors.push_back(std::move(t));
   return static_cast<TensorId>(tensors.size() - 1);

@@ -67,6 +67,10 @@ struct Op {
   Expr body;
 };
 
+// Drops input slots that op.body never loads, renumbering its loads.
+// Returns whether anything changed.
+bool drop_unused_inputs(Op& op);
+
 struct Graph {
   std::string name;
   std::vector<Tensor> tensors;

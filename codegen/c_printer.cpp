@@ -1,0 +1,332 @@
+#include "codegen/c_printer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "compiler/ir/error.h"
+
+namespace tilegraph::codegen {
+
+const Dialect& cpu_dialect() {
+  static const Dialect d{
+      "cpu",
+      "static void",
+      "__restrict",
+      "#pragma omp parallel for schedule(static)",
+      "#pragma omp simd",
+      "#pragma GCC unroll 8",
+  };
+  return d;
+}
+
+namespace {
+
+// The C type values of dtype t are computed in (half is computed as float).
+const char* compute_type(DType t) {
+  if (t == DType::kF16) return "float";
+  return dtype_c_type(t);
+}
+
+std::string float_literal(double v, DType t) {
+  const bool f32 = t != DType::kF64;
+  if (std::isnan(v)) return f32 ? "NAN" : "(double)NAN";
+  if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (f32 ? "INFINITY" : "(double)INFINITY");
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f32 ? "%.9g" : "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return f32 ? s + "f" : s;
+}
+
+std::string int_literal(int64_t v, DType t) {
+  if (t == DType::kBool) return v ? "1" : "0";
+  if (v == std::numeric_limits<int64_t>::min()) return "INT64_MIN";
+  if (t == DType::kI64 || t == DType::kU64) return "INT64_C(" + std::to_string(v) + ")";
+  return std::to_string(v);
+}
+
+class Printer {
+ public:
+  Printer(const Kernel& k, const Dialect& d) : k_(k), d_(d) {}
+
+  std::string expr(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kIntImm: return int_literal(e->int_value, e->dtype);
+      case ExprKind::kFloatImm: return float_literal(e->float_value, e->dtype);
+      case ExprKind::kVar: return k_.var_names.at(static_cast<size_t>(e->int_value));
+      case ExprKind::kLoad: {
+        const Buffer& b = k_.buffers.at(static_cast<size_t>(e->int_value));
+        std::string access = b.name + "[" + expr(e->args[0]) + "]";
+        if (b.dtype == DType::kF16 && b.scope == MemoryScope::kGlobal) return "tg_h2f(" + access + ")";
+        return access;
+      }
+      case ExprKind::kUnary: return unary(e);
+      case ExprKind::kBinary: return binary(e);
+      case ExprKind::kSelect:
+        // Eager: every load is in bounds (kernel_ir.h), and a call lets the
+        // compiler if-convert and vectorize where a ?: with loads would not.
+        return str_cat("tg_select<", compute_type(e->dtype), ">(", expr(e->args[0]), ", ",
+                       expr(e->args[1]), ", ", expr(e->args[2]), ")");
+      case ExprKind::kCast: return cast(e);
+    }
+    return "?";
+  }
+
+  void stmt(const Stmt& s, int depth, std::ostringstream& out) {
+    const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        const bool innermost = s->body.size() == 1 && s->body[0]->kind != StmtKind::kFor &&
+                               s->body[0]->kind != StmtKind::kAllocate;
+        if (s->loop == LoopKind::kParallel) {
+          std::string pragma = d_.parallel_pragma;
+          if (s->collapse > 1) pragma += " collapse(" + std::to_string(s->collapse) + ")";
+          if (innermost && s->collapse == 1)
+            pragma.replace(pragma.find("for"), 3, "for simd");
+          out << pad << pragma << "\n";
+        } else if (s->loop == LoopKind::kVectorized) {
+          out << pad << d_.simd_pragma << "\n";
+        } else if (s->loop == LoopKind::kUnrolled) {
+          out << pad << d_.unroll_pragma << "\n";
+        }
+        const std::string& v = k_.var_names[s->var];
+        out << pad << "for (int64_t " << v << " = 0; " << v << " < " << expr(s->extent) << "; ++" << v
+            << ") {\n";
+        for (const Stmt& c : s->body) stmt(c, depth + 1, out);
+        out << pad << "}\n";
+        break;
+      }
+      case StmtKind::kStore: {
+        const Buffer& b = k_.buffers[s->buffer];
+        std::string value = expr(s->value);
+        if (b.scope == MemoryScope::kGlobal && b.dtype == DType::kF16) value = "tg_f2h(" + value + ")";
+        else if (b.dtype == DType::kBool) value = "(uint8_t)(" + value + ")";
+        out << pad << b.name << "[" << expr(s->index) << "] = " << value << ";\n";
+        break;
+      }
+      case StmtKind::kSeq:
+        for (const Stmt& c : s->body) stmt(c, depth, out);
+        break;
+      case StmtKind::kAllocate: {
+        const Buffer& b = k_.buffers[s->buffer];
+        out << pad << "{\n" << pad << "  " << compute_type(b.dtype) << " " << b.name << "["
+            << b.elements << "];\n";
+        for (const Stmt& c : s->body) stmt(c, depth + 1, out);
+        out << pad << "}\n";
+        break;
+      }
+      case StmtKind::kIf:
+        out << pad << "if (" << expr(s->cond) << ") {\n";
+        for (const Stmt& c : s->body) stmt(c, depth + 1, out);
+        out << pad << "}\n";
+        break;
+    }
+  }
+
+ private:
+  std::string call(const char* fn, const Expr& e) { return str_cat(fn, "(", expr(e->args[0]), ")"); }
+
+  std::string unary(const Expr& e) {
+    const Expr& x = e->args[0];
+    const bool f = is_float(x->dtype);
+    switch (e->unary_op) {
+      case UnaryOp::kNeg: return "(-" + expr(x) + ")";
+      case UnaryOp::kNot: return "(!" + expr(x) + ")";
+      case UnaryOp::kAbs: return f ? call("std::fabs", e) : str_cat("tg_abs<", compute_type(x->dtype), ">(", expr(x), ")");
+      case UnaryOp::kExp: return call("std::exp", e);
+      case UnaryOp::kLog: return call("std::log", e);
+      case UnaryOp::kSqrt: return call("std::sqrt", e);
+      case UnaryOp::kErf: return call("std::erf", e);
+      case UnaryOp::kTanh: return call("std::tanh", e);
+      case UnaryOp::kSigmoid: return call("tg_sigmoid", e);
+      case UnaryOp::kFloor: return f ? call("std::floor", e) : expr(x);
+      case UnaryOp::kCeil: return f ? call("std::ceil", e) : expr(x);
+      case UnaryOp::kRound: return f ? call("std::nearbyint", e) : expr(x);
+      case UnaryOp::kSin: return call("std::sin", e);
+      case UnaryOp::kCos: return call("std::cos", e);
+      case UnaryOp::kTan: return call("std::tan", e);
+      case UnaryOp::kAsin: return call("std::asin", e);
+      case UnaryOp::kAcos: return call("std::acos", e);
+      case UnaryOp::kAtan: return call("std::atan", e);
+      case UnaryOp::kSinh: return call("std::sinh", e);
+      case UnaryOp::kCosh: return call("std::cosh", e);
+      case UnaryOp::kAsinh: return call("std::asinh", e);
+      case UnaryOp::kAcosh: return call("std::acosh", e);
+      case UnaryOp::kAtanh: return call("std::atanh", e);
+      case UnaryOp::kSign: return str_cat("tg_sign<", compute_type(x->dtype), ">(", expr(x), ")");
+      case UnaryOp::kIsNaN: return f ? call("std::isnan", e) : "false";
+      case UnaryOp::kIsInf: return f ? call("std::isinf", e) : "false";
+      case UnaryOp::kSoftplus: return call("tg_softplus", e);
+    }
+    return "?";
+  }
+
+  std::string binary(const Expr& e) {
+    const Expr& a = e->args[0];
+    const Expr& b = e->args[1];
+    const DType t = a->dtype;
+    const bool f = is_float(t);
+    const std::string x = expr(a), y = expr(b);
+    const std::string ct = compute_type(t);
+    auto infix = [&](const char* op) { return "(" + x + " " + op + " " + y + ")"; };
+    int64_t c = 0;
+    const bool positive_const = is_const_int(b, &c) && c > 0;
+    switch (e->binary_op) {
+      case BinaryOp::kAdd: return infix("+");
+      case BinaryOp::kSub: return infix("-");
+      case BinaryOp::kMul: return infix("*");
+      case BinaryOp::kDiv:
+        if (f || positive_const) return infix("/");
+        return str_cat("tg_div<", ct, ">(", x, ", ", y, ")");
+      case BinaryOp::kFloorDiv:
+        if (f) return "std::floor(" + x + " / " + y + ")";
+        return str_cat("tg_floordiv<", ct, ">(", x, ", ", y, ")");
+      case BinaryOp::kFloorMod: return str_cat("tg_floormod<", ct, ">(", x, ", ", y, ")");
+      case BinaryOp::kRem:
+        if (f) return "std::fmod(" + x + ", " + y + ")";
+        if (positive_const) return infix("%");
+        return str_cat("tg_rem<", ct, ">(", x, ", ", y, ")");
+      case BinaryOp::kMin: return str_cat("tg_min<", ct, ">(", x, ", ", y, ")");
+      case BinaryOp::kMax: return str_cat("tg_max<", ct, ">(", x, ", ", y, ")");
+      case BinaryOp::kPow:
+        if (f) return "std::pow(" + x + ", " + y + ")";
+        return str_cat("tg_ipow<", ct, ">(", x, ", ", y, ")");
+      case BinaryOp::kEq: return infix("==");
+      case BinaryOp::kNe: return infix("!=");
+      case BinaryOp::kLt: return infix("<");
+      case BinaryOp::kLe: return infix("<=");
+      case BinaryOp::kGt: return infix(">");
+      case BinaryOp::kGe: return infix(">=");
+      case BinaryOp::kAnd: return "(" + x + " && " + y + ")";
+      case BinaryOp::kOr: return "(" + x + " || " + y + ")";
+      case BinaryOp::kXor: return "((" + x + " != 0) != (" + y + " != 0))";
+      case BinaryOp::kBitAnd: return infix("&");
+      case BinaryOp::kBitOr: return infix("|");
+      case BinaryOp::kBitXor: return infix("^");
+      case BinaryOp::kShl: return str_cat("(", ct, ")(", x, " << ", y, ")");
+      case BinaryOp::kShr: return str_cat("(", ct, ")(", x, " >> ", y, ")");
+    }
+    return "?";
+  }
+
+  std::string cast(const Expr& e) {
+    const DType from = e->args[0]->dtype, to = e->dtype;
+    const std::string x = expr(e->args[0]);
+    if (to == DType::kBool) return "(uint8_t)(" + x + " != 0)";
+    if (to == DType::kF16) return "tg_round_half((float)(" + x + "))";
+    if (from == DType::kF16 && to == DType::kF32) return x;
+    if (is_float(from) && is_integer(to)) return str_cat("tg_float_to_int<", compute_type(to), ">(", x, ")");
+    return str_cat("static_cast<", compute_type(to), ">(", x, ")");
+  }
+
+  const Kernel& k_;
+  const Dialect& d_;
+};
+
+}  // namespace
+
+std::string print_kernel(const Kernel& k, const Dialect& d) {
+  Printer p(k, d);
+  std::ostringstream out;
+  out << "// " << k.name << ": ";
+  for (size_t i = 0; i < k.source_nodes.size(); ++i) out << (i ? ", " : "") << k.source_nodes[i];
+  out << "\n" << d.function_prefix << " " << k.name << "(";
+  bool first = true;
+  for (const Buffer& b : k.buffers) {
+    if (b.scope != MemoryScope::kGlobal) continue;
+    const char* storage = b.dtype == DType::kF16 ? "uint16_t" : dtype_c_type(b.dtype);
+    out << (first ? "" : ", ") << (b.written ? "" : "const ") << storage << "* " << d.restrict_qualifier
+        << " " << b.name;
+    first = false;
+  }
+  out << ") {\n";
+  p.stmt(k.body, 1, out);
+  out << "}\n";
+  return out.str();
+}
+
+std::string kernel_prelude(const Dialect& d) {
+  return R"PRELUDE(#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+// Helpers the generated kernels call. Semantics follow tilegraph's IR
+// (compiler/ir/expr.h): floor division/modulo round toward -inf, integer
+// division by zero yields 0 instead of trapping.
+template <typename T> static inline T tg_select(bool c, T a, T b) { return c ? a : b; }
+template <typename T> static inline T tg_min(T a, T b) { return b < a ? b : a; }
+template <typename T> static inline T tg_max(T a, T b) { return a < b ? b : a; }
+template <typename T> static inline T tg_abs(T a) { return a < 0 ? T(-a) : a; }
+template <typename T> static inline T tg_sign(T a) { return T((T(0) < a) - (a < T(0))); }
+template <typename T> static inline T tg_div(T a, T b) { return b == 0 ? T(0) : T(a / b); }
+template <typename T> static inline T tg_rem(T a, T b) { return b == 0 ? T(0) : T(a % b); }
+template <typename T> static inline T tg_floordiv(T a, T b) {
+  if (b == 0) return T(0);
+  T q = T(a / b);
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+}
+template <typename T> static inline T tg_floormod(T a, T b) {
+  if (b == 0) return T(0);
+  T m = T(a % b);
+  return (m != 0 && ((m < 0) != (b < 0))) ? T(m + b) : m;
+}
+static inline float tg_floormod(float a, float b) {
+  float m = std::fmod(a, b);
+  return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+}
+static inline double tg_floormod(double a, double b) {
+  double m = std::fmod(a, b);
+  return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+}
+template <typename T> static inline T tg_ipow(T a, T b) {
+  T r = 1;
+  for (T i = 0; i < b && i < 64; ++i) r = T(r * a);
+  return b < 0 ? T(0) : r;
+}
+template <typename T, typename F> static inline T tg_float_to_int(F x) {
+  return std::isnan(x) ? T(0) : static_cast<T>(x);
+}
+static inline float tg_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+static inline double tg_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+static inline float tg_softplus(float x) { return x > 30.0f ? x : std::log1p(std::exp(x)); }
+static inline double tg_softplus(double x) { return x > 60.0 ? x : std::log1p(std::exp(x)); }
+static inline float tg_h2f(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, mant = h & 1023, bits;
+  if (exp == 0) {
+    if (mant == 0) { bits = sign; }
+    else { float v = std::ldexp((float)mant, -24); return sign ? -v : v; }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+static inline uint16_t tg_f2h(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff, mant = x & 0x7fffff;
+  if (exp == 0xff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 : 0));
+  int e = (int)exp - 127 + 15;
+  if (e >= 31) return (uint16_t)(sign | 0x7c00);
+  if (e <= 0) {
+    if (e < -10) return (uint16_t)sign;
+    mant |= 0x800000;
+    uint32_t shift = (uint32_t)(14 - e);
+    uint32_t half = mant >> shift, rest = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1))) ++half;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | ((uint32_t)e << 10) | (mant >> 13), rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1))) ++half;
+  return (uint16_t)half;
+}
+static inline float tg_round_half(float f) { return tg_h2f(tg_f2h(f)); }
+)PRELUDE";
+}
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,41 @@
+#include "codegen/kernel_exprs.h"
+
+#include "compiler/ir/simplify.h"
+
+namespace tilegraph::codegen {
+
+Expr linear_index(const Shape& shape, const std::vector<Expr>& idx) {
+  Expr flat = int_imm(0);
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];
+  return flat;
+}
+
+Expr to_kernel_loads(const Graph& g, const Op& op, const Expr& e,
+                     const std::vector<Interval>& var_bounds) {
+  return rewrite(e, [&](const Expr& n) -> Expr {
+    if (n->kind != ExprKind::kLoad) return nullptr;
+    const Tensor& t = g.tensor(op.inputs[n->int_value]);
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < n->args.size(); ++d) {
+      Expr i = simplify(n->args[d], var_bounds);
+      const Interval b = bound_of(i, var_bounds);
+      if (!b.within(0, t.shape[d] - 1)) i = min(max(i, int_imm(0)), int_imm(t.shape[d] - 1));
+      idx.push_back(i);
+    }
+    return load(static_cast<int>(n->int_value), n->dtype, {linear_index(t.shape, idx)});
+  });
+}
+
+Expr finalize_indices(const Expr& e, const std::vector<Interval>& var_bounds) {
+  const Expr simple = simplify(e, var_bounds);
+  return rewrite(simple, [&](const Expr& n) -> Expr {
+    if (n->kind != ExprKind::kBinary || n->dtype != DType::kI64) return nullptr;
+    const bool div = n->binary_op == BinaryOp::kFloorDiv, mod = n->binary_op == BinaryOp::kFloorMod;
+    int64_t c;
+    if (!(div || mod) || !is_const_int(n->args[1], &c) || c <= 0) return nullptr;
+    if (bound_of(n->args[0], var_bounds).lo < 0) return nullptr;
+    return binary(div ? BinaryOp::kDiv : BinaryOp::kRem, n->args[0], n->args[1]);
+  });
+}
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,26 @@
+// Turning an op's tensor-indexed expressions into kernel expressions over
+// flat buffers: row-major linearization, index clamping that makes every load
+// speculatable, and floor division rewritten to C division where operands are
+// provably non-negative.
+#pragma once
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ir/interval.h"
+
+namespace tilegraph::codegen {
+
+// Σ idx[d] * stride[d] for a row-major tensor of `shape`.
+Expr linear_index(const Shape& shape, const std::vector<Expr>& idx);
+
+// Rewrites Load(slot, indices) of op's inputs into Load(slot, {flat index}),
+// clamping each index whose bounds (under var_bounds) may leave [0, dim).
+// Kernel buffer ids equal the op's input slots.
+Expr to_kernel_loads(const Graph& g, const Op& op, const Expr& e,
+                     const std::vector<Interval>& var_bounds);
+
+// Simplifies, then rewrites FloorDiv/FloorMod with a non-negative numerator
+// and positive constant divisor to Div/Rem (what C's / and % compute).
+Expr finalize_indices(const Expr& e, const std::vector<Interval>& var_bounds);
+
+}  // namespace tilegraph::codegen

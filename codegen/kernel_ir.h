@@ -1,0 +1,87 @@
+// Kernel IR: a kernel is a structured loop nest over flat buffers.
+//
+// Semantics:
+//  * Buffers are 1-D; Expr loads in a kernel are Load(buffer, {flat index}).
+//    Global buffers are the kernel's parameters (graph tensors); Local
+//    buffers are per-thread scratch (registers / stack: accumulator tiles).
+//  * Loop variables are Expr Vars whose ids index Kernel::var_names; a For
+//    runs its var over [0, extent). Loop kinds are hints printers map to the
+//    target (OpenMP parallel/simd on CPU; grid/block binding on GPUs later).
+//  * A kParallel For with collapse = n binds itself and the n-1 For loops
+//    perfectly nested directly inside it as one parallel iteration space.
+//  * Every Load is in bounds whatever the branch taken (codegen clamps
+//    indices of guarded loads), so printers may evaluate Select eagerly.
+//  * Integer Div/Rem may appear only where both operands are non-negative
+//    (codegen rewrites FloorDiv/FloorMod so), FloorDiv/FloorMod elsewhere.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/expr.h"
+#include "compiler/ir/graph.h"
+#include "scheduler/schedule.h"
+
+namespace tilegraph::codegen {
+
+#define TG_STMT_KINDS(X) \
+  X(For)                 \
+  X(Store)               \
+  X(Seq)                 \
+  X(Allocate)            \
+  X(If)
+
+enum class StmtKind {
+#define TG_ENUM(name) k##name,
+  TG_STMT_KINDS(TG_ENUM)
+#undef TG_ENUM
+};
+
+enum class LoopKind { kSerial, kParallel, kVectorized, kUnrolled };
+enum class MemoryScope { kGlobal, kLocal };
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+struct StmtNode {
+  StmtKind kind;
+  int var = -1;                 // For: loop variable id
+  Expr extent;                  // For
+  LoopKind loop = LoopKind::kSerial;
+  int collapse = 1;             // For kParallel
+  int buffer = -1;              // Store, Allocate
+  Expr index;                   // Store
+  Expr value;                   // Store
+  Expr cond;                    // If
+  std::vector<Stmt> body;       // For, Seq, If, Allocate (scope of the buffer)
+};
+
+Stmt make_for(int var, Expr extent, LoopKind loop, std::vector<Stmt> body, int collapse = 1);
+Stmt make_store(int buffer, Expr index, Expr value);
+Stmt make_seq(std::vector<Stmt> body);
+Stmt make_allocate(int buffer, std::vector<Stmt> body);
+Stmt make_if(Expr cond, std::vector<Stmt> body);
+
+struct Buffer {
+  std::string name;
+  DType dtype = DType::kF32;
+  int64_t elements = 0;
+  MemoryScope scope = MemoryScope::kGlobal;
+  TensorId tensor = -1;   // Global: the graph tensor
+  bool written = false;   // Global: the kernel's output
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<std::string> source_nodes;  // ONNX nodes computed (for --profile, explain)
+  std::vector<Buffer> buffers;            // globals first (parameters, in order), then locals
+  std::vector<std::string> var_names;
+  Stmt body;
+  scheduler::KernelSchedule schedule;
+  int64_t flops = 0;                      // arithmetic per run (rough; for explain/stats)
+};
+
+std::string to_string(const Kernel& k);  // debug dump
+
+}  // namespace tilegraph::codegen

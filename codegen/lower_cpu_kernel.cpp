@@ -1,0 +1,184 @@
+#include "codegen/lower_cpu_kernel.h"
+
+#include "codegen/kernel_exprs.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/simplify.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+class KernelBuilder {
+ public:
+  KernelBuilder(const Graph& g, const Op& op, const scheduler::KernelSchedule& schedule)
+      : g_(g), op_(op) {
+    kernel_.name = op.name;
+    kernel_.source_nodes = op.source_nodes;
+    kernel_.schedule = schedule;
+    for (size_t s = 0; s < op.inputs.size(); ++s) add_global(op.inputs[s], false);
+    output_buffer_ = add_global(op.output, true);
+  }
+
+  Kernel build() {
+    const Shape& shape = g_.tensor(op_.output).shape;
+    kernel_.body = op_.reduction == Reduction::kNone ? build_map(shape) : build_reduction(shape);
+    return std::move(kernel_);
+  }
+
+ private:
+  int add_global(TensorId id, bool written) {
+    const Tensor& t = g_.tensor(id);
+    Buffer b;
+    b.name = written ? "out" : "in" + std::to_string(kernel_.buffers.size());
+    b.dtype = t.dtype;
+    b.elements = num_elements(t.shape);
+    b.tensor = id;
+    b.written = written;
+    kernel_.buffers.push_back(b);
+    return static_cast<int>(kernel_.buffers.size() - 1);
+  }
+
+  int add_local(const std::string& name, DType dtype, int64_t elements) {
+    Buffer b;
+    b.name = name;
+    b.dtype = dtype;
+    b.elements = elements;
+    b.scope = MemoryScope::kLocal;
+    kernel_.buffers.push_back(b);
+    return static_cast<int>(kernel_.buffers.size() - 1);
+  }
+
+  int new_var(const std::string& name, int64_t extent) {
+    kernel_.var_names.push_back(name);
+    bounds_.push_back(Interval::range(extent));
+    return static_cast<int>(kernel_.var_names.size() - 1);
+  }
+
+  // The op's body at the given op-axis values, with loads made kernel loads.
+  Expr instantiate(const std::vector<Expr>& axis_values) {
+    Expr e = substitute_vars(op_.body, axis_values);
+    e = to_kernel_loads(g_, op_, e, bounds_);
+    return finalize_indices(e, bounds_);
+  }
+
+  Expr output_index(const std::vector<Expr>& spatial) {
+    const Shape& shape = g_.tensor(op_.output).shape;
+    return finalize_indices(linear_index(shape, spatial), bounds_);
+  }
+
+  // Wraps `inner` in loops over `vars` (outermost first); the first
+  // parallel_depth of them become one collapsed parallel loop.
+  Stmt nest(const std::vector<int>& vars, Stmt inner, LoopKind innermost) {
+    const int depth = std::min<int>(kernel_.schedule.parallel_depth, static_cast<int>(vars.size()));
+    for (int i = static_cast<int>(vars.size()) - 1; i >= 0; --i) {
+      LoopKind kind = i == static_cast<int>(vars.size()) - 1 ? innermost : LoopKind::kSerial;
+      if (i < depth) kind = LoopKind::kParallel;
+      const int collapse = (i == 0 && depth > 0) ? depth : 1;
+      inner = make_for(vars[i], int_imm(bounds_[vars[i]].hi + 1), kind, {inner}, collapse);
+    }
+    return inner;
+  }
+
+  Stmt build_map(const Shape& shape) {
+    std::vector<int> vars;
+    std::vector<Expr> spatial;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      vars.push_back(new_var("i" + std::to_string(d), shape[d]));
+      spatial.push_back(var(vars.back()));
+    }
+    Stmt store = make_store(output_buffer_, output_index(spatial), instantiate(spatial));
+    return nest(vars, store, LoopKind::kVectorized);
+  }
+
+  Stmt build_reduction(const Shape& shape) {
+    const int rank = static_cast<int>(shape.size());
+    const DType dtype = g_.tensor(op_.output).dtype;
+    const int64_t rows = rank >= 2 ? kernel_.schedule.tile_rows : 1;
+    const int64_t cols = rank >= 1 ? kernel_.schedule.tile_cols : 1;
+    std::vector<int> outer_vars;
+    std::vector<Expr> spatial(static_cast<size_t>(rank));
+    for (int d = 0; d < rank - 2; ++d) {
+      outer_vars.push_back(new_var("i" + std::to_string(d), shape[d]));
+      spatial[d] = var(outer_vars.back());
+    }
+    // Block loops over the tiled axes, then tile-local offsets.
+    int row_block = -1, col_block = -1, ii = -1, jj = -1;
+    if (rank >= 2) row_block = new_var("rb", (shape[rank - 2] + rows - 1) / rows);
+    if (rank >= 1) col_block = new_var("cb", (shape[rank - 1] + cols - 1) / cols);
+    if (row_block >= 0) outer_vars.push_back(row_block);
+    if (col_block >= 0) outer_vars.push_back(col_block);
+    if (rows > 1) ii = new_var("ii", rows);
+    if (cols > 1) jj = new_var("jj", cols);
+    const Expr ii_e = ii >= 0 ? var(ii) : int_imm(0);
+    const Expr jj_e = jj >= 0 ? var(jj) : int_imm(0);
+    Expr row, col;
+    if (rank >= 2) row = var(row_block) * rows + ii_e;
+    if (rank >= 1) col = var(col_block) * cols + jj_e;
+    // Clamped coordinates keep tail iterations in bounds (recomputing the last
+    // row/column) so the tile loops keep constant trip counts.
+    auto clamp_to = [](Expr x, int64_t extent) { return min(x, int_imm(extent - 1)); };
+    std::vector<Expr> clamped = spatial;
+    if (rank >= 2) clamped[rank - 2] = clamp_to(row, shape[rank - 2]);
+    if (rank >= 1) clamped[rank - 1] = clamp_to(col, shape[rank - 1]);
+
+    const int acc = add_local("acc", dtype, rows * cols);
+    const Expr acc_index = ii_e * cols + jj_e;
+    auto tile_loops = [&](Stmt inner) {
+      if (jj >= 0) inner = make_for(jj, int_imm(cols), LoopKind::kVectorized, {inner});
+      if (ii >= 0) inner = make_for(ii, int_imm(rows), LoopKind::kUnrolled, {inner});
+      return inner;
+    };
+    // init
+    Stmt init = tile_loops(make_store(acc, acc_index, reduction_init(op_.reduction, dtype)));
+    // reduce loops outside the tile loops
+    std::vector<int> reduce_vars;
+    std::vector<Expr> axis_values = clamped;
+    for (size_t r = 0; r < op_.reduce_extents.size(); ++r) {
+      reduce_vars.push_back(new_var("r" + std::to_string(r), op_.reduce_extents[r]));
+      axis_values.push_back(var(reduce_vars.back()));
+    }
+    const Expr current = load(acc, dtype, {acc_index});
+    const Expr value = instantiate(axis_values);
+    Expr combined;
+    switch (op_.reduction) {
+      case Reduction::kSum: combined = current + value; break;
+      case Reduction::kProd: combined = current * value; break;
+      case Reduction::kMax: combined = max(current, value); break;
+      case Reduction::kMin: combined = min(current, value); break;
+      case Reduction::kNone: TG_CHECK(false, "not a reduction");
+    }
+    Stmt update = tile_loops(make_store(acc, acc_index, combined));
+    for (size_t r = reduce_vars.size(); r-- > 0;)
+      update = make_for(reduce_vars[r], int_imm(op_.reduce_extents[r]), LoopKind::kSerial, {update});
+    // write back, guarded for tails
+    std::vector<Expr> out_coords = spatial;
+    if (rank >= 2) out_coords[rank - 2] = row;
+    if (rank >= 1) out_coords[rank - 1] = col;
+    Expr in_bounds = int_imm(1, DType::kBool);
+    if (rank >= 2) in_bounds = logical_and(in_bounds, lt(row, int_imm(shape[rank - 2])));
+    if (rank >= 1) in_bounds = logical_and(in_bounds, lt(col, int_imm(shape[rank - 1])));
+    in_bounds = simplify(in_bounds, bounds_);
+    Stmt write = make_store(output_buffer_, output_index(out_coords), load(acc, dtype, {acc_index}));
+    if (!is_const(in_bounds)) write = make_if(in_bounds, {write});
+    write = tile_loops(write);
+    Stmt tile = make_allocate(acc, {init, update, write});
+    if (outer_vars.empty()) return tile;
+    return nest(outer_vars, tile, LoopKind::kSerial);
+  }
+
+  const Graph& g_;
+  const Op& op_;
+  Kernel kernel_;
+  int output_buffer_ = -1;
+  std::vector<Interval> bounds_;
+};
+
+}  // namespace
+
+Kernel lower_cpu_kernel(const Graph& g, const scheduler::KernelSchedule& schedule) {
+  TG_CHECK(schedule.ops.size() == 1, "the CPU lowering takes one op per kernel");
+  const Op& op = g.ops.at(static_cast<size_t>(schedule.ops[0]));
+  return KernelBuilder(g, op, schedule).build();
+}
+
+}  // namespace tilegraph::codegen

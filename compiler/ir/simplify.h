@@ -1,0 +1,23 @@
+// Index-expression simplification with known variable ranges.
+//
+// Reshape/transpose chains inlined into consumers produce index arithmetic
+// like floordiv(h*64 + d, 64) with d in [0, 64); simplify rewrites it to h.
+// Rules (int64 only; floats are left alone so float semantics never change):
+//   * sums are normalized to coef*term + constant, equal terms combined;
+//   * floordiv/floormod of a sum by c > 0: terms whose coefficient c divides
+//     move out of the division; if the rest is provably in [0, c) it vanishes
+//     (div) or is the result (mod);
+//   * floordiv(floordiv(x, a), b) = floordiv(x, a*b) for a, b > 0;
+//   * comparisons, min and max decided by interval bounds become constants.
+#pragma once
+#include <vector>
+
+#include "compiler/ir/expr.h"
+#include "compiler/ir/interval.h"
+
+namespace tilegraph {
+
+// Returns e itself (same pointer) when nothing simplifies.
+Expr simplify(const Expr& e, const std::vector<Interval>& var_bounds);
+
+}  // namespace tilegraph

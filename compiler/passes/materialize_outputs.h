@@ -1,0 +1,11 @@
+// Every graph output becomes the output of its own op: outputs that are graph
+// inputs, constants, or listed twice get a copy op, so code generation can
+// always write outputs straight into the caller's buffers.
+#pragma once
+#include "compiler/ir/graph.h"
+
+namespace tilegraph::passes {
+
+Graph materialize_outputs(const Graph& g);
+
+}  // namespace tilegraph::passes
