@@ -72,7 +72,9 @@ class KernelBuilder {
     const int depth = std::min<int>(kernel_.schedule.parallel_depth, static_cast<int>(vars.size()));
     for (int i = static_cast<int>(vars.size()) - 1; i >= 0; --i) {
       LoopKind kind = i == static_cast<int>(vars.size()) - 1 ? innermost : LoopKind::kSerial;
-      if (i < depth) kind = LoopKind::kParallel;
+      // The collapsed loops below the outermost carry no pragma of their own:
+      // OpenMP requires them perfectly nested.
+      if (i < depth) kind = i == 0 ? LoopKind::kParallel : LoopKind::kSerial;
       const int collapse = (i == 0 && depth > 0) ? depth : 1;
       inner = make_for(vars[i], int_imm(bounds_[vars[i]].hi + 1), kind, {inner}, collapse);
     }

@@ -30,7 +30,10 @@ KernelSchedule schedule_op(const Graph& g, int index, const ArchSpec& arch) {
     product *= extent;
     ++depth;
   }
-  k.parallel_depth = num_elements(shape) >= 4096 || op.reduction != Reduction::kNone ? depth : 0;
+  // Starting a parallel region costs microseconds: small kernels run serially.
+  int64_t work = num_elements(shape);
+  for (int64_t r : op.reduce_extents) work *= r;
+  k.parallel_depth = work >= (int64_t{1} << 15) ? depth : 0;
   return k;
 }
 
