@@ -17,10 +17,7 @@ namespace tilegraph::onnx_frontend {
 
 namespace {
 
-onnx::ModelProto read_model_proto(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(str_cat("cannot open model file '", path, "'"));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+onnx::ModelProto parse_model_proto(const std::string& bytes, const std::string& path) {
   onnx::ModelProto model;
   if (bytes.empty()) throw UserError(str_cat("model file '", path, "' is empty"));
   if (bytes.size() > (size_t{2} << 30) - 1 || !model.ParseFromString(bytes))
@@ -133,11 +130,18 @@ Shape parse_shape(const std::string& text) {
 }
 
 Graph import_model(const std::string& path, const ImportOptions& options) {
-  const onnx::ModelProto model = read_model_proto(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(str_cat("cannot open model file '", path, "'"));
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return import_model_bytes(bytes, std::filesystem::path(path).parent_path().string(), path, options);
+}
+
+Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
+                         const std::string& path, const ImportOptions& options) {
+  const onnx::ModelProto model = parse_model_proto(bytes, path);
   const onnx::GraphProto& gp = model.graph();
   const int opset = default_opset(model, path);
   check_all_ops_supported(gp, opset);
-  const std::string model_dir = std::filesystem::path(path).parent_path().string();
 
   Graph graph;
   graph.name = gp.name().empty() ? std::filesystem::path(path).stem().string() : gp.name();

@@ -16,6 +16,11 @@ struct ImportOptions {
 // ops (all of them listed), dynamic shapes and malformed models.
 Graph import_model(const std::string& path, const ImportOptions& options = {});
 
+// The same from the file's bytes; `model_dir` resolves external data and
+// `path` names the model in errors. (The fuzz target's entry point.)
+Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
+                         const std::string& path, const ImportOptions& options = {});
+
 // Parses "1x3x224x224" (also "1,3,224,224"); throws UserError on bad syntax.
 Shape parse_shape(const std::string& text);
 

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what tilegraph needs to build and test on Debian 12 (bookworm):
+# compilers, CMake, protobuf + libonnx, JSON/CLI/test libraries, the ONNX
+# backend node tests, and the Python packages for test_acc and the model tests.
+# Idempotent: skips what is already there. Needs root (or sudo) for apt.
+set -euo pipefail
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config
+  libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
+  clang libclang-rt-14-dev
+  python3 python3-pip
+)
+PIP_PACKAGES=(numpy onnx onnxruntime pytest)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null; then
+  echo "installing Python packages: ${PIP_PACKAGES[*]}"
+  "$PYTHON" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null ||
+    "$PYTHON" -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"
+fi
+echo "dependencies ready"

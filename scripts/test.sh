@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# README command 2 (and what .ci/run calls): install, build, and run every test
+#   1. unit tests (GoogleTest via CTest), incl. the ONNX node tests through the interpreter
+#   2. ONNX backend node tests through the generated code (tune + main_test)
+#   3. model tests (pytest): the model set compiled for the host vs onnxruntime
+#   4. unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
+#   5. a short libFuzzer run of the model loader
+# Set TG_SKIP_SANITIZE=1 / TG_SKIP_FUZZ=1 to leave out 4 / 5 locally.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+stage() { echo; echo "=== $* ($(( $(date +%s) - start )) s)"; }
+
+stage "dependencies"
+bash scripts/install_deps.sh
+stage "build"
+bash scripts/build.sh
+
+stage "1. unit tests"
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+
+stage "2. ONNX node tests through generated code"
+python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph
+
+stage "3. model tests"
+PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/models
+
+if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
+  stage "4. unit tests under ASan + UBSan"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTILEGRAPH_SANITIZE=ON >/dev/null
+  cmake --build build-asan -j "$(nproc)" --target tilegraph_unit_tests
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/tilegraph_unit_tests --gtest_brief=1
+fi
+
+if [ -z "${TG_SKIP_FUZZ:-}" ]; then
+  stage "5. fuzzing the model loader (libFuzzer, 60 s)"
+  bash fuzz/run_fuzzer.sh 60
+fi
+stage "all tests passed"
