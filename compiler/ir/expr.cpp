@@ -133,8 +133,10 @@ Expr binary(BinaryOp op, Expr a, Expr b) {
       if (!is_float(t) && (is_const_value(a, 0) || is_const_value(b, 0))) return int_imm(0, t);
       break;
     case BinaryOp::kDiv:
-    case BinaryOp::kFloorDiv:
       if (is_const_value(b, 1)) return a;
+      break;
+    case BinaryOp::kFloorDiv:  // floor(x / 1) is not x for floats
+      if (!is_float(t) && is_const_value(b, 1)) return a;
       break;
     case BinaryOp::kFloorMod:
       if (!is_float(t) && is_const_value(b, 1)) return int_imm(0, t);

@@ -29,8 +29,9 @@ class LoweringContext {
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   bool has_input(int i) const { return i < num_inputs() && inputs_[i] >= 0; }
   TensorId input(int i) const;
+  // A reference into the graph: emit() may invalidate it (copy what you keep).
   const Tensor& tensor(int i) const { return graph_.tensor(input(i)); }
-  const Shape& shape(int i) const { return tensor(i).shape; }
+  Shape shape(int i) const { return tensor(i).shape; }
   int rank(int i) const { return static_cast<int>(shape(i).size()); }
   DType dtype(int i) const { return tensor(i).dtype; }
   bool is_constant(int i) const { return has_input(i) && tensor(i).data != nullptr; }
