@@ -237,6 +237,11 @@ Expr rewrite(const Expr& e, const std::function<Expr(const Expr&)>& rewrite_node
       default: TG_CHECK(false, "leaf with args");
     }
   }
+  // A constructor may simplify to one of the already rewritten children
+  // (x + 0 -> x); that node was visited: rewriting it again would apply a
+  // substitution twice.
+  for (const Expr& a : args)
+    if (changed && rebuilt == a) return rebuilt;
   Expr replaced = rewrite_node(rebuilt);
   return replaced ? replaced : rebuilt;
 }

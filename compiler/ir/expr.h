@@ -120,8 +120,9 @@ bool same_expr(const Expr& a, const Expr& b);  // structural equality
 
 // ---- traversal helpers
 // Rebuilds e bottom-up: `rewrite` sees each node after its children were
-// rebuilt and returns a replacement or nullptr to keep it. Returns e itself
-// (same pointer) when nothing changed (STYLE.md §4).
+// rebuilt and returns a replacement or nullptr to keep it. Each original node
+// is offered to `rewrite` once; replacements are never revisited. Returns e
+// itself (same pointer) when nothing changed (STYLE.md §4).
 Expr rewrite(const Expr& e, const std::function<Expr(const Expr&)>& rewrite_node);
 // Calls visit on every node, parents before children.
 void visit(const Expr& e, const std::function<void(const Expr&)>& visit_node);

@@ -77,6 +77,10 @@ struct Graph {
   std::vector<Op> ops;
   std::vector<TensorId> inputs;   // graph inputs in ONNX order
   std::vector<TensorId> outputs;  // graph outputs in ONNX order
+  // The model's names for outputs (parallel to `outputs`). A tensor can be
+  // an output under another name (ONNX Identity to an output); codegen
+  // presents outputs by these names.
+  std::vector<std::string> output_names;
 
   TensorId add_tensor(Tensor t);
   const Tensor& tensor(TensorId id) const { return tensors.at(static_cast<size_t>(id)); }

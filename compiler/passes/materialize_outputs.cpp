@@ -6,26 +6,36 @@ namespace tilegraph::passes {
 
 Graph materialize_outputs(const Graph& g) {
   Graph result = g;
+  if (result.output_names.size() != result.outputs.size()) {
+    result.output_names.clear();
+    for (TensorId o : result.outputs) result.output_names.push_back(result.tensor(o).name);
+  }
   std::set<TensorId> seen;
   bool changed = false;
-  for (TensorId& out : result.outputs) {
+  for (size_t i = 0; i < result.outputs.size(); ++i) {
+    TensorId& out = result.outputs[i];
+    const std::string& wanted = result.output_names[i];
     const bool computed = result.producer(out) >= 0;
-    if (computed && seen.insert(out).second) continue;
-    const Tensor source = result.tensor(out);
-    Tensor copy = source;
+    if (computed && seen.insert(out).second) {
+      if (result.tensor(out).name != wanted) {
+        result.tensor(out).name = wanted;
+        changed = true;
+      }
+      continue;
+    }
+    Tensor copy = result.tensor(out);
+    copy.name = wanted;
     copy.kind = TensorKind::kIntermediate;
     copy.data = nullptr;
-    // The copy carries the user-visible name; the source keeps a derived one.
-    result.tensor(out).name = source.name + (computed ? "_dup" : "_src");
     const TensorId copy_id = result.add_tensor(std::move(copy));
     Op op;
     op.name = result.unique_op_name("copy_output");
-    op.source_nodes = {source.name};
+    op.source_nodes = {wanted};
     op.inputs = {out};
     op.output = copy_id;
     std::vector<Expr> idx;
-    for (size_t d = 0; d < source.shape.size(); ++d) idx.push_back(var(static_cast<int>(d)));
-    op.body = load(0, source.dtype, idx);
+    for (size_t d = 0; d < result.tensor(copy_id).shape.size(); ++d) idx.push_back(var(static_cast<int>(d)));
+    op.body = load(0, result.tensor(copy_id).dtype, idx);
     result.ops.push_back(std::move(op));
     out = copy_id;
     seen.insert(copy_id);

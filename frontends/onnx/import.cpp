@@ -224,6 +224,7 @@ Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
     if (it == values.end())
       throw UserError(str_cat("graph output '", out.name(), "' is not produced by any node"));
     graph.outputs.push_back(it->second);
+    graph.output_names.push_back(out.name());
   }
   return graph;
 }

@@ -125,3 +125,17 @@ TEST(Reshape, SplitGroupNeedsNoModuloOnItsFirstDimension) {
 
 }  // namespace
 }  // namespace tilegraph
+
+namespace tilegraph {
+namespace {
+
+// Regression: substituting v0 -> 0 turns (v0*2 + v2) into plain v2's
+// replacement; that replacement must not be substituted a second time.
+TEST(Rewrite, SubstitutionIsAppliedOncePerOriginalNode) {
+  const Expr e = (var(0) * 2 + var(2)) * 16 + var(4);
+  const Expr s = substitute_vars(e, {int_imm(0), var(0), var(1), var(2), var(3)});
+  EXPECT_EQ(to_string(s), to_string(var(1) * 16 + var(3)));
+}
+
+}  // namespace
+}  // namespace tilegraph
