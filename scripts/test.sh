@@ -22,8 +22,8 @@ ctest --test-dir build --output-on-failure -j "$(nproc)"
 stage "2. ONNX node tests through generated code"
 python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph
 
-stage "3. model tests"
-PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/models
+stage "3. CLI error tests and model tests (pytest)"
+PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/models
 
 if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
   stage "4. unit tests under ASan + UBSan"
