@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include "compiler/ir/error.h"
@@ -109,6 +110,31 @@ std::vector<int> topological_order(const onnx::GraphProto& graph,
   return order;
 }
 
+// libonnx's schemas (opsets <= 17 in Debian's onnx 1.12) check input and
+// output counts and attribute types, so lowerings can rely on them.
+void check_against_schema(const LoweringContext& ctx) {
+  constexpr int kNewestKnownOpset = 17;
+  if (ctx.opset() > kNewestKnownOpset) {
+    if (ctx.node().input_size() == 0 && ctx.node().op_type() != "Constant" &&
+        ctx.node().op_type() != "ConstantOfShape" && ctx.node().op_type() != "Range")
+      ctx.fail("has no inputs");
+    return;
+  }
+  const auto* schema = onnx::OpSchemaRegistry::Schema(ctx.op_type(), ctx.opset(), "");
+  if (!schema) return;
+  try {
+    schema->Verify(ctx.node());
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    // Exporters leave required-but-unused inputs empty (Resize's roi at opset
+    // 11); the lowering reports a truly missing input itself.
+    if (what.find("has an empty string in the graph") != std::string::npos) return;
+    for (char& c : what)
+      if (c == '\n') c = ' ';
+    ctx.fail("does not match the operator's schema: " + what);
+  }
+}
+
 }  // namespace
 
 Shape parse_shape(const std::string& text) {
@@ -202,10 +228,18 @@ Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
     std::vector<TensorId> inputs;
     for (const auto& in : node.input()) inputs.push_back(in.empty() ? -1 : values.at(in));
     LoweringContext ctx(graph, node, opset, inputs);
+    check_against_schema(ctx);
     const OpLowering* lowering = find_lowering(node.op_type(), opset);
     TG_CHECK(lowering, "op checked as supported has no lowering: ", node.op_type());
     const TensorId first_new = static_cast<TensorId>(graph.tensors.size());
-    std::vector<TensorId> outputs = lowering->lower(ctx);
+    std::vector<TensorId> outputs;
+    try {
+      outputs = lowering->lower(ctx);
+    } catch (const InternalError& e) {
+      // Expression invariants (operand types, ranks) broken while lowering one
+      // node mean the node's inputs contradict its schema: a bad model.
+      ctx.fail(str_cat("inputs inconsistent with the operator (", e.what(), ")"));
+    }
     std::set<TensorId> renamed;
     for (int o = 0; o < node.output_size(); ++o) {
       const std::string& name = node.output(o);

@@ -65,6 +65,7 @@ TensorId elementwise_node(LoweringContext& ctx, const std::string& kind, const E
                           int n) {
   std::vector<TensorId> inputs;
   const int count = n < 0 ? ctx.num_inputs() : n;
+  if (count == 0) ctx.fail("needs at least one input");
   for (int i = 0; i < count; ++i) inputs.push_back(ctx.input(i));
   std::vector<Expr> probe_values;
   // The output dtype is whatever fn produces; probe it with symbolic loads.

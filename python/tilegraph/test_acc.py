@@ -1,0 +1,425 @@
+"""Check a compiled model against onnxruntime on seeded random inputs.
+
+    python -m tilegraph.test_acc PREFIX [--arch host] [--seed 0] [--rtol 1e-4]
+        [--inputs DIR] [--input-shape NAME=1x128 ...] [--runner auto|ctypes|cli]
+
+Steps:
+
+1. Inputs. One array per graph input of ``PREFIX/model.onnx`` (initializers that
+   are also listed as inputs are skipped), drawn in graph-input order from one
+   ``numpy.random.default_rng(seed)``: floats uniform in [-1, 1); integers uniform
+   in [0, 2) unless ``PREFIX/input_ranges.json`` gives ``{"name": [low, high)}``
+   (torch2onnx writes it: token ids, lengths ...); bools uniform in {False, True}.
+   The same seed gives byte-identical inputs. Shapes are the model's; a symbolic
+   dimension takes its size from ``--input-shape``, else from the compiled model,
+   else 1. With ``--inputs DIR`` the inputs are read from ``DIR/NAME.npy`` instead.
+   They are written to ``PREFIX/test_acc/inputs/NAME.npy``.
+2. Reference: onnxruntime, CPU execution provider, default session options.
+   Written to ``PREFIX/test_acc/expected/``.
+3. Compiled model: ``PREFIX/tilegraph_rt/<arch>/build/libmodel.so`` through ctypes
+   (:mod:`tilegraph.runner`), or ``tilegraph run PREFIX --arch A --inputs ...
+   --outputs ... --warmup 0 --iters 1`` (``--runner cli``; ``auto`` uses ctypes
+   when the library loads in this process, else the CLI). Written to
+   ``PREFIX/test_acc/outputs/``. NAME is the ONNX value name with every character
+   outside ``[A-Za-z0-9_.-]`` replaced by ``_``.
+
+Tolerance. Per output, with ``a`` the compiled result and ``b`` onnxruntime's:
+
+* ``max_abs = max |a - b|``
+* ``max_rel = max ( |a - b| / max(|b|, 1) )`` elementwise, in float64 -- Welder's
+  test_acc metric: a relative error for values above 1 in magnitude, an absolute
+  one below.
+* A floating output passes when ``max_rel <= rtol``. The default ``rtol`` is 1e-4
+  (fp32/fp64 outputs: room for a different summation order and fused multiply-add
+  over a few thousand-term reductions) and 1e-2 for fp16 outputs; ``--rtol``
+  sets one value for all. NaN matches NaN and +-inf matches the same infinity at
+  the same position; any other non-finite mismatch is an infinite error.
+* Integer and bool outputs must match exactly (their max_rel is reported too).
+* A shape or missing-output mismatch fails.
+
+Exit status: 0 all outputs pass, 1 some output fails, 2 usage error (missing
+``PREFIX/model.onnx`` or compiled project -- "run `tilegraph tune PREFIX` first").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ._common import UsageError, find_tilegraph_bin, np_dtype, project_dir, sanitize_name
+
+DEFAULT_RTOL = 1e-4
+DEFAULT_RTOL_FP16 = 1e-2
+
+
+# ---------------------------------------------------------------------------------------------
+# inputs
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    dtype: np.dtype
+    shape: tuple  # ints, or str / None for symbolic dimensions
+
+
+def model_inputs(model_path: str | os.PathLike) -> list:
+    """The real graph inputs of an ONNX model (initializers excluded), in order."""
+    import onnx
+
+    m = onnx.load(str(model_path), load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    specs = []
+    for vi in m.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dims = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value") and d.dim_value > 0:
+                dims.append(int(d.dim_value))
+            else:
+                dims.append(d.dim_param or None)
+        specs.append(InputSpec(vi.name, np_dtype(tt.elem_type), tuple(dims)))
+    return specs
+
+
+def load_input_ranges(prefix: str | os.PathLike) -> dict:
+    """``PREFIX/input_ranges.json``: {name: [low, high)} for integer inputs; {} if absent."""
+    f = Path(prefix) / "input_ranges.json"
+    if not f.is_file():
+        return {}
+    try:
+        data = json.loads(f.read_text())
+    except ValueError as e:
+        raise UsageError(f"{f}: invalid JSON: {e}") from None
+    out = {}
+    for name, r in data.items():
+        if isinstance(r, Mapping):
+            r = [r.get("low"), r.get("high")]
+        if not (isinstance(r, (list, tuple)) and len(r) == 2):
+            raise UsageError(f"{f}: range of {name!r} must be [low, high)")
+        out[name] = (r[0], r[1])
+    return out
+
+
+def random_array(rng: np.random.Generator, shape, dtype, value_range=None) -> np.ndarray:
+    """One input: floats in [-1,1) (or [low,high)), ints in [0,2) (or [low,high)), bools."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(s) for s in shape)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape, dtype=np.int8).astype(np.bool_)
+    if dtype.kind in "iu":
+        lo, hi = value_range if value_range is not None else (0, 2)
+        if int(hi) <= int(lo):
+            raise UsageError(f"empty integer range [{lo}, {hi})")
+        return rng.integers(int(lo), int(hi), size=shape, dtype=np.int64).astype(dtype)
+    if dtype.kind == "f":
+        lo, hi = value_range if value_range is not None else (-1.0, 1.0)
+        return rng.uniform(float(lo), float(hi), size=shape).astype(dtype)
+    raise UsageError(f"cannot generate inputs of dtype {dtype}")
+
+
+def resolve_shape(spec: InputSpec, overrides: Mapping | None = None,
+                  compiled_shapes: Mapping | None = None) -> tuple:
+    if overrides and spec.name in overrides:
+        return tuple(int(d) for d in overrides[spec.name])
+    if compiled_shapes and spec.name in compiled_shapes:
+        return tuple(int(d) for d in compiled_shapes[spec.name])
+    return tuple(d if isinstance(d, int) else 1 for d in spec.shape)
+
+
+def generate_inputs(specs: Sequence[InputSpec], seed: int = 0, ranges: Mapping | None = None,
+                    shapes: Mapping | None = None) -> dict:
+    """Seeded random inputs, one per spec, drawn in order from one generator.
+
+    ``ranges``: name -> (low, high) for integer (or float) inputs.
+    ``shapes``: name -> concrete shape, for inputs with symbolic dimensions.
+    """
+    rng = np.random.default_rng(seed)
+    ranges = ranges or {}
+    out = {}
+    for s in specs:
+        shape = tuple(shapes[s.name]) if shapes and s.name in shapes else resolve_shape(s)
+        out[s.name] = random_array(rng, shape, s.dtype, ranges.get(s.name))
+    return out
+
+
+def parse_shape_overrides(items: Sequence[str] | None) -> dict:
+    out = {}
+    for item in items or []:
+        name, sep, dims = item.rpartition("=")
+        if not sep or not name:
+            raise UsageError(f"--input-shape {item!r}: expected NAME=D1xD2x...")
+        try:
+            out[name] = tuple(int(d) for d in dims.lower().split("x")) if dims else ()
+        except ValueError:
+            raise UsageError(f"--input-shape {item!r}: dimensions must be integers") from None
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# comparison
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Comparison:
+    name: str
+    shape: tuple
+    dtype: str
+    max_abs: float
+    max_rel: float
+    rtol: float
+    ok: bool
+    note: str = ""
+
+    def line(self) -> str:
+        status = "ok" if self.ok else "FAIL"
+        shape = "x".join(str(d) for d in self.shape) or "scalar"
+        s = (f"{status:4}  {self.name}  shape {shape} {self.dtype}  "
+             f"max_abs {self.max_abs:.3e}  max_rel {self.max_rel:.3e}")
+        if self.dtype.startswith(("int", "uint", "bool")):
+            s += "  (exact)"
+        else:
+            s += f"  (rtol {self.rtol:g})"
+        return s + (f"  {self.note}" if self.note else "")
+
+
+def default_rtol(dtype) -> float:
+    return DEFAULT_RTOL_FP16 if np.dtype(dtype) == np.float16 else DEFAULT_RTOL
+
+
+def compare(name: str, actual, expected, rtol: float | None = None) -> Comparison:
+    """Compares the compiled output ``actual`` with the reference ``expected``.
+
+    max_abs = max|a-b|, max_rel = max(|a-b| / max(|b|, 1)); see the module docstring.
+    """
+    a = np.asarray(actual)
+    b = np.asarray(expected)
+    dtype = b.dtype
+    tol = default_rtol(dtype) if rtol is None else float(rtol)
+    if a.shape != b.shape:
+        return Comparison(name, tuple(b.shape), str(dtype), float("inf"), float("inf"), tol,
+                          False, f"shape mismatch: got {tuple(a.shape)}, expected {tuple(b.shape)}")
+    note = ""
+    if a.dtype != b.dtype:
+        note = f"dtype {a.dtype}, expected {b.dtype}"
+    if a.size == 0:
+        return Comparison(name, tuple(b.shape), str(dtype), 0.0, 0.0, tol, not note, note)
+    exact = dtype.kind in "biu"
+    if exact:
+        ai = a.astype(np.int64) if a.dtype.kind == "b" else a
+        bi = b.astype(np.int64) if b.dtype.kind == "b" else b
+        if max(np.abs(ai.astype(np.float64)).max(), np.abs(bi.astype(np.float64)).max()) > 2**53:
+            # float64 cannot hold the difference exactly: take it in integers
+            diff = np.abs(ai.astype(np.int64) - bi.astype(np.int64)).astype(np.float64)
+        else:
+            diff = np.abs(ai.astype(np.float64) - bi.astype(np.float64))
+        rel = diff / np.maximum(np.abs(bi.astype(np.float64)), 1.0)
+        equal = not note and bool(np.array_equal(a, b))
+        return Comparison(name, tuple(b.shape), str(dtype), float(diff.max()), float(rel.max()),
+                          tol, equal, note)
+    a64 = a.astype(np.float64)
+    b64 = b.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a64 - b64)
+        rel = diff / np.maximum(np.abs(b64), 1.0)
+    finite = np.isfinite(a64) & np.isfinite(b64)
+    if not finite.all():
+        same_nan = np.isnan(a64) & np.isnan(b64)
+        same_inf = np.isinf(a64) & np.isinf(b64) & (np.sign(a64) == np.sign(b64))
+        matched = same_nan | same_inf
+        bad = ~finite & ~matched
+        diff = np.where(finite, diff, np.where(matched, 0.0, np.inf))
+        rel = np.where(finite, rel, np.where(matched, 0.0, np.inf))
+        if bad.any():
+            note = (note + "; " if note else "") + f"{int(bad.sum())} non-finite mismatches"
+    max_abs = float(diff.max())
+    max_rel = float(rel.max())
+    ok = max_rel <= tol and not note.startswith("dtype")
+    return Comparison(name, tuple(b.shape), str(dtype), max_abs, max_rel, tol, ok, note)
+
+
+def compare_all(actual: Mapping, expected: Mapping, rtol: float | None = None) -> list:
+    """One Comparison per expected output; an output missing from ``actual`` fails."""
+    results = []
+    for name, b in expected.items():
+        if name not in actual:
+            b = np.asarray(b)
+            results.append(Comparison(name, tuple(b.shape), str(b.dtype), float("inf"),
+                                      float("inf"), default_rtol(b.dtype) if rtol is None else rtol,
+                                      False, "missing from the compiled model's outputs"))
+        else:
+            results.append(compare(name, actual[name], b, rtol))
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# running
+# ---------------------------------------------------------------------------------------------
+def run_onnxruntime(model_path: str | os.PathLike, inputs: Mapping) -> dict:
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    feed = {i.name: inputs[i.name] for i in sess.get_inputs()}
+    return dict(zip(names, sess.run(names, feed)))
+
+
+def _save(directory: Path, arrays: Mapping) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, a in arrays.items():
+        np.save(directory / (sanitize_name(name) + ".npy"), np.ascontiguousarray(a),
+                allow_pickle=False)
+
+
+def run_cli(prefix: Path, arch: str, input_dir: Path, output_dir: Path,
+            output_names: Sequence[str]) -> dict:
+    """Runs ``tilegraph run`` and reads NAME.npy per expected output back."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        raise UsageError("tilegraph binary not found (build it, or set TILEGRAPH_BIN)")
+    output_dir.mkdir(parents=True, exist_ok=True)
+    for f in output_dir.glob("*.npy"):
+        f.unlink()
+    cmd = [str(exe), "run", str(prefix), "--arch", arch, "--inputs", str(input_dir),
+           "--outputs", str(output_dir), "--warmup", "0", "--iters", "1"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-20:])
+        raise RuntimeError(f"`{' '.join(cmd)}` exited with {proc.returncode}:\n{tail}")
+    out = {}
+    for name in output_names:
+        f = output_dir / (sanitize_name(name) + ".npy")
+        if f.is_file():
+            out[name] = np.load(f, allow_pickle=False)
+    return out
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m tilegraph.test_acc",
+        description="Compare a compiled tilegraph model with onnxruntime on random inputs.",
+        epilog="Tolerance: max(|a-b|/max(|b|,1)) <= rtol per floating output (default 1e-4, "
+               "1e-2 for fp16); integer/bool outputs must match exactly.")
+    p.add_argument("prefix", help="folder holding model.onnx and tilegraph_rt/")
+    p.add_argument("--arch", default="host")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rtol", type=float, default=None,
+                   help=f"max relative error (default {DEFAULT_RTOL:g}, fp16 outputs "
+                        f"{DEFAULT_RTOL_FP16:g})")
+    p.add_argument("--inputs", help="read inputs from DIR/NAME.npy instead of generating them")
+    p.add_argument("--input-shape", action="append", metavar="NAME=1x128",
+                   help="concrete shape for an input with symbolic dimensions")
+    p.add_argument("--runner", choices=["auto", "ctypes", "cli"], default="auto")
+    p.add_argument("--threads", type=int, default=None, help="kernel threads (ctypes runner)")
+    return p
+
+
+def _compiled_exists(prefix: Path, arch: str, runner: str) -> bool:
+    build = project_dir(prefix, arch) / "build"
+    lib = (build / "libmodel.so").is_file()
+    exe = (build / "main_test").is_file()
+    return {"ctypes": lib, "cli": exe}.get(runner, lib or exe)
+
+
+def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=None,
+        runner="auto", threads=None, out=None) -> int:
+    """The whole check; returns the exit status (0 pass, 1 fail). Raises UsageError."""
+    out = sys.stdout if out is None else out
+    prefix = Path(prefix)
+    model_path = prefix / "model.onnx"
+    if not model_path.is_file():
+        raise UsageError(f"{model_path} not found")
+    if not _compiled_exists(prefix, arch, runner):
+        arch_flag = "" if arch == "host" else f" --arch {arch}"
+        raise UsageError(f"compiled project {project_dir(prefix, arch)}/build not found; "
+                         f"run `tilegraph tune {prefix}{arch_flag}` first")
+
+    compiled = None
+    if runner in ("auto", "ctypes"):
+        from .runner import CompiledModel
+        try:
+            compiled = CompiledModel(prefix, arch, num_threads=threads)
+        except UsageError:
+            if runner == "ctypes":
+                raise
+            compiled = None  # e.g. a cross-compiled library: fall back to the CLI
+    used = "ctypes" if compiled is not None else "cli"
+
+    specs = model_inputs(model_path)
+    if compiled is not None:
+        want = [s.name for s in specs]
+        have = [t.name for t in compiled.inputs]
+        if sorted(want) != sorted(have):
+            compiled.close()
+            raise RuntimeError(f"the compiled model's inputs {have} differ from "
+                               f"model.onnx's {want}")
+    work = prefix / "test_acc"
+    if inputs_dir:
+        d = Path(inputs_dir)
+        feed = {}
+        for s in specs:
+            f = d / (sanitize_name(s.name) + ".npy")
+            if not f.is_file():
+                raise UsageError(f"input file {f} not found")
+            feed[s.name] = np.load(f, allow_pickle=False)
+    else:
+        compiled_shapes = {t.name: t.shape for t in compiled.inputs} if compiled else {}
+        shapes = {s.name: resolve_shape(s, input_shapes, compiled_shapes) for s in specs}
+        feed = generate_inputs(specs, seed, load_input_ranges(prefix), shapes)
+    input_dir = work / "inputs"
+    if not inputs_dir or Path(inputs_dir).resolve() != input_dir.resolve():
+        _save(input_dir, feed)
+
+    expected = run_onnxruntime(model_path, feed)
+    _save(work / "expected", expected)
+
+    if compiled is not None:
+        try:
+            actual = compiled.run(feed)
+        finally:
+            compiled.close()
+        _save(work / "outputs", actual)
+    else:
+        actual = run_cli(prefix, arch, input_dir, work / "outputs", list(expected))
+
+    results = compare_all(actual, expected, rtol)
+    extra = [n for n in actual if n not in expected]
+    for r in results:
+        if r.note.startswith("missing") and extra:
+            r.note += f" (it has: {', '.join(extra)})"
+    print(f"test_acc {prefix} (arch {arch}, {used} runner, seed {seed})", file=out)
+    for r in results:
+        print("  " + r.line(), file=out)
+    failed = [r for r in results if not r.ok]
+    worst = max((r.max_rel for r in results), default=0.0)
+    if failed:
+        print(f"FAIL: {len(failed)} of {len(results)} outputs out of tolerance "
+              f"(worst max_rel {worst:.3e})", file=out)
+        return 1
+    print(f"PASS: {len(results)} outputs (worst max_rel {worst:.3e})", file=out)
+    return 0
+
+
+def main(argv=None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        return run(args.prefix, args.arch, args.seed, args.rtol, args.inputs,
+                   parse_shape_overrides(args.input_shape), args.runner, args.threads)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (RuntimeError, ValueError) as e:  # the compiled model failed or disagrees
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
