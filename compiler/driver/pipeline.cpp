@@ -49,8 +49,11 @@ Graph run_pass(const CompileOptions& o, const std::string& name, const Graph& g,
   return result;
 }
 
-void progress(int step, int total, const std::string& what) {
-  std::cerr << "[" << step << "/" << total << "] " << what << std::endl;
+// One line per pipeline step, with the time since compile() started.
+void progress(int step, int total, const std::string& what, Clock::time_point start) {
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.1f", seconds_since(start));
+  std::cerr << "[" << step << "/" << total << " " << elapsed << " s] " << what << std::endl;
 }
 
 // Builds the generated project with CMake; the full log goes to build.log.
@@ -98,27 +101,31 @@ CompileReport compile(const CompileOptions& options) {
   const int steps = options.build ? 5 : 4;
   const scheduler::ArchSpec arch = scheduler::arch_by_name(options.arch);
 
-  auto t = Clock::now();
-  progress(1, steps, "importing " + options.model_path);
+  const auto start = Clock::now();
+  auto t = start;
+  progress(1, steps, "importing " + options.model_path, start);
   Graph g = import_graph(options);
   report.seconds_frontend = seconds_since(t);
 
   t = Clock::now();
-  progress(2, steps, str_cat("optimizing graph (", g.ops.size(), " ops)"));
+  progress(2, steps, str_cat("optimizing graph (", g.ops.size(), " ops)"), start);
   g = optimize_graph(options, g);
   report.seconds_passes = seconds_since(t);
 
   t = Clock::now();
   progress(3, steps, str_cat("scheduling ", g.ops.size(), " ops for ", arch.name, " (", arch.cores,
-                             " cores)"));
+                             " cores)"), start);
   const scheduler::Schedule schedule = scheduler::schedule_one_op_per_kernel(g, arch);
   report.seconds_schedule = seconds_since(t);
 
   t = Clock::now();
-  progress(4, steps, str_cat("generating ", schedule.kernels.size(), " kernels into ", options.output_dir));
+  progress(4, steps, str_cat("generating ", schedule.kernels.size(), " kernels into ", options.output_dir), start);
   std::vector<codegen::Kernel> kernels;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     kernels.push_back(codegen::lower_cpu_kernel(g, schedule.kernels[k]));
+    if (schedule.kernels.size() >= 200 && (k + 1) % 100 == 0)
+      std::cerr << "      kernel " << k + 1 << "/" << schedule.kernels.size() << " ("
+                << schedule.kernels.size() - k - 1 << " left)" << std::endl;
     if (options.verbose) std::cerr << codegen::to_string(kernels.back());
   }
   const codegen::MemoryPlan plan = codegen::plan_memory(g, kernels);
@@ -133,7 +140,7 @@ CompileReport compile(const CompileOptions& options) {
   if (options.build) {
     t = Clock::now();
     const int jobs = options.build_jobs > 0 ? options.build_jobs : arch.cores;
-    progress(5, steps, str_cat("building with cmake (-j ", jobs, "), log in ", options.output_dir, "/build.log"));
+    progress(5, steps, str_cat("building with cmake (-j ", jobs, "), log in ", options.output_dir, "/build.log"), start);
     build_project(options.output_dir, jobs);
     report.seconds_build = seconds_since(t);
   }
