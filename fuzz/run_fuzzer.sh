@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the model-loader fuzzer with clang + ASan/UBSan and runs it for N
-# seconds (default 60) from a seed corpus of the bundled models and a sample
-# of ONNX node-test models. Deterministic seed, so CI runs are repeatable.
+# Builds the model-loader fuzzer with clang + ASan/UBSan and runs it for at
+# most N seconds (default 60) and 300k inputs, from a seed corpus of the
+# bundled models and a sample of ONNX node-test models. A fixed seed makes the
+# input sequence repeatable, so a CI failure reproduces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -15,5 +16,5 @@ i=0
 for m in /usr/share/libonnx-testdata/data/node/test_*/model.onnx; do
   i=$((i + 1)); [ $((i % 10)) -eq 0 ] && cp "$m" "$corpus/$(basename "$(dirname "$m")").onnx"
 done
-ASAN_OPTIONS=detect_leaks=0 build-fuzz/bin/model_loader_fuzzer "$corpus" -seed=1 \
+ASAN_OPTIONS=detect_leaks=0 build-fuzz/bin/model_loader_fuzzer "$corpus" -seed=1 -runs=300000 \
   -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 2>&1 | tail -n 12
