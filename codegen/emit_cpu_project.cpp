@@ -256,6 +256,7 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
                   {"schedule",
                    {{"ops", k.schedule.ops.size()},
                     {"parallel_depth", k.schedule.parallel_depth},
+                    {"row_axis", k.schedule.row_axis},
                     {"tile_rows", k.schedule.tile_rows},
                     {"tile_cols", k.schedule.tile_cols}}}});
   }

@@ -95,18 +95,21 @@ class KernelBuilder {
   Stmt build_reduction(const Shape& shape) {
     const int rank = static_cast<int>(shape.size());
     const DType dtype = g_.tensor(op_.output).dtype;
-    const int64_t rows = rank >= 2 ? kernel_.schedule.tile_rows : 1;
+    const int row_axis = kernel_.schedule.row_axis;
+    const int col_axis = rank - 1;
+    const int64_t rows = row_axis >= 0 ? kernel_.schedule.tile_rows : 1;
     const int64_t cols = rank >= 1 ? kernel_.schedule.tile_cols : 1;
     std::vector<int> outer_vars;
     std::vector<Expr> spatial(static_cast<size_t>(rank));
-    for (int d = 0; d < rank - 2; ++d) {
+    for (int d = 0; d < col_axis; ++d) {
+      if (d == row_axis) continue;
       outer_vars.push_back(new_var("i" + std::to_string(d), shape[d]));
       spatial[d] = var(outer_vars.back());
     }
     // Block loops over the tiled axes, then tile-local offsets.
     int row_block = -1, col_block = -1, ii = -1, jj = -1;
-    if (rank >= 2) row_block = new_var("rb", (shape[rank - 2] + rows - 1) / rows);
-    if (rank >= 1) col_block = new_var("cb", (shape[rank - 1] + cols - 1) / cols);
+    if (row_axis >= 0) row_block = new_var("rb", (shape[row_axis] + rows - 1) / rows);
+    if (rank >= 1) col_block = new_var("cb", (shape[col_axis] + cols - 1) / cols);
     if (row_block >= 0) outer_vars.push_back(row_block);
     if (col_block >= 0) outer_vars.push_back(col_block);
     if (rows > 1) ii = new_var("ii", rows);
@@ -114,14 +117,14 @@ class KernelBuilder {
     const Expr ii_e = ii >= 0 ? var(ii) : int_imm(0);
     const Expr jj_e = jj >= 0 ? var(jj) : int_imm(0);
     Expr row, col;
-    if (rank >= 2) row = var(row_block) * rows + ii_e;
+    if (row_axis >= 0) row = var(row_block) * rows + ii_e;
     if (rank >= 1) col = var(col_block) * cols + jj_e;
     // Clamped coordinates keep tail iterations in bounds (recomputing the last
     // row/column) so the tile loops keep constant trip counts.
     auto clamp_to = [](Expr x, int64_t extent) { return min(x, int_imm(extent - 1)); };
     std::vector<Expr> clamped = spatial;
-    if (rank >= 2) clamped[rank - 2] = clamp_to(row, shape[rank - 2]);
-    if (rank >= 1) clamped[rank - 1] = clamp_to(col, shape[rank - 1]);
+    if (row_axis >= 0) clamped[row_axis] = clamp_to(row, shape[row_axis]);
+    if (rank >= 1) clamped[col_axis] = clamp_to(col, shape[col_axis]);
 
     const int acc = add_local("acc", dtype, rows * cols);
     const Expr acc_index = ii_e * cols + jj_e;
@@ -140,25 +143,54 @@ class KernelBuilder {
       axis_values.push_back(var(reduce_vars.back()));
     }
     const Expr current = load(acc, dtype, {acc_index});
-    const Expr value = instantiate(axis_values);
-    Expr combined;
-    switch (op_.reduction) {
-      case Reduction::kSum: combined = current + value; break;
-      case Reduction::kProd: combined = current * value; break;
-      case Reduction::kMax: combined = max(current, value); break;
-      case Reduction::kMin: combined = min(current, value); break;
-      case Reduction::kNone: TG_CHECK(false, "not a reduction");
+    auto update_loops = [&](const std::vector<Expr>& values) {
+      const Expr value = instantiate(values);
+      Expr combined;
+      switch (op_.reduction) {
+        case Reduction::kSum: combined = current + value; break;
+        case Reduction::kProd: combined = current * value; break;
+        case Reduction::kMax: combined = max(current, value); break;
+        case Reduction::kMin: combined = min(current, value); break;
+        case Reduction::kNone: TG_CHECK(false, "not a reduction");
+      }
+      Stmt update = tile_loops(make_store(acc, acc_index, combined));
+      for (size_t r = reduce_vars.size(); r-- > 0;)
+        update = make_for(reduce_vars[r], int_imm(op_.reduce_extents[r]), LoopKind::kSerial, {update});
+      return update;
+    };
+    Stmt update = update_loops(axis_values);
+    // Full tiles (all but the last block of a ragged axis) need no clamping:
+    // give them their own copy of the reduce loops, whose loads stay
+    // contiguous and vectorize; only tail tiles pay for the clamps.
+    const int64_t full_rows = row_axis >= 0 ? shape[row_axis] / rows : 0;
+    const int64_t full_cols = rank >= 1 ? shape[col_axis] / cols : 0;
+    const bool ragged_rows = row_axis >= 0 && shape[row_axis] % rows != 0 && full_rows > 0;
+    const bool ragged_cols = rank >= 1 && shape[col_axis] % cols != 0 && full_cols > 0;
+    if (ragged_rows || ragged_cols) {
+      std::vector<Expr> exact = axis_values;
+      if (row_axis >= 0) exact[row_axis] = row;
+      if (rank >= 1) exact[col_axis] = col;
+      const auto saved = bounds_;
+      Expr full = int_imm(1, DType::kBool);
+      if (ragged_rows) {
+        bounds_[row_block] = Interval::range(full_rows);
+        full = logical_and(full, lt(var(row_block), int_imm(full_rows)));
+      }
+      if (ragged_cols) {
+        bounds_[col_block] = Interval::range(full_cols);
+        full = logical_and(full, lt(var(col_block), int_imm(full_cols)));
+      }
+      Stmt fast = update_loops(exact);
+      bounds_ = saved;
+      update = make_seq({make_if(full, {fast}), make_if(unary(UnaryOp::kNot, full), {update})});
     }
-    Stmt update = tile_loops(make_store(acc, acc_index, combined));
-    for (size_t r = reduce_vars.size(); r-- > 0;)
-      update = make_for(reduce_vars[r], int_imm(op_.reduce_extents[r]), LoopKind::kSerial, {update});
     // write back, guarded for tails
     std::vector<Expr> out_coords = spatial;
-    if (rank >= 2) out_coords[rank - 2] = row;
-    if (rank >= 1) out_coords[rank - 1] = col;
+    if (row_axis >= 0) out_coords[row_axis] = row;
+    if (rank >= 1) out_coords[col_axis] = col;
     Expr in_bounds = int_imm(1, DType::kBool);
-    if (rank >= 2) in_bounds = logical_and(in_bounds, lt(row, int_imm(shape[rank - 2])));
-    if (rank >= 1) in_bounds = logical_and(in_bounds, lt(col, int_imm(shape[rank - 1])));
+    if (row_axis >= 0) in_bounds = logical_and(in_bounds, lt(row, int_imm(shape[row_axis])));
+    if (rank >= 1) in_bounds = logical_and(in_bounds, lt(col, int_imm(shape[col_axis])));
     in_bounds = simplify(in_bounds, bounds_);
     Stmt write = make_store(output_buffer_, output_index(out_coords), load(acc, dtype, {acc_index}));
     if (!is_const(in_bounds)) write = make_if(in_bounds, {write});

@@ -6,6 +6,32 @@ namespace tilegraph::scheduler {
 
 namespace {
 
+// Which output axis should share the register tile with the last (vector)
+// axis: one along which the vector loads do not move, so each loaded vector
+// is reused tile_rows times (matmul: the row axis; a 1x1 convolution in NCHW:
+// the output-channel axis, not the image row). -1 when none qualifies.
+int choose_row_axis(const Op& op, const Shape& shape) {
+  const int rank = static_cast<int>(shape.size());
+  if (rank < 2 || shape[rank - 1] <= 1) return -1;
+  // For each load: the set of output axes its indices mention.
+  std::vector<std::vector<bool>> uses;
+  visit(op.body, [&](const Expr& n) {
+    if (n->kind != ExprKind::kLoad) return;
+    std::vector<bool> mentioned(static_cast<size_t>(rank), false);
+    for (const Expr& idx : n->args)
+      visit(idx, [&](const Expr& m) {
+        if (m->kind == ExprKind::kVar && m->int_value < rank) mentioned[m->int_value] = true;
+      });
+    uses.push_back(mentioned);
+  });
+  for (int d = rank - 2; d >= 0; --d) {
+    if (shape[d] < 4) continue;
+    for (const auto& mentioned : uses)
+      if (mentioned[rank - 1] && !mentioned[d]) return d;
+  }
+  return shape[rank - 2] >= 4 ? rank - 2 : -1;
+}
+
 KernelSchedule schedule_op(const Graph& g, int index, const ArchSpec& arch) {
   const Op& op = g.ops[index];
   const Shape& shape = g.tensor(op.output).shape;
@@ -13,23 +39,27 @@ KernelSchedule schedule_op(const Graph& g, int index, const ArchSpec& arch) {
   KernelSchedule k;
   k.ops = {index};
   const int vector_lanes = std::max(1, arch.vector_bytes / 4);
+  // The loop nest the lowering builds, outermost first (see KernelSchedule).
+  std::vector<int64_t> loops;
   if (op.reduction != Reduction::kNone && rank >= 1) {
-    const int64_t cols = shape[rank - 1];
-    k.tile_cols = std::min<int64_t>(cols, 2 * vector_lanes);
-    if (rank >= 2 && cols > 1 && shape[rank - 2] >= 4) k.tile_rows = 4;
+    k.tile_cols = std::min<int64_t>(shape[rank - 1], 2 * vector_lanes);
+    k.row_axis = choose_row_axis(op, shape);
+    if (k.row_axis >= 0) k.tile_rows = 4;
+    for (int d = 0; d < rank - 1; ++d)
+      if (d != k.row_axis) loops.push_back(shape[d]);
+    if (k.row_axis >= 0) loops.push_back((shape[k.row_axis] + k.tile_rows - 1) / k.tile_rows);
+    loops.push_back((shape[rank - 1] + k.tile_cols - 1) / k.tile_cols);
+  } else {
+    loops.assign(shape.begin(), shape.end());
   }
   // Parallelize the fewest leading loops that give every core several chunks;
   // the last loop stays serial for vectorization unless it is the only one.
   const int64_t wanted = 4 * static_cast<int64_t>(arch.cores);
+  const int n = static_cast<int>(loops.size());
+  const int max_depth = n == 1 ? 1 : n - 1;
   int64_t product = 1;
   int depth = 0;
-  const int max_depth = std::max(rank - 1, rank == 1 ? 1 : 0);
-  while (depth < max_depth && product < wanted) {
-    int64_t extent = shape[depth];
-    if (depth == rank - 2) extent = (extent + k.tile_rows - 1) / k.tile_rows;
-    product *= extent;
-    ++depth;
-  }
+  while (depth < max_depth && product < wanted) product *= loops[depth++];
   // Starting a parallel region costs microseconds: small kernels run serially.
   int64_t work = num_elements(shape);
   for (int64_t r : op.reduce_extents) work *= r;

@@ -21,8 +21,12 @@ struct KernelSchedule {
   // Register tile for reductions: out[..., i, j] is accumulated in a
   // tile_rows x tile_cols block while the reduce loops run outside it, so the
   // innermost loop walks j (contiguous, vectorized) with loads reused across rows.
-  int64_t tile_rows = 1;       // along the second-to-last output axis
+  int row_axis = -1;           // output axis tiled by tile_rows (-1: none)
+  int64_t tile_rows = 1;       // along row_axis
   int64_t tile_cols = 1;       // along the last output axis
+  // Reduction loop nest, outermost first: every output axis but row_axis and
+  // the last, then the row-block loop, then the column-block loop; inside,
+  // the reduce loops, then the tile loops.
 };
 
 struct Schedule {

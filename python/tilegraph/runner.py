@@ -137,6 +137,9 @@ class CompiledModel:
         self.lib_path = lib
         self.weights_path = Path(weights)
         try:
+            # Like main_test: passive OpenMP waiting unless the user chose (spinning
+            # threads starve on a loaded machine). libgomp reads it when loaded.
+            os.environ.setdefault("OMP_WAIT_POLICY", "passive")
             self._lib = ctypes.CDLL(str(lib.resolve()))
         except OSError as e:
             raise UsageError(f"cannot load {lib}: {e}") from None
