@@ -13,6 +13,7 @@
 #include "compiler/ir/evaluate.h"
 #include "frontends/onnx/import.h"
 #include "frontends/onnx/tensor_proto.h"
+#include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace tilegraph {
@@ -21,59 +22,20 @@ namespace {
 using testing::OnnxModelBuilder;
 constexpr int kFloat = 1, kInt64 = 7;
 
-std::string model_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / "tilegraph_unit" / "reduction_ops" / name /
-          "model.onnx")
-      .string();
-}
+using testing::bytes_of;
+using testing::bytes_of_i64;
+using Result = testing::LoweredModel;
 
-std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(float));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-std::vector<uint8_t> bytes_of_i64(const std::vector<int64_t>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(int64_t));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-struct Result {
-  Graph graph;
-  std::vector<std::vector<double>> outputs;  // every output, converted to double
-  Shape shape(size_t o) const { return graph.tensor(graph.outputs[o]).shape; }
-};
-
-// Saves, imports and interprets the model; inputs are raw buffers in order.
 Result run(const OnnxModelBuilder& b, const std::string& name,
            const std::vector<std::vector<uint8_t>>& inputs) {
-  const std::string path = model_path(name);
-  b.save(path);
-  Result r{onnx_frontend::import_model(path), {}};
-  verify(r.graph);
-  const auto raw = evaluate_graph(r.graph, inputs);
-  for (size_t o = 0; o < raw.size(); ++o) {
-    const Tensor& t = r.graph.tensor(r.graph.outputs[o]);
-    std::vector<double> values;
-    for (int64_t i = 0; i < num_elements(t.shape); ++i)
-      values.push_back(scalar_as_double(read_element(raw[o].data(), t.dtype, i), t.dtype));
-    r.outputs.push_back(values);
-  }
-  return r;
+  return testing::run_lowered(b, testing::test_model_path("reduction_ops", name), inputs);
 }
 
-// Imports the model and returns the UserError's message ("" if none).
 std::string import_error(const OnnxModelBuilder& b, const std::string& name) {
-  const std::string path = model_path(name);
-  b.save(path);
-  try {
-    onnx_frontend::import_model(path);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::import_error_of(b, testing::test_model_path("reduction_ops", name));
 }
+
+std::string model_path(const std::string& name) { return testing::test_model_path("reduction_ops", name); }
 
 void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double tol) {
   ASSERT_EQ(got.size(), want.size());

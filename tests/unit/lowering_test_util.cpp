@@ -1,0 +1,54 @@
+#include "tests/unit/lowering_test_util.h"
+
+#include <cstring>
+#include <filesystem>
+
+#include "compiler/ir/error.h"
+#include "compiler/ir/evaluate.h"
+#include "frontends/onnx/import.h"
+
+namespace tilegraph::testing {
+
+std::string test_model_path(const std::string& suite, const std::string& name) {
+  return (std::filesystem::temp_directory_path() / "tilegraph_unit" / suite / name / "model.onnx").string();
+}
+
+std::vector<uint8_t> bytes_of(const std::vector<float>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(float));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+std::vector<uint8_t> bytes_of_i64(const std::vector<int64_t>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(int64_t));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+LoweredModel run_lowered(const OnnxModelBuilder& b, const std::string& path,
+                         const std::vector<std::vector<uint8_t>>& inputs) {
+  b.save(path);
+  LoweredModel r{onnx_frontend::import_model(path), {}};
+  verify(r.graph);
+  const auto raw = evaluate_graph(r.graph, inputs);
+  for (size_t o = 0; o < raw.size(); ++o) {
+    const Tensor& t = r.graph.tensor(r.graph.outputs[o]);
+    std::vector<double> values;
+    for (int64_t i = 0; i < num_elements(t.shape); ++i)
+      values.push_back(scalar_as_double(read_element(raw[o].data(), t.dtype, i), t.dtype));
+    r.outputs.push_back(values);
+  }
+  return r;
+}
+
+std::string import_error_of(const OnnxModelBuilder& b, const std::string& path) {
+  b.save(path);
+  try {
+    onnx_frontend::import_model(path);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace tilegraph::testing
