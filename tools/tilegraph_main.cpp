@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("prefix", prefix, "model folder holding model.onnx (and its external data)")->required();
   tune_cmd->add_option("--model", model, "ONNX file to compile instead of PREFIX/model.onnx");
   tune_cmd->add_option("--arch", arch, "target: host (the CPU this runs on)")->capture_default_str();
-  tune_cmd->add_option("--topk", topk, "tile configs kept per subgraph for profiling")->capture_default_str();
+  tune_cmd->add_option("--topk", topk, "tile configs kept per subgraph for on-device profiling (GPU targets; the CPU target ignores it)")->capture_default_str();
   tune_cmd->add_option("--input-shape", input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");
   tune_cmd->add_flag("--no-build", no_build, "write the project but do not build it");
   tune_cmd->add_option("--jobs,-j", jobs, "parallel build jobs (default: all cores)");
