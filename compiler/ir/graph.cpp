@@ -53,6 +53,7 @@ Expr reduction_init(Reduction r, DType t) {
     case Reduction::kMax:
       if (f) return float_imm(-std::numeric_limits<double>::infinity(), t);
       if (t == DType::kBool) return int_imm(0, t);
+      if (t == DType::kI64) return int_imm(std::numeric_limits<int64_t>::min(), t);
       return int_imm(is_signed_int(t) ? -(int64_t{1} << (dtype_size(t) * 8 - 1)) : 0, t);
     case Reduction::kMin:
       if (f) return float_imm(std::numeric_limits<double>::infinity(), t);

@@ -133,7 +133,7 @@ TensorId LoweringContext::constant_scalar(double value, DType dtype) {
 
 TensorId LoweringContext::constant_ints(const std::vector<int64_t>& values) {
   std::vector<uint8_t> bytes(values.size() * 8);
-  std::memcpy(bytes.data(), values.data(), bytes.size());
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
   return constant({static_cast<int64_t>(values.size())}, DType::kI64, std::move(bytes));
 }
 

@@ -31,6 +31,18 @@ int64_t wrap_constant_index(const LoweringContext& ctx, int64_t index, int64_t d
   return index < 0 ? index + dim : index;
 }
 
+void check_index_type(const LoweringContext& ctx, int slot) {
+  if (ctx.dtype(slot) != DType::kI64 && ctx.dtype(slot) != DType::kI32)
+    ctx.fail(str_cat("indices must be int32 or int64, got ", dtype_name(ctx.dtype(slot))));
+}
+
+void check_constant_indices(const LoweringContext& ctx, int slot, const std::vector<int64_t>& dims) {
+  if (!ctx.is_constant(slot) || dims.empty()) return;
+  const std::vector<int64_t> values = ctx.const_ints(slot, "indices");
+  for (size_t i = 0; i < values.size(); ++i)
+    wrap_constant_index(ctx, values[i], dims[i % dims.size()], "indices");
+}
+
 std::vector<int> normalize_axes(const LoweringContext& ctx, const std::vector<int64_t>& axes,
                                 int rank) {
   std::vector<int> out;
@@ -43,6 +55,18 @@ std::vector<int> normalize_axes(const LoweringContext& ctx, const std::vector<in
     out.push_back(n);
   }
   return out;
+}
+
+void check_shape(const LoweringContext& ctx, const Shape& shape, const char* what) {
+  int64_t n = 1;
+  bool overflow = false;
+  for (int64_t d : shape) {
+    if (d < 0) ctx.fail(str_cat(what, " has a negative dimension ", d));
+    overflow |= __builtin_mul_overflow(n, d, &n) || n >= (int64_t{1} << 62);
+  }
+  // A zero dimension makes the tensor empty however large the others are.
+  if (overflow && std::find(shape.begin(), shape.end(), 0) == shape.end())
+    ctx.fail(str_cat(what, " is too large (", shape_to_string(shape), ")"));
 }
 
 Expr constant_element(const Tensor& t, int64_t i, DType to) {
@@ -98,6 +122,7 @@ std::vector<TensorId> lower_reshape(LoweringContext& ctx) {
       out.push_back(v);
     }
   }
+  check_shape(ctx, out, "the target shape");
   if (inferred >= 0) {
     const int64_t known = num_elements(out);
     if (known == 0)
@@ -180,10 +205,10 @@ std::vector<TensorId> lower_transpose(LoweringContext& ctx) {
 std::vector<TensorId> lower_expand(LoweringContext& ctx) {
   const Shape in = ctx.shape(0);
   const std::vector<int64_t> target = ctx.const_ints(1, "shape");
-  for (int64_t d : target)
-    if (d < 0) ctx.fail(str_cat("shape has a negative dimension ", d));
+  check_shape(ctx, target, "shape");
   // Bidirectional: a 1 in `shape` keeps the input's dimension.
   const Shape out = broadcast_shapes(ctx, {in, target});
+  check_shape(ctx, out, "the expanded shape");
   if (out == in) return {ctx.input(0)};
   return {index_map(ctx, "expand", ctx.input(0), out,
                     [&](const std::vector<Expr>& vars) { return broadcast_indices(in, vars); })};
@@ -197,8 +222,12 @@ std::vector<TensorId> lower_tile(LoweringContext& ctx) {
   Shape out;
   for (size_t d = 0; d < in.size(); ++d) {
     if (repeats[d] < 0) ctx.fail(str_cat("repeats[", d, "] = ", repeats[d], " is negative"));
-    out.push_back(in[d] * repeats[d]);
+    int64_t dim;
+    if (__builtin_mul_overflow(in[d], repeats[d], &dim))
+      ctx.fail(str_cat("repeats[", d, "] = ", repeats[d], " is too large"));
+    out.push_back(dim);
   }
+  check_shape(ctx, out, "the tiled shape");
   if (out == in) return {ctx.input(0)};
   return {index_map(ctx, "tile", ctx.input(0), out, [&](const std::vector<Expr>& vars) {
     std::vector<Expr> idx;
@@ -220,9 +249,10 @@ int64_t block_size(const LoweringContext& ctx) {
 std::vector<TensorId> lower_depth_to_space(LoweringContext& ctx) {
   const int64_t b = block_size(ctx);
   const Shape in = ctx.shape(0);
-  if (in[1] % (b * b) != 0)
-    ctx.fail(str_cat("channels (", in[1], ") are not divisible by blocksize^2 (", b * b, ")"));
-  const int64_t c_out = in[1] / (b * b);
+  int64_t b2;  // a hostile blocksize must not overflow blocksize^2
+  if (__builtin_mul_overflow(b, b, &b2) || in[1] % b2 != 0)
+    ctx.fail(str_cat("channels (", in[1], ") are not divisible by blocksize^2 (blocksize ", b, ")"));
+  const int64_t c_out = in[1] / b2;
   const std::string mode = ctx.opset() >= 11 ? ctx.attr_string("mode", "DCR") : "DCR";
   if (mode != "DCR" && mode != "CRD") ctx.fail(str_cat("unknown mode '", mode, "' (DCR or CRD)"));
   const Shape out{in[0], c_out, in[2] * b, in[3] * b};

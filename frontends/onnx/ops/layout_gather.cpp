@@ -8,7 +8,7 @@ namespace tilegraph::onnx_frontend::layout {
 
 namespace {
 
-// Reads index tensor `slot` (shape `shape`) at `idx`, wrapping negatives
+// Reads index tensor `slot` at `idx` as an int64 index, wrapping negatives
 // against `dim`.
 Expr runtime_index(int slot, DType t, std::vector<Expr> idx, int64_t dim) {
   return wrap_negative(index_value(load(slot, t, std::move(idx))), dim);
@@ -32,11 +32,12 @@ std::vector<TensorId> lower_gather(LoweringContext& ctx) {
   const Shape data = ctx.shape(0), indices = ctx.shape(1);
   const int r = ctx.rank(0), q = ctx.rank(1);
   if (r < 1) ctx.fail("data must have rank >= 1");
-  if (is_float(ctx.dtype(1))) ctx.fail("indices must be integers");
+  check_index_type(ctx, 1);
   const int axis = normalize_axis(ctx, ctx.attr_int("axis", 0), r);
   Shape out(data.begin(), data.begin() + axis);
   out.insert(out.end(), indices.begin(), indices.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
+  check_shape(ctx, out, "the gathered shape");
   const auto v = axis_vars(static_cast<int>(out.size()));
   std::vector<Expr> idx(v.begin(), v.begin() + axis);
   Expr position;
@@ -44,8 +45,7 @@ std::vector<TensorId> lower_gather(LoweringContext& ctx) {
     position = affine_constant_indices(ctx, data[axis], q == 1 ? v[axis] : nullptr);
   std::vector<TensorId> inputs{ctx.input(0)};
   if (!position) {
-    if (ctx.is_constant(1))  // still check constant indices at compile time
-      for (int64_t x : ctx.const_ints(1, "indices")) wrap_constant_index(ctx, x, data[axis], "indices");
+    check_constant_indices(ctx, 1, {data[axis]});
     inputs.push_back(ctx.input(1));
     position = runtime_index(1, ctx.dtype(1), std::vector<Expr>(v.begin() + axis, v.begin() + axis + q),
                              data[axis]);
@@ -61,11 +61,13 @@ std::vector<TensorId> lower_gather_elements(LoweringContext& ctx) {
   if (r < 1 || ctx.rank(1) != r)
     ctx.fail(str_cat("data (", shape_to_string(data), ") and indices (", shape_to_string(indices),
                      ") must have the same rank >= 1"));
+  check_index_type(ctx, 1);
   const int axis = normalize_axis(ctx, ctx.attr_int("axis", 0), r);
   for (int d = 0; d < r; ++d)
     if (d != axis && indices[d] > data[d])
       ctx.fail(str_cat("indices (", shape_to_string(indices), ") exceed data (", shape_to_string(data),
                        ") along axis ", d));
+  check_constant_indices(ctx, 1, {data[axis]});
   const auto v = axis_vars(r);
   std::vector<Expr> idx = v;
   idx[axis] = runtime_index(1, ctx.dtype(1), v, data[axis]);
@@ -78,6 +80,7 @@ std::vector<TensorId> lower_gather_nd(LoweringContext& ctx) {
   const int r = ctx.rank(0), q = ctx.rank(1);
   const int64_t b = ctx.opset() >= 12 ? ctx.attr_int("batch_dims", 0) : 0;
   if (r < 1 || q < 1) ctx.fail("data and indices must have rank >= 1");
+  check_index_type(ctx, 1);
   if (b < 0 || b >= std::min(q, r))
     ctx.fail(str_cat("batch_dims ", b, " must be below both ranks (", r, " and ", q, ")"));
   const int64_t m = indices.back();
@@ -90,6 +93,8 @@ std::vector<TensorId> lower_gather_nd(LoweringContext& ctx) {
   // out = indices[:-1] + data[b+m:]
   Shape out(indices.begin(), indices.end() - 1);
   out.insert(out.end(), data.begin() + b + m, data.end());
+  check_shape(ctx, out, "the gathered shape");
+  check_constant_indices(ctx, 1, Shape(data.begin() + b, data.begin() + b + m));
   const auto v = axis_vars(static_cast<int>(out.size()));
   std::vector<Expr> idx(v.begin(), v.begin() + b);
   for (int64_t k = 0; k < m; ++k) {
@@ -115,6 +120,7 @@ std::vector<TensorId> lower_one_hot(LoweringContext& ctx) {
   const int axis = static_cast<int>(axis_attr < 0 ? axis_attr + r + 1 : axis_attr);
   Shape out = indices;
   out.insert(out.begin() + axis, depth);
+  check_shape(ctx, out, "the one-hot shape");
   const DType dtype = ctx.dtype(2);
   std::vector<TensorId> inputs{ctx.input(0)};
   Expr off, on;

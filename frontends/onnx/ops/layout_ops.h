@@ -22,10 +22,22 @@ Expr wrap_negative(Expr index, int64_t dim);
 // A constant index checked against [-dim, dim) and made non-negative; fails
 // naming the node (`what` says which input) when out of range.
 int64_t wrap_constant_index(const LoweringContext& ctx, int64_t index, int64_t dim, const char* what);
+// Index inputs of Gather*/Scatter* must be int32 or int64.
+void check_index_type(const LoweringContext& ctx, int slot);
+// If index input `slot` is a constant, checks element i against
+// dims[i % dims.size()] (one dim, or the components of GatherND-style index
+// tuples), so a bad constant index fails at compile time naming the node
+// rather than reading out of bounds at run time.
+void check_constant_indices(const LoweringContext& ctx, int slot, const std::vector<int64_t>& dims);
 
 // Axes from an attribute or input, normalized against rank, no duplicates.
 std::vector<int> normalize_axes(const LoweringContext& ctx, const std::vector<int64_t>& axes,
                                 int rank);
+
+// Fails naming the node unless `shape` has non-negative dimensions and fewer
+// than 2^62 elements (expr.h's bound on index arithmetic), so shapes built
+// from hostile attributes cannot overflow later. `what` names the result.
+void check_shape(const LoweringContext& ctx, const Shape& shape, const char* what);
 
 // Element i of a constant tensor as an immediate of dtype `to` (integers stay
 // exact: int64 values are not routed through double).

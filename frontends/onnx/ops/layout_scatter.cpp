@@ -11,6 +11,8 @@
 //    With constant indices the source op folds into a constant at import.
 //  * add / mul / max / min: a reduction over the updates of the matching ones
 //    (identity elsewhere), combined elementwise with the data.
+#include <limits>
+
 #include "frontends/onnx/ops/layout_ops.h"
 
 namespace tilegraph::onnx_frontend::layout {
@@ -74,10 +76,15 @@ std::vector<int64_t> coords_of(int64_t flat, const Shape& shape) {
   return coords;
 }
 
+// The source map stores update number + 1 (0: no update); int32 halves its
+// traffic and suffices for any realistic number of updates.
+DType source_dtype(int64_t updates) {
+  return updates < std::numeric_limits<int32_t>::max() ? DType::kI32 : DType::kI64;
+}
+
 // Shared checks: data, indices, updates dtypes.
 void check_types(const LoweringContext& ctx) {
-  if (ctx.dtype(1) != DType::kI64 && ctx.dtype(1) != DType::kI32)
-    ctx.fail(str_cat("indices must be int32 or int64, got ", dtype_name(ctx.dtype(1))));
+  check_index_type(ctx, 1);
   if (ctx.dtype(2) != ctx.dtype(0))
     ctx.fail(str_cat("updates (", dtype_name(ctx.dtype(2)), ") and data (", dtype_name(ctx.dtype(0)),
                      ") have different types"));
@@ -124,6 +131,7 @@ std::vector<TensorId> lower_scatter_nd(LoweringContext& ctx) {
     return {ctx.emit("scatter_nd", data, dtype, {ctx.input(0), ctx.input(2)}, body)};
   }
 
+  check_constant_indices(ctx, 1, Shape(data.begin(), data.begin() + m));
   // Reduce over the update slots (a single dummy axis when indices is 1-D).
   const Shape reduce_extents = slots.empty() ? Shape{1} : slots;
   auto matches = [&](int out_rank) {
@@ -142,11 +150,13 @@ std::vector<TensorId> lower_scatter_nd(LoweringContext& ctx) {
   if (how == Combine::kNone) {
     const Shape target(data.begin(), data.begin() + m);
     auto [match, slot_vars] = matches(static_cast<int>(m));
-    const Expr slot_plus_one = flatten_index(slot_vars, slots) + 1;
-    const TensorId source = ctx.emit("scatter_nd_source", target, DType::kI64, {ctx.input(1)},
-                                     select(match, slot_plus_one, int_imm(0)), Reduction::kMax,
-                                     reduce_extents);
-    const Expr src = load(2, DType::kI64, std::vector<Expr>(v.begin(), v.begin() + m));
+    const DType src_t = source_dtype(count);
+    const Expr slot_plus_one = cast(src_t, flatten_index(slot_vars, slots) + 1);
+    const TensorId source = ctx.emit("scatter_nd_source", target, src_t, {ctx.input(1)},
+                                     select(match, slot_plus_one, int_imm(0, src_t)),
+                                     Reduction::kMax, reduce_extents);
+    const Expr src =
+        index_value(load(2, src_t, std::vector<Expr>(v.begin(), v.begin() + m)));
     std::vector<Expr> at = unflatten_index(src - 1, slots);
     at.insert(at.end(), block_vars.begin(), block_vars.end());
     const Expr body =
@@ -202,6 +212,7 @@ std::vector<TensorId> lower_scatter_elements(LoweringContext& ctx) {
     return {ctx.emit("scatter_elements", data, dtype, {ctx.input(0), ctx.input(2)}, body)};
   }
 
+  check_constant_indices(ctx, 1, {data[axis]});
   // Only the updates in this point's line along `axis` can land here: reduce
   // over that line (axis var id r), guarded where indices is smaller than data.
   const Expr line = var(r);
@@ -216,10 +227,12 @@ std::vector<TensorId> lower_scatter_elements(LoweringContext& ctx) {
   Expr match = eq(wrap_negative(index_value(load(0, ctx.dtype(1), at)), data[axis]), v[axis]);
   if (inside) match = select(inside, match, int_imm(0, DType::kBool));
   if (how == Combine::kNone) {
-    const TensorId source = ctx.emit("scatter_elements_source", data, DType::kI64, {ctx.input(1)},
-                                     select(match, line + 1, int_imm(0)), Reduction::kMax,
-                                     {indices[axis]});
-    const Expr src = load(2, DType::kI64, v);
+    const DType src_t = source_dtype(indices[axis]);
+    const TensorId source =
+        ctx.emit("scatter_elements_source", data, src_t, {ctx.input(1)},
+                 select(match, cast(src_t, line + 1), int_imm(0, src_t)), Reduction::kMax,
+                 {indices[axis]});
+    const Expr src = index_value(load(2, src_t, v));
     std::vector<Expr> from = v;
     from[axis] = src - 1;
     const Expr body =

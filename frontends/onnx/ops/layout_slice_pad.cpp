@@ -69,8 +69,9 @@ std::vector<TensorId> lower_slice(LoweringContext& ctx) {
       e = std::clamp<int64_t>(e, -1, dim - 1);
       span = s - e;
     }
-    const int64_t magnitude =
-        st == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : std::llabs(st);
+    const int64_t magnitude = st == std::numeric_limits<int64_t>::min()
+                                  ? std::numeric_limits<int64_t>::max()
+                                  : std::llabs(st);
     out[a] = dim == 0 || span <= 0 ? 0 : (span - 1) / magnitude + 1;
     begin[a] = out[a] == 0 ? 0 : s;
     step[a] = st;
@@ -125,25 +126,38 @@ std::vector<TensorId> lower_split(LoweringContext& ctx) {
 
 enum class PadMode { kConstant, kReflect, kEdge, kWrap };
 
-// The input index that output index `v` of a padded axis reads (modes other
-// than constant always read in bounds).
+// The part of an axis that survives negative (cropping) pads: [lo, lo + n).
+struct KeptRange {
+  int64_t lo, n;
+};
+KeptRange kept_range(int64_t before, int64_t after, int64_t dim) {
+  const int64_t lo = std::max<int64_t>(0, -before);
+  return {lo, dim - lo - std::max<int64_t>(0, -after)};
+}
+
+// The input index that output index `v` of a padded axis reads. Negative
+// pads crop first; edge / reflect / wrap then pad the cropped range (as
+// onnxruntime does), so they only ever read inside it.
 Expr pad_source(PadMode mode, Expr v, int64_t before, int64_t after, int64_t dim) {
   const Expr i = v - before;
-  if (mode == PadMode::kConstant || (before <= 0 && after <= 0) || dim == 1)
-    return mode == PadMode::kConstant || dim != 1 ? i : int_imm(0);
+  if (mode == PadMode::kConstant || (before <= 0 && after <= 0)) return i;
+  const auto [lo, n] = kept_range(before, after, dim);
+  if (n == 1) return int_imm(lo);
+  // Offset within the kept range: i == lo + j.
+  const Expr j = v - std::max<int64_t>(before, 0);
   switch (mode) {
     case PadMode::kEdge: {
-      Expr idx = before > 0 ? max(i, int_imm(0)) : i;
-      return after > 0 ? min(idx, int_imm(dim - 1)) : idx;
+      Expr idx = before > 0 ? max(i, int_imm(lo)) : i;
+      return after > 0 ? min(idx, int_imm(lo + n - 1)) : idx;
     }
     case PadMode::kWrap:
-      return floormod(i, dim);
+      return floormod(j, n) + lo;
     case PadMode::kReflect: {
-      // Mirror without repeating the edge, period 2(dim-1); also correct for
-      // pads wider than the dimension.
-      const int64_t period = 2 * (dim - 1);
-      const Expr m = floormod(i, period);
-      return min(m, int_imm(period) - m);
+      // Mirror without repeating the edge, period 2(n-1); also correct for
+      // pads wider than the range.
+      const int64_t period = 2 * (n - 1);
+      const Expr m = floormod(j, period);
+      return min(m, int_imm(period) - m) + lo;
     }
     case PadMode::kConstant: break;
   }
@@ -177,6 +191,9 @@ std::vector<TensorId> lower_pad(LoweringContext& ctx) {
     ctx.fail(str_cat("pads has ", pads.size(), " values; expected ", 2 * axes.size(),
                      " (begin and end for each of ", axes.size(), " axes)"));
   std::vector<int64_t> before(static_cast<size_t>(rank), 0), after(static_cast<size_t>(rank), 0);
+  for (int64_t p : pads)  // keeps the shape arithmetic below free of overflow
+    if (p <= -(int64_t{1} << 62) || p >= (int64_t{1} << 62))
+      ctx.fail(str_cat("pad ", p, " is too large"));
   for (size_t k = 0; k < axes.size(); ++k) {
     before[axes[k]] = pads[k];
     after[axes[k]] = pads[k + axes.size()];
@@ -187,11 +204,13 @@ std::vector<TensorId> lower_pad(LoweringContext& ctx) {
     out[d] = in[d] + before[d] + after[d];
     if (out[d] < 0)
       ctx.fail(str_cat("negative pads crop axis ", d, " (size ", in[d], ") below zero"));
-    if (mode != PadMode::kConstant && in[d] == 0 && out[d] > 0)
-      ctx.fail(str_cat("cannot pad the empty axis ", d, " in mode ", mode_name));
+    if (mode != PadMode::kConstant && kept_range(before[d], after[d], in[d]).n == 0 && out[d] > 0)
+      ctx.fail(str_cat("cannot pad axis ", d, " in mode ", mode_name,
+                       ": nothing of it is left to repeat"));
     any |= before[d] != 0 || after[d] != 0;
   }
   if (!any) return {ctx.input(0)};
+  check_shape(ctx, out, "the padded shape");
 
   // The fill value: an attribute (opset < 11) or input 2, which may be a
   // runtime scalar — it does not affect the shape, so it is loaded in-kernel.

@@ -31,8 +31,10 @@ std::vector<TensorId> lower_shape(LoweringContext& ctx) {
   if (end < 0) end += rank;
   start = std::clamp<int64_t>(start, 0, rank);
   end = std::clamp<int64_t>(end, 0, rank);
-  return {ctx.constant_ints(end > start ? std::vector<int64_t>(s.begin() + start, s.begin() + end)
-                                        : std::vector<int64_t>{})};
+  // An empty slice (a scalar's shape) is built directly: constant_ints would
+  // memcpy from the null data() of an empty vector.
+  if (end <= start) return {ctx.constant({0}, DType::kI64, {})};
+  return {ctx.constant_ints(std::vector<int64_t>(s.begin() + start, s.begin() + end))};
 }
 
 std::vector<TensorId> lower_size(LoweringContext& ctx) {
@@ -82,8 +84,7 @@ std::vector<TensorId> lower_constant(LoweringContext& ctx) {
 
 std::vector<TensorId> lower_constant_of_shape(LoweringContext& ctx) {
   const std::vector<int64_t> dims = ctx.const_ints(0, "shape");
-  for (int64_t d : dims)
-    if (d < 0) ctx.fail(str_cat("shape has a negative dimension ", d));
+  layout::check_shape(ctx, dims, "shape");
   Expr value = float_imm(0.0, DType::kF32);  // the default value: float 0
   if (ctx.has_attr("value")) {
     const Tensor t = attr_tensor(ctx, "value");
