@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "compiler/ir/error.h"
 #include "frontends/onnx/import.h"
 #include "frontends/onnx/op_table.h"
+#include "frontends/onnx/tensor_proto.h"
 
 namespace fs = std::filesystem;
 using namespace tilegraph;
@@ -34,8 +36,29 @@ std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& 
   return shapes;
 }
 
+// NAME=FILE.pb pairs: FILE holds a serialized onnx TensorProto (the ONNX
+// test-data format), e.g. written by onnx.numpy_helper.from_array(...).SerializeToString().
+std::map<std::string, Tensor> read_frozen_inputs(const std::vector<std::string>& specs) {
+  std::map<std::string, Tensor> frozen;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UserError("--freeze-input '" + spec + "': expected NAME=FILE.pb");
+    const std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw UserError("--freeze-input " + name + ": cannot open '" + file + "'");
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    onnx::TensorProto proto;
+    if (!proto.ParseFromString(bytes))
+      throw UserError("--freeze-input " + name + ": '" + file + "' is not a serialized onnx TensorProto");
+    frozen[name] = onnx_frontend::tensor_from_proto(proto, "", "--freeze-input " + name);
+  }
+  return frozen;
+}
+
 int tune(const std::string& prefix, const std::string& model, const std::string& arch, int topk,
-         const std::vector<std::string>& input_shapes, bool no_build, int jobs,
+         const std::vector<std::string>& input_shapes, const std::vector<std::string>& frozen_inputs,
+         bool no_build, int jobs,
          const std::vector<std::string>& dump_after, bool verbose) {
   driver::CompileOptions o;
   o.model_path = model.empty() ? (fs::path(prefix) / "model.onnx").string() : model;
@@ -45,6 +68,7 @@ int tune(const std::string& prefix, const std::string& model, const std::string&
   o.arch = arch;
   o.topk = topk;
   o.input_shapes = parse_input_shapes(input_shapes);
+  o.frozen_inputs = read_frozen_inputs(frozen_inputs);
   o.build = !no_build;
   o.build_jobs = jobs;
   o.dump_after = dump_after;
@@ -85,13 +109,14 @@ int main(int argc, char** argv) {
   std::string prefix, model, arch = "host";
   int topk = 20, jobs = 0;
   bool no_build = false, verbose = false;
-  std::vector<std::string> input_shapes, dump_after;
+  std::vector<std::string> input_shapes, frozen_inputs, dump_after;
   auto* tune_cmd = app.add_subcommand("tune", "compile PREFIX/model.onnx into PREFIX/tilegraph_rt/<arch>/ and build it");
   tune_cmd->add_option("prefix", prefix, "model folder holding model.onnx (and its external data)")->required();
   tune_cmd->add_option("--model", model, "ONNX file to compile instead of PREFIX/model.onnx");
   tune_cmd->add_option("--arch", arch, "target: host (the CPU this runs on)")->capture_default_str();
   tune_cmd->add_option("--topk", topk, "tile configs kept per subgraph for on-device profiling (GPU targets; the CPU target ignores it)")->capture_default_str();
   tune_cmd->add_option("--input-shape", input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");
+  tune_cmd->add_option("--freeze-input", frozen_inputs, "NAME=FILE.pb: bake an input's value (an onnx TensorProto file) into the model as a constant (repeatable)");
   tune_cmd->add_flag("--no-build", no_build, "write the project but do not build it");
   tune_cmd->add_option("--jobs,-j", jobs, "parallel build jobs (default: all cores)");
   tune_cmd->add_option("--dump-after", dump_after, "print the IR after a pass: import, inline_index_maps, simplify_indices, eliminate_dead_ops, materialize_outputs, all");
@@ -112,7 +137,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (*tune_cmd) return tune(prefix, model, arch, topk, input_shapes, no_build, jobs, dump_after, verbose);
+    if (*tune_cmd) return tune(prefix, model, arch, topk, input_shapes, frozen_inputs, no_build, jobs, dump_after, verbose);
     if (*run_cmd) return run(run_prefix, run_arch, run_cmd->remaining());
     if (*ops_cmd) {
       for (const std::string& op : onnx_frontend::supported_op_types()) std::cout << op << "\n";

@@ -79,6 +79,7 @@ void build_project(const std::string& dir, int jobs) {
 Graph import_graph(const CompileOptions& options) {
   onnx_frontend::ImportOptions import_options;
   import_options.input_shapes = options.input_shapes;
+  import_options.frozen_inputs = options.frozen_inputs;
   Graph g = onnx_frontend::import_model(options.model_path, import_options);
   verify(g);
   if (wants_dump(options, "import")) std::cerr << "--- after import ---\n" << to_string(g);

@@ -15,6 +15,7 @@ struct CompileOptions {
   std::string arch = "host";
   int topk = 20;
   std::map<std::string, Shape> input_shapes;
+  std::map<std::string, Tensor> frozen_inputs;  // --freeze-input
   bool build = true;                           // run cmake + build after emitting
   int build_jobs = 0;                          // 0: all cores
   std::vector<std::string> dump_after;         // pass names ("import", "inline_index_maps", ...) or "all"

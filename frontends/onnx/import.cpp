@@ -77,6 +77,28 @@ Shape declared_shape(const onnx::ValueInfoProto& info, bool* dynamic, std::strin
   return shape;
 }
 
+// The constant standing in for a frozen graph input, checked against the
+// input's declared element type and static dimensions.
+Tensor frozen_input(const onnx::ValueInfoProto& info, const Tensor& value) {
+  DType declared;
+  if (info.type().has_tensor_type() &&
+      dtype_from_onnx(info.type().tensor_type().elem_type(), &declared) && declared != value.dtype)
+    throw UserError(str_cat("--freeze-input ", info.name(), ": value is ", dtype_name(value.dtype),
+                            ", the input is ", dtype_name(declared)));
+  bool dynamic = false;
+  std::string shown;
+  const Shape shape = declared_shape(info, &dynamic, &shown);
+  bool fits = shape.size() == value.shape.size();
+  for (size_t d = 0; fits && d < shape.size(); ++d) fits = shape[d] < 0 || shape[d] == value.shape[d];
+  if (!fits && !shape.empty())
+    throw UserError(str_cat("--freeze-input ", info.name(), ": value has shape ",
+                            shape_to_string(value.shape), ", the input is [", shown, "]"));
+  Tensor t = value;
+  t.name = info.name();
+  t.kind = TensorKind::kConstant;
+  return t;
+}
+
 // Nodes in an order where every input is produced before use (ONNX requires
 // topological order, but exporters and hand edits get it wrong).
 std::vector<int> topological_order(const onnx::GraphProto& graph,
@@ -182,6 +204,10 @@ Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
   std::vector<std::string> dynamic_inputs;
   for (const auto& info : gp.input()) {
     if (values.count(info.name())) continue;  // an initializer with a default value
+    if (auto frozen = options.frozen_inputs.find(info.name()); frozen != options.frozen_inputs.end()) {
+      values[info.name()] = graph.add_tensor(frozen_input(info, frozen->second));
+      continue;
+    }
     Tensor t;
     t.name = info.name();
     t.kind = TensorKind::kInput;
@@ -220,6 +246,9 @@ Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
   for (const auto& [name, shape] : options.input_shapes)
     if (!used_overrides.count(name))
       throw UserError(str_cat("--input-shape names '", name, "', which is not an input of the model"));
+  for (const auto& [name, tensor] : options.frozen_inputs)
+    if (!values.count(name) || graph.tensor(values.at(name)).kind != TensorKind::kConstant)
+      throw UserError(str_cat("--freeze-input names '", name, "', which is not an input of the model"));
 
   std::set<std::string> available;
   for (const auto& [name, id] : values) available.insert(name);

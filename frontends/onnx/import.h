@@ -10,6 +10,10 @@ namespace tilegraph::onnx_frontend {
 struct ImportOptions {
   // Overrides for graph input shapes (required for dynamic dimensions).
   std::map<std::string, Shape> input_shapes;
+  // Graph inputs whose values are fixed at compile time (`tune --freeze-input`):
+  // they become constants, so shapes they decide (Reshape's shape, Resize's
+  // scales...) can be static. The tensor's dtype and shape must fit the input.
+  std::map<std::string, Tensor> frozen_inputs;
 };
 
 // Throws UserError with a one-line cause for unreadable files, unsupported

@@ -3,6 +3,7 @@
 Each case runs the real CLI (`tilegraph tune` / `tilegraph run` / main_test) and
 asserts the exit code and that stderr names the culprit.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -183,3 +184,21 @@ def test_tune_is_deterministic(tmp_path):
         assert tg("tune", p, "--no-build").returncode == 0
     for name in ("model.cpp", "manifest.json", "weights.bin", "CMakeLists.txt"):
         assert (a / "tilegraph_rt/host" / name).read_bytes() == (b / "tilegraph_rt/host" / name).read_bytes(), name
+
+
+def test_freeze_input_makes_a_shape_operand_static(tmp_path):
+    g = helper.make_graph([helper.make_node("Reshape", ["x", "shape"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+                           helper.make_tensor_value_info("shape", TensorProto.INT64, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), tmp_path)
+    line = error_line(tg("tune", tmp_path, "--no-build"))
+    assert "Reshape" in line and "compile time" in line
+    pb = tmp_path / "shape.pb"
+    pb.write_bytes(numpy_helper.from_array(np.array([3, 2, 2], np.int64)).SerializeToString())
+    assert "not an input" in error_line(tg("tune", tmp_path, "--no-build", "--freeze-input", f"nope={pb}"))
+    r = tg("tune", tmp_path, "--freeze-input", f"shape={pb}")
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((tmp_path / "tilegraph_rt/host/manifest.json").read_text())
+    assert [i["name"] for i in manifest["inputs"]] == ["x"]  # the frozen input is gone
+    assert manifest["outputs"][0]["shape"] == [3, 2, 2]

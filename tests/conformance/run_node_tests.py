@@ -6,7 +6,8 @@ whose ops tilegraph lowers (`tilegraph ops`) and that is not in skip_list.txt:
   1. `tilegraph tune PREFIX --no-build` writes the generated project,
   2. its libmodel.so is compiled from the project's own sources with the
      project's flags (one g++ call; see below),
-  3. main_test runs it on the test's inputs (.pb converted to .npy),
+  3. main_test runs it on the test's inputs (.pb converted to .npy); inputs
+     that decide shapes are frozen into the model with --freeze-input,
   4. outputs are compared with the expected ones: |a-b| <= atol + rtol*|b|
      (rtol 1e-3, atol 1e-5 like ONNX's backend runner; integers and bools exact).
 Prints `N passed, M failed, K skipped` and exits non-zero on any failure.
@@ -109,14 +110,32 @@ def run_one(test_dir, tilegraph, work, main_test):
     init_names = {i.name for i in model.graph.initializer}
     inputs = [i for i in model.graph.input if i.name not in init_names]
     data = test_dir / "test_data_set_0"
-    (prefix / "in").mkdir()
-    for k, info in enumerate(inputs):
-        t = onnx.TensorProto()
-        t.ParseFromString((data / f"input_{k}.pb").read_bytes())
-        np.save(prefix / "in" / (sanitize(info.name) + ".npy"), numpy_helper.to_array(t))
-    tune = subprocess.run([tilegraph, "tune", str(prefix), "--no-build"], capture_output=True, text=True)
+    # Shape-deciding operands (Reshape's shape, Resize's scales...) are graph
+    # inputs in many node tests; static shapes need them constant. If tune
+    # refuses, retry with them frozen (--freeze-input): first every input but
+    # the data input 0, then all of them.
+    first_error = None
+    for frozen_from in dict.fromkeys([len(inputs), 1, 0]):  # inputs[frozen_from:] are frozen
+        frozen_names = {i.name for i in inputs[frozen_from:]}
+        in_dir = prefix / "in"
+        shutil.rmtree(in_dir, ignore_errors=True)
+        in_dir.mkdir()
+        flags = []
+        for k, info in enumerate(inputs):
+            pb = data / f"input_{k}.pb"
+            if info.name in frozen_names:
+                flags += ["--freeze-input", f"{info.name}={pb}"]
+                continue
+            t = onnx.TensorProto()
+            t.ParseFromString(pb.read_bytes())
+            np.save(in_dir / (sanitize(info.name) + ".npy"), numpy_helper.to_array(t))
+        tune = subprocess.run([tilegraph, "tune", str(prefix), "--no-build", *flags],
+                              capture_output=True, text=True)
+        if tune.returncode == 0:
+            break
+        first_error = first_error or (tune.stderr.strip().splitlines() or ["?"])[-1]
     if tune.returncode != 0:
-        return name, "tune: " + (tune.stderr.strip().splitlines() or ["?"])[-1]
+        return name, "tune: " + first_error
     project = prefix / "tilegraph_rt" / "host"
     lib = project / "libmodel.so"
     cc = subprocess.run(["g++", *MODEL_FLAGS, "-o", str(lib), str(project / "model.cpp"),

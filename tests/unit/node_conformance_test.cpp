@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <algorithm>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -64,6 +65,40 @@ bool uses_only_supported_ops(const fs::path& model_path, std::string* op_types) 
   return ok;
 }
 
+// The model's graph inputs (initializers excluded), in order.
+std::vector<std::string> graph_input_names(const fs::path& model_path) {
+  onnx::ModelProto m;
+  std::ifstream in(model_path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  m.ParseFromString(bytes);
+  std::set<std::string> inits;
+  for (const auto& i : m.graph().initializer()) inits.insert(i.name());
+  std::vector<std::string> names;
+  for (const auto& i : m.graph().input())
+    if (!inits.count(i.name())) names.push_back(i.name());
+  return names;
+}
+
+// Imports the test's model; when shapes depend on graph inputs (Reshape's
+// shape, Resize's scales...), retries with them frozen to the test's values
+// like `tune --freeze-input`: every input but the first, then all of them.
+Graph import_freezing_if_needed(const fs::path& model_path, const fs::path& data) {
+  const std::vector<std::string> names = graph_input_names(model_path);
+  std::string first_error;
+  for (size_t frozen_from : {names.size(), size_t{1}, size_t{0}}) {
+    onnx_frontend::ImportOptions options;
+    for (size_t k = frozen_from; k < names.size(); ++k)
+      options.frozen_inputs[names[k]] = onnx_frontend::tensor_from_proto(
+          read_tensor(data / ("input_" + std::to_string(k) + ".pb")), "", "input");
+    try {
+      return onnx_frontend::import_model(model_path.string(), options);
+    } catch (const UserError& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  throw UserError(first_error);
+}
+
 // Compares, ONNX backend-test style: |a-b| <= atol + rtol*|b|, NaNs equal.
 std::string compare(const Tensor& expected, const std::vector<uint8_t>& got, DType got_dtype,
                     const Shape& got_shape) {
@@ -101,12 +136,16 @@ TEST(NodeConformance, InterpreterMatchesOnnxBackendNodeTests) {
     if (skip.count(name)) { ++skipped; continue; }
     std::string error;
     try {
-      Graph g = onnx_frontend::import_model((dir / "model.onnx").string());
-      verify(g);
       const fs::path data = dir / "test_data_set_0";
+      Graph g = import_freezing_if_needed(dir / "model.onnx", data);
+      verify(g);
+      // Graph inputs left after freezing, matched to their test-data files by name.
       std::vector<std::vector<uint8_t>> inputs;
-      for (size_t i = 0; i < g.inputs.size(); ++i) {
-        Tensor t = onnx_frontend::tensor_from_proto(read_tensor(data / ("input_" + std::to_string(i) + ".pb")), "", "input");
+      const std::vector<std::string> names = graph_input_names(dir / "model.onnx");
+      for (TensorId id : g.inputs) {
+        const size_t k = static_cast<size_t>(
+            std::find(names.begin(), names.end(), g.tensor(id).name) - names.begin());
+        Tensor t = onnx_frontend::tensor_from_proto(read_tensor(data / ("input_" + std::to_string(k) + ".pb")), "", "input");
         inputs.push_back(*t.data);
       }
       auto outputs = evaluate_graph(g, inputs);
