@@ -75,15 +75,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& mode
     switch (t.dtype) {
       case DType::kF32:
         check_count(proto.float_data_size());
-        std::memcpy(data.data(), proto.float_data().data(), static_cast<size_t>(bytes));
+        if (bytes > 0) std::memcpy(data.data(), proto.float_data().data(), static_cast<size_t>(bytes));
         break;
       case DType::kF64:
         check_count(proto.double_data_size());
-        std::memcpy(data.data(), proto.double_data().data(), static_cast<size_t>(bytes));
+        if (bytes > 0) std::memcpy(data.data(), proto.double_data().data(), static_cast<size_t>(bytes));
         break;
       case DType::kI64:
         check_count(proto.int64_data_size());
-        std::memcpy(data.data(), proto.int64_data().data(), static_cast<size_t>(bytes));
+        if (bytes > 0) std::memcpy(data.data(), proto.int64_data().data(), static_cast<size_t>(bytes));
         break;
       case DType::kU32: case DType::kU64:
         check_count(proto.uint64_data_size());
