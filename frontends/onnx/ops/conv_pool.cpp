@@ -61,15 +61,28 @@ void check_kernel_shape(const LoweringContext& ctx, const Shape& kernel) {
                      shape_to_string(kernel)));
 }
 
-std::vector<TensorId> lower_conv(LoweringContext& ctx) {
+// X and W of Conv / ConvTranspose, checked: same float type, same rank.
+struct ConvOperands {
+  DType dtype;
+  Shape spatial;  // X's spatial dims
+  Shape x, w;     // full shapes
+};
+
+ConvOperands conv_operands(const LoweringContext& ctx) {
   require_float(ctx, 0);
   if (ctx.dtype(1) != ctx.dtype(0)) ctx.fail("X and W must have the same type");
-  const DType t = ctx.dtype(0);
-  const Shape in = spatial_dims(ctx, "X");
-  const Shape xs = ctx.shape(0);
-  const Shape ws = ctx.shape(1);
-  if (ws.size() != xs.size())
-    ctx.fail(str_cat("W ", shape_to_string(ws), " must have the rank of X ", shape_to_string(xs)));
+  ConvOperands ops{ctx.dtype(0), spatial_dims(ctx, "X"), ctx.shape(0), ctx.shape(1)};
+  if (ops.w.size() != ops.x.size())
+    ctx.fail(str_cat("W ", shape_to_string(ops.w), " must have the rank of X ", shape_to_string(ops.x)));
+  return ops;
+}
+
+std::vector<TensorId> lower_conv(LoweringContext& ctx) {
+  const ConvOperands ops = conv_operands(ctx);
+  const DType t = ops.dtype;
+  const Shape& in = ops.spatial;
+  const Shape& xs = ops.x;
+  const Shape& ws = ops.w;
   const int64_t channels = xs[1], filters = ws[0];
   const int64_t group = read_group(ctx, channels, filters);
   const int64_t cg = channels / group, mg = filters / group;  // channels / filters per group
@@ -106,14 +119,11 @@ std::vector<TensorId> lower_conv(LoweringContext& ctx) {
 //   out[n, m, o..] = Σ_{ci, k..} [q % s == 0 and 0 <= q / s < in] X[n, c, q / s ..] * W[c, m % Mg, k..]
 // with q = o + pad_begin - k * d and c = (m / Mg) * Cg + ci.
 std::vector<TensorId> lower_conv_transpose(LoweringContext& ctx) {
-  require_float(ctx, 0);
-  if (ctx.dtype(1) != ctx.dtype(0)) ctx.fail("X and W must have the same type");
-  const DType t = ctx.dtype(0);
-  const Shape in = spatial_dims(ctx, "X");
-  const Shape xs = ctx.shape(0);
-  const Shape ws = ctx.shape(1);
-  if (ws.size() != xs.size())
-    ctx.fail(str_cat("W ", shape_to_string(ws), " must have the rank of X ", shape_to_string(xs)));
+  const ConvOperands ops = conv_operands(ctx);
+  const DType t = ops.dtype;
+  const Shape& in = ops.spatial;
+  const Shape& xs = ops.x;
+  const Shape& ws = ops.w;
   const int64_t channels = xs[1];
   if (ws[0] != channels)
     ctx.fail(str_cat("W ", shape_to_string(ws), " must have ", channels, " input channels (dim 0)"));
