@@ -14,7 +14,8 @@ namespace tilegraph {
 
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
   return n;
 }
 

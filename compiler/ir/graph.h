@@ -27,7 +27,10 @@ namespace tilegraph {
 using Shape = std::vector<int64_t>;
 using TensorId = int;
 
+// Saturates at INT64_MAX instead of overflowing (shapes come from untrusted models).
 int64_t num_elements(const Shape& s);
+// Larger tensors are rejected as user errors (2^40 elements: beyond any real model).
+constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 std::string shape_to_string(const Shape& s);  // "1x3x224x224"; "scalar" for rank 0
 
 enum class TensorKind { kInput, kConstant, kIntermediate };

@@ -16,6 +16,11 @@ std::shared_ptr<const std::vector<uint8_t>> try_fold(const Graph& g, const Op& o
   for (TensorId in : op.inputs) input_elements += num_elements(g.tensor(in).shape);
   const int64_t out_elements = num_elements(out.shape);
   if (out_elements > 4096 && out_elements > 4 * input_elements) return nullptr;
+  // The interpreter walks every point of the reduce domain: keep folding cheap.
+  int64_t work = out_elements;
+  for (int64_t r : op.reduce_extents)
+    if (__builtin_mul_overflow(work, r, &work)) return nullptr;
+  if (work > (int64_t{1} << 28)) return nullptr;
   return evaluate_op(g, op);
 }
 

@@ -237,6 +237,9 @@ Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
     } else if (dynamic) {
       dynamic_inputs.push_back(str_cat(info.name(), " [", shown, "]"));
     }
+    if (!dynamic && num_elements(t.shape) > kMaxTensorElements)
+      throw UserError(str_cat("input '", info.name(), "' has an impossibly large shape ",
+                              shape_to_string(t.shape)));
     TensorId id = graph.add_tensor(std::move(t));
     values[info.name()] = id;
     graph.inputs.push_back(id);

@@ -89,6 +89,8 @@ TensorId LoweringContext::emit(const std::string& kind, const Shape& shape, DTyp
                                std::vector<int64_t> reduce_extents) {
   for (int64_t d : shape)
     if (d < 0) fail(str_cat("computed a negative dimension for ", kind, " (", shape_to_string(shape), ")"));
+  if (num_elements(shape) > kMaxTensorElements)
+    fail(str_cat("computed an impossibly large tensor for ", kind, " (", shape_to_string(shape), ")"));
   Tensor out;
   out.name = graph_.unique_op_name(kind) + "_out";
   out.dtype = dtype;

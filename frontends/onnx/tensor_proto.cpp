@@ -54,6 +54,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& mode
     if (d < 0) throw UserError(str_cat(where, ": negative dimension ", d));
     t.shape.push_back(d);
   }
+  if (num_elements(t.shape) > kMaxTensorElements)
+    throw UserError(str_cat(where, ": impossibly large shape ", shape_to_string(t.shape)));
   const int64_t n = num_elements(t.shape);
   const int64_t bytes = t.bytes();
   std::vector<uint8_t> data;
