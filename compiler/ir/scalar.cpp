@@ -14,11 +14,9 @@ int64_t floor_div(int64_t a, int64_t b) {
 int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
 
 Scalar scalar_of(double v, DType t) {
-  Scalar s;
-  if (is_float(t)) s.f = v;
-  else if (t == DType::kBool) s.i = v != 0;
-  else s.i = static_cast<int64_t>(v);
-  return scalar_cast(s, t, t);
+  // Through the float -> int cast rules (saturating, NaN -> 0): a huge or
+  // NaN attribute value must not be undefined behaviour.
+  return scalar_cast(Scalar{v, 0}, DType::kF64, t);
 }
 
 double scalar_as_double(Scalar s, DType t) { return is_float(t) ? s.f : static_cast<double>(s.i); }
