@@ -11,7 +11,7 @@ namespace tilegraph::codegen {
 const Dialect& cpu_dialect() {
   static const Dialect d{
       "cpu",
-      "static void",
+      "void",
       "__restrict",
       "#pragma omp parallel for schedule(static)",
       "#pragma omp simd",
@@ -226,12 +226,9 @@ class Printer {
 
 }  // namespace
 
-std::string print_kernel(const Kernel& k, const Dialect& d) {
-  Printer p(k, d);
+std::string print_kernel_signature(const Kernel& k, const Dialect& d) {
   std::ostringstream out;
-  out << "// " << k.name << ": ";
-  for (size_t i = 0; i < k.source_nodes.size(); ++i) out << (i ? ", " : "") << k.source_nodes[i];
-  out << "\n" << d.function_prefix << " " << k.name << "(";
+  out << d.function_prefix << " " << k.name << "(";
   bool first = true;
   for (const Buffer& b : k.buffers) {
     if (b.scope != MemoryScope::kGlobal) continue;
@@ -240,7 +237,16 @@ std::string print_kernel(const Kernel& k, const Dialect& d) {
         << " " << b.name;
     first = false;
   }
-  out << ") {\n";
+  out << ")";
+  return out.str();
+}
+
+std::string print_kernel(const Kernel& k, const Dialect& d) {
+  Printer p(k, d);
+  std::ostringstream out;
+  out << "// " << k.name << ": ";
+  for (size_t i = 0; i < k.source_nodes.size(); ++i) out << (i ? ", " : "") << k.source_nodes[i];
+  out << "\n" << print_kernel_signature(k, d) << " {\n";
   p.stmt(k.body, 1, out);
   out << "}\n";
   return out.str();

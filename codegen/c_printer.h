@@ -10,7 +10,7 @@ namespace tilegraph::codegen {
 
 struct Dialect {
   const char* name;
-  const char* function_prefix;    // "static void"
+  const char* function_prefix;    // "void"
   const char* restrict_qualifier; // "__restrict"
   const char* parallel_pragma;    // "#pragma omp parallel for schedule(static)"
   const char* simd_pragma;        // "#pragma omp simd"
@@ -22,6 +22,9 @@ const Dialect& cpu_dialect();
 // The kernel as a function `void <name>(params...)`; parameters are the
 // global buffers in order (inputs const).
 std::string print_kernel(const Kernel& k, const Dialect& d);
+
+// The kernel's declaration without a body or ';' (for headers).
+std::string print_kernel_signature(const Kernel& k, const Dialect& d);
 
 // Helper functions every printed kernel may call (tg_floordiv, tg_sigmoid,
 // half conversions...), emitted once per generated source file.

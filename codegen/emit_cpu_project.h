@@ -1,5 +1,6 @@
 // Writes the standalone CPU project of a compiled model:
-//   model.cpp        kernels + the C API of runtime/tilegraph_model.h
+//   model.cpp        the C API of runtime/tilegraph_model.h: the kernel launch sequence
+//   kernels.h, kernels_NNN.cpp  the kernels, 64 per file (parallel builds)
 //   weights.bin      constants, 64-byte aligned, at MemoryPlan offsets
 //   manifest.json    inputs/outputs, kernels (ONNX nodes, schedule), memory plan
 //   CMakeLists.txt   builds libmodel.so and main_test (C++17 + OpenMP only)

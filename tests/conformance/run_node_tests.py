@@ -138,7 +138,8 @@ def run_one(test_dir, tilegraph, work, main_test):
         return name, "tune: " + first_error
     project = prefix / "tilegraph_rt" / "host"
     lib = project / "libmodel.so"
-    cc = subprocess.run(["g++", *MODEL_FLAGS, "-o", str(lib), str(project / "model.cpp"),
+    kernel_files = [str(p) for p in sorted(project.glob("kernels_*.cpp"))]
+    cc = subprocess.run(["g++", *MODEL_FLAGS, "-o", str(lib), str(project / "model.cpp"), *kernel_files,
                          str(work / "weights_file.o")], capture_output=True, text=True)
     if cc.returncode != 0:
         first = next((l for l in cc.stderr.splitlines() if "error" in l), cc.stderr[-300:])
