@@ -100,16 +100,11 @@ int Graph::producer(TensorId id) const {
   return -1;
 }
 
-std::string Graph::unique_op_name(const std::string& base) const {
+std::string Graph::unique_op_name(const std::string& base) {
   std::string clean;
   for (char c : base) clean += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(c)) : '_';
   if (clean.empty() || std::isdigit(static_cast<unsigned char>(clean[0]))) clean = "op_" + clean;
-  std::set<std::string> used;
-  for (const Op& op : ops) used.insert(op.name);
-  for (size_t n = ops.size();; ++n) {
-    std::string candidate = clean + "_" + std::to_string(n);
-    if (!used.count(candidate)) return candidate;
-  }
+  return clean + "_" + std::to_string(next_name_id++);
 }
 
 namespace {

@@ -90,8 +90,10 @@ struct Graph {
   Tensor& tensor(TensorId id) { return tensors.at(static_cast<size_t>(id)); }
   // Index into ops of the op producing id, or -1 for inputs and constants.
   int producer(TensorId id) const;
-  // A fresh op name "<base>_<n>" that is a valid C identifier and unused.
-  std::string unique_op_name(const std::string& base) const;
+  // A fresh name "<base>_<n>", a valid C identifier; n counts up per graph,
+  // so names never repeat (for ops, and for tensors that need one).
+  std::string unique_op_name(const std::string& base);
+  int64_t next_name_id = 0;
 };
 
 // Checks the invariants above (topological order, Var ids in range, Load slots

@@ -91,13 +91,14 @@ TensorId LoweringContext::emit(const std::string& kind, const Shape& shape, DTyp
     if (d < 0) fail(str_cat("computed a negative dimension for ", kind, " (", shape_to_string(shape), ")"));
   if (num_elements(shape) > kMaxTensorElements)
     fail(str_cat("computed an impossibly large tensor for ", kind, " (", shape_to_string(shape), ")"));
+  const std::string name = graph_.unique_op_name(kind);
   Tensor out;
-  out.name = graph_.unique_op_name(kind) + "_out";
+  out.name = name + "_out";
   out.dtype = dtype;
   out.shape = shape;
   TensorId out_id = graph_.add_tensor(std::move(out));
   Op op;
-  op.name = graph_.unique_op_name(kind);
+  op.name = name;
   op.source_nodes = {node_.name().empty() ? (node_.output_size() ? node_.output(0) : "") : node_.name()};
   op.inputs = std::move(inputs);
   op.output = out_id;
@@ -116,14 +117,12 @@ TensorId LoweringContext::emit(const std::string& kind, const Shape& shape, DTyp
 
 TensorId LoweringContext::constant(const Shape& shape, DType dtype, std::vector<uint8_t> bytes) {
   Tensor t;
-  t.name = graph_.unique_op_name(op_type() + "_const") + "_value";
+  t.name = graph_.unique_op_name(op_type() + "_const");
   t.dtype = dtype;
   t.shape = shape;
   t.kind = TensorKind::kConstant;
   TG_CHECK(static_cast<int64_t>(bytes.size()) == t.bytes(), "constant size mismatch");
   t.data = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
-  // unique_op_name only looks at ops; keep names unique among tensors too.
-  t.name += std::to_string(graph_.tensors.size());
   return graph_.add_tensor(std::move(t));
 }
 
