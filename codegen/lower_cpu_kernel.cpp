@@ -21,11 +21,24 @@ class KernelBuilder {
 
   Kernel build() {
     const Shape& shape = g_.tensor(op_.output).shape;
+    kernel_.flops = count_flops(shape);
     kernel_.body = op_.reduction == Reduction::kNone ? build_map(shape) : build_reduction(shape);
     return std::move(kernel_);
   }
 
  private:
+  // Floating-point operations per run: arithmetic nodes of the body (plus the
+  // combine of a reduction) times the points of the iteration domain.
+  int64_t count_flops(const Shape& shape) const {
+    int64_t per_point = op_.reduction == Reduction::kNone ? 0 : 1;
+    visit(op_.body, [&](const Expr& n) {
+      if ((n->kind == ExprKind::kUnary || n->kind == ExprKind::kBinary) && is_float(n->dtype)) ++per_point;
+    });
+    int64_t points = num_elements(shape);
+    for (int64_t r : op_.reduce_extents) points *= r;
+    return per_point * points;
+  }
+
   int add_global(TensorId id, bool written) {
     const Tensor& t = g_.tensor(id);
     Buffer b;

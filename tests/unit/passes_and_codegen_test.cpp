@@ -117,8 +117,9 @@ TEST(CPrinter, MatmulKernelMatchesGolden) {
   arch.cores = 2;
   arch.vector_bytes = 32;
   const auto schedule = scheduler::schedule_one_op_per_kernel(g, arch);
-  const std::string printed =
-      codegen::print_kernel(codegen::lower_cpu_kernel(g, schedule.kernels[0]), codegen::cpu_dialect());
+  const codegen::Kernel kernel = codegen::lower_cpu_kernel(g, schedule.kernels[0]);
+  EXPECT_EQ(kernel.flops, 2 * 6 * 18 * 5);  // a multiply and an add per (i, j, k)
+  const std::string printed = codegen::print_kernel(kernel, codegen::cpu_dialect());
   const fs::path golden = fs::path(TG_SOURCE_DIR) / "tests/unit/golden/matmul_kernel.cc.txt";
   if (std::getenv("TG_UPDATE_GOLDEN")) {
     fs::create_directories(golden.parent_path());
