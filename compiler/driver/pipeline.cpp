@@ -93,10 +93,6 @@ Graph optimize_graph(const CompileOptions& options, const Graph& imported) {
   return run_pass(options, "materialize_outputs", g, passes::materialize_outputs);
 }
 
-Graph import_and_optimize(const CompileOptions& options) {
-  return optimize_graph(options, import_graph(options));
-}
-
 CompileReport compile(const CompileOptions& options) {
   CompileReport report;
   const int steps = options.build ? 5 : 4;

@@ -34,6 +34,5 @@ CompileReport compile(const CompileOptions& options);
 // The first two steps alone (for tools and tests that inspect the IR).
 Graph import_graph(const CompileOptions& options);
 Graph optimize_graph(const CompileOptions& options, const Graph& imported);
-Graph import_and_optimize(const CompileOptions& options);
 
 }  // namespace tilegraph::driver
