@@ -1,24 +1,81 @@
-// Hardware limits in one object (STYLE.md §8). For now the host CPU only; GPU
-// specs (V100, A100, H100, ...) join when the tile-graph scheduler lands.
+// Hardware limits in one object (STYLE.md §8). GPU and CPU targets are data:
+// scheduler/arch/*.json, embedded in the compiler, one file per --arch name;
+// the host CPU is read from the machine (cores from the OS, caches from sysfs).
+//
+// Units: bytes, bytes per second, FLOP (or OP) per second. Capacities of
+// block-scoped levels are per compute unit (per SM / CU / core); bandwidths
+// are aggregate over the whole device.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tilegraph::scheduler {
 
+// Where a memory level's contents are shared: the whole device (DRAM, L2),
+// one block / compute unit (shared memory, L1), or one thread (registers).
+enum class LevelScope { kDevice, kBlock, kThread };
+
+struct MemoryLevel {
+  std::string name;              // "dram", "l2", "shared", "registers", "l1", "l3"
+  LevelScope scope = LevelScope::kDevice;
+  int64_t capacity_bytes = 0;    // device: total; block: per compute unit; thread: per thread
+  double bandwidth_bytes_per_s = 0;  // aggregate, device-wide
+  int transaction_bytes = 32;    // smallest unit moved (DRAM sector, cache line)
+};
+
 struct ArchSpec {
-  std::string name;            // "host", ...
-  std::string target;          // printer family: "cpu"
-  int cores = 1;
-  int vector_bytes = 32;       // widest SIMD register (AVX2: 32, AVX-512: 64, NEON: 16)
+  std::string name;              // the --arch name: "host", "H100", ...
+  std::string target;            // printer family: "cpu", "cuda", "hip"
+  std::string description;       // "NVIDIA H100 SXM5 80GB"
+  std::string isa;               // "sm_90", "gfx90a", "x86-64-avx2", "armv8.6-a+dotprod+i8mm"
+
+  // Parallelism.
+  int compute_units = 1;         // SMs / CUs / cores
+  int warp_size = 1;             // 32 (NVIDIA), 64 (AMD wave), 1 (CPU)
+  int max_threads_per_block = 1;
+  int max_threads_per_unit = 1;  // resident threads per SM / CU
+  int max_blocks_per_unit = 1;   // resident blocks per SM / CU
+  int64_t shared_bytes_per_block = 0;  // usable per block (static + dynamic)
+  int64_t shared_bytes_per_unit = 0;
+  int registers_per_unit = 0;    // 32-bit registers per SM / CU
+  int max_registers_per_thread = 255;
+  double kernel_launch_seconds = 0;    // per kernel in a captured graph / call overhead
+
+  // Peak arithmetic rates (per second, whole device).
+  double peak_fp32_flops = 0;
+  double peak_fp16_flops = 0;          // tensor cores / matrix cores where present
+  double peak_int8_ops = 0;
+
+  // Memory levels from DRAM (first) inwards to registers (last).
+  std::vector<MemoryLevel> levels;
+
+  // CPU code generation (also meaningful for a CPU target's cost model).
+  // Not keys of the JSON files: parse_arch_json sets cores = compute_units and
+  // l1/l2/l3_bytes to the capacities of the levels named "l1" (else "shared"),
+  // "l2" and "l3", 0 where there is none; vector_bytes is a JSON key.
+  int cores = 1;                 // == compute_units on CPUs
+  int vector_bytes = 32;         // widest SIMD register (AVX2: 32, AVX-512: 64, NEON: 16)
   int64_t l1_bytes = 32 << 10;
   int64_t l2_bytes = 1 << 20;
   int64_t l3_bytes = 8 << 20;
+
+  bool is_gpu() const { return target == "cuda" || target == "hip"; }
+  // The level by name, or nullptr.
+  const MemoryLevel* level(const std::string& level_name) const;
+  // DRAM is levels.front().
+  const MemoryLevel& dram() const { return levels.front(); }
 };
 
 // The machine tilegraph runs on (cores from the OS, caches from sysfs).
 ArchSpec host_arch();
-// An arch by its --arch name; throws UserError listing the known names.
+// An arch by its --arch name (case-insensitive); throws UserError listing the
+// known names.
 ArchSpec arch_by_name(const std::string& name);
+// Every name arch_by_name accepts (canonical spelling), "host" first.
+std::vector<std::string> known_arch_names();
+// Parses one arch JSON document (the format of scheduler/arch/*.json);
+// throws UserError naming `origin` and the missing or malformed field.
+ArchSpec parse_arch_json(const std::string& text, const std::string& origin);
 
 }  // namespace tilegraph::scheduler

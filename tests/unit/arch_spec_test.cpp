@@ -1,0 +1,210 @@
+// Arch specs (scheduler/arch_spec.h): the embedded JSON files parse, hold the
+// invariants the scheduler relies on, and bad input fails as a UserError that
+// names the culprit.
+#include "scheduler/arch_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "compiler/ir/error.h"
+#include "scheduler/embedded_arch_files.h"
+
+namespace tilegraph::scheduler {
+namespace {
+
+// The message of the UserError `f` throws ("" if it throws none).
+template <typename F>
+std::string user_error_of(F f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ArchSpec, EveryKnownArchParses) {
+  const std::vector<std::string> names = known_arch_names();
+  ASSERT_GE(names.size(), 8u);  // host + the seven embedded files
+  EXPECT_EQ(names.front(), "host");
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    const ArchSpec a = arch_by_name(name);
+    EXPECT_EQ(a.name, name);
+    EXPECT_FALSE(a.isa.empty());
+    EXPECT_FALSE(a.levels.empty());
+    EXPECT_EQ(a.dram().name, "dram");
+    EXPECT_EQ(a.dram().scope, LevelScope::kDevice);
+    EXPECT_EQ(a.cores, a.compute_units);
+    EXPECT_GE(a.compute_units, 1);
+    EXPECT_LE(a.shared_bytes_per_block, a.shared_bytes_per_unit);
+    EXPECT_LE(a.max_threads_per_block, a.max_threads_per_unit);
+    EXPECT_GT(a.peak_fp32_flops, 0);
+    EXPECT_GE(a.peak_fp16_flops, a.peak_fp32_flops);
+    for (size_t i = 1; i < a.levels.size(); ++i) {
+      SCOPED_TRACE(a.levels[i].name);
+      // Whatever is inside DRAM is smaller than DRAM, and no slower to read.
+      EXPECT_LT(a.levels[i].capacity_bytes, a.dram().capacity_bytes);
+      EXPECT_GT(a.levels[i].bandwidth_bytes_per_s, a.dram().bandwidth_bytes_per_s);
+      EXPECT_GE(a.levels[i].scope, a.levels[i - 1].scope);
+    }
+    EXPECT_EQ(a.levels.back().scope, LevelScope::kThread);
+  }
+}
+
+TEST(ArchSpec, EmbeddedFileNamesMatchArchNames) {
+  for (const EmbeddedFile& file : embedded_arch_files()) {
+    const ArchSpec a = parse_arch_json(std::string(file.contents), std::string(file.name));
+    EXPECT_EQ(a.name + ".json", file.name);
+  }
+}
+
+TEST(ArchSpec, GpuLevelsGoFromDramToRegisters) {
+  for (const std::string& name : known_arch_names()) {
+    const ArchSpec a = arch_by_name(name);
+    if (!a.is_gpu()) continue;
+    SCOPED_TRACE(name);
+    ASSERT_EQ(a.levels.size(), 4u);
+    EXPECT_EQ(a.levels[1].name, "l2");
+    EXPECT_EQ(a.levels[2].name, "shared");
+    EXPECT_EQ(a.levels.back().name, "registers");
+    EXPECT_EQ(a.level("shared")->capacity_bytes, a.shared_bytes_per_unit);
+    EXPECT_EQ(a.level("registers")->capacity_bytes, 4 * a.max_registers_per_thread);
+    EXPECT_EQ(a.l2_bytes, a.level("l2")->capacity_bytes);
+    EXPECT_EQ(a.max_threads_per_block % a.warp_size, 0);
+  }
+}
+
+TEST(ArchSpec, H100Numbers) {
+  const ArchSpec a = arch_by_name("H100");
+  EXPECT_EQ(a.target, "cuda");
+  EXPECT_EQ(a.isa, "sm_90");
+  EXPECT_EQ(a.compute_units, 132);
+  EXPECT_EQ(a.warp_size, 32);
+  EXPECT_EQ(a.shared_bytes_per_block, 227 << 10);
+  EXPECT_DOUBLE_EQ(a.dram().bandwidth_bytes_per_s, 3.35e12);
+  EXPECT_EQ(arch_by_name("MI250").warp_size, 64);
+  EXPECT_EQ(arch_by_name("MI250").target, "hip");
+  EXPECT_EQ(arch_by_name("neoverse-n2").target, "cpu");
+  EXPECT_EQ(arch_by_name("neoverse-n2").vector_bytes, 16);
+}
+
+TEST(ArchSpec, LookupIsCaseInsensitive) {
+  EXPECT_EQ(arch_by_name("h100").name, "H100");
+  EXPECT_EQ(arch_by_name("Neoverse-N2").name, "neoverse-n2");
+  EXPECT_EQ(arch_by_name("HOST").name, "host");
+  EXPECT_EQ(arch_by_name("x86").name, "host");
+  EXPECT_EQ(arch_by_name("cpu").name, "host");
+}
+
+TEST(ArchSpec, UnknownNameListsKnownOnes) {
+  const std::string message = user_error_of([] { arch_by_name("h1000"); });
+  EXPECT_NE(message.find("unknown --arch 'h1000'"), std::string::npos) << message;
+  EXPECT_NE(message.find("host"), std::string::npos) << message;
+  EXPECT_NE(message.find("H100"), std::string::npos) << message;
+}
+
+TEST(ArchSpec, HostArch) {
+  const ArchSpec a = host_arch();
+  EXPECT_EQ(a.target, "cpu");
+  EXPECT_FALSE(a.is_gpu());
+  EXPECT_GE(a.cores, 1);
+  EXPECT_EQ(a.compute_units, a.cores);
+  EXPECT_EQ(a.warp_size, 1);
+  ASSERT_GE(a.levels.size(), 4u);
+  EXPECT_EQ(a.dram().name, "dram");
+  EXPECT_LE(a.dram().bandwidth_bytes_per_s, 50e9);
+  EXPECT_EQ(a.levels.back().name, "registers");
+  EXPECT_EQ(a.shared_bytes_per_block, a.l2_bytes);
+  EXPECT_GT(a.peak_fp32_flops, 0);
+}
+
+// A valid document to break one field at a time.
+nlohmann::json valid_spec() {
+  return nlohmann::json::parse(R"({
+    "name": "toy", "target": "cuda", "description": "a toy GPU", "isa": "sm_80",
+    "source": "made up", "compute_units": 2, "warp_size": 32,
+    "max_threads_per_block": 256, "max_threads_per_unit": 512, "max_blocks_per_unit": 4,
+    "shared_bytes_per_block": 4096, "shared_bytes_per_unit": 8192,
+    "registers_per_unit": 1024, "max_registers_per_thread": 64,
+    "kernel_launch_seconds": 1e-6, "peak_fp32_flops": 1e9, "peak_fp16_flops": 2e9,
+    "peak_int8_ops": 4e9, "vector_bytes": 16,
+    "levels": [
+      {"name": "dram", "scope": "device", "capacity_bytes": 1048576,
+       "bandwidth_bytes_per_s": 1e9, "transaction_bytes": 32},
+      {"name": "registers", "scope": "thread", "capacity_bytes": 256,
+       "bandwidth_bytes_per_s": 1e11, "transaction_bytes": 4}
+    ]})");
+}
+
+std::string error_for(const nlohmann::json& spec) {
+  return user_error_of([&] { parse_arch_json(spec.dump(), "toy.json"); });
+}
+
+TEST(ArchSpec, ValidDocumentParses) {
+  const ArchSpec a = parse_arch_json(valid_spec().dump(), "toy.json");
+  EXPECT_EQ(a.name, "toy");
+  EXPECT_EQ(a.cores, 2);
+  EXPECT_EQ(a.l2_bytes, 0);  // no "l2" level
+  EXPECT_EQ(a.levels[1].scope, LevelScope::kThread);
+}
+
+TEST(ArchSpec, MalformedJsonNamesOriginAndField) {
+  const std::string not_json = user_error_of([] { parse_arch_json("{", "toy.json"); });
+  EXPECT_NE(not_json.find("toy.json: not valid JSON"), std::string::npos) << not_json;
+
+  nlohmann::json missing = valid_spec();
+  missing.erase("warp_size");
+  EXPECT_EQ(error_for(missing), "toy.json: field 'warp_size' is missing");
+
+  nlohmann::json wrong_type = valid_spec();
+  wrong_type["compute_units"] = "two";
+  EXPECT_NE(error_for(wrong_type).find("toy.json: field 'compute_units' must be an integer"),
+            std::string::npos);
+
+  nlohmann::json negative = valid_spec();
+  negative["levels"][1]["bandwidth_bytes_per_s"] = -5;
+  EXPECT_NE(error_for(negative).find("field 'levels[1].bandwidth_bytes_per_s' must be positive"),
+            std::string::npos);
+
+  nlohmann::json zero = valid_spec();
+  zero["levels"][0]["capacity_bytes"] = 0;
+  EXPECT_NE(error_for(zero).find("'levels[0].capacity_bytes' must be a positive integer"),
+            std::string::npos);
+
+  nlohmann::json typo = valid_spec();
+  typo["peak_fp64_flops"] = 1e9;
+  EXPECT_EQ(error_for(typo), "toy.json: field 'peak_fp64_flops' is not an arch spec field");
+
+  nlohmann::json bad_scope = valid_spec();
+  bad_scope["levels"][1]["scope"] = "warp";
+  EXPECT_NE(error_for(bad_scope).find("'levels[1].scope' must be"), std::string::npos);
+
+  nlohmann::json bad_target = valid_spec();
+  bad_target["target"] = "tpu";
+  EXPECT_NE(error_for(bad_target).find("'target' must be"), std::string::npos);
+}
+
+TEST(ArchSpec, LevelOrderIsChecked) {
+  nlohmann::json no_levels = valid_spec();
+  no_levels["levels"] = nlohmann::json::array();
+  EXPECT_NE(error_for(no_levels).find("'levels' must be a non-empty array"), std::string::npos);
+
+  nlohmann::json registers_first = valid_spec();
+  std::swap(registers_first["levels"][0], registers_first["levels"][1]);
+  EXPECT_NE(error_for(registers_first).find("'levels[1].scope' is wider"), std::string::npos);
+
+  nlohmann::json no_dram = valid_spec();
+  no_dram["levels"][0]["name"] = "hbm";
+  EXPECT_NE(error_for(no_dram).find("'levels[0]' must be the device-scope \"dram\" level"),
+            std::string::npos);
+
+  nlohmann::json too_much_shared = valid_spec();
+  too_much_shared["shared_bytes_per_block"] = 16384;
+  EXPECT_NE(error_for(too_much_shared).find("'shared_bytes_per_block' exceeds"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tilegraph::scheduler
