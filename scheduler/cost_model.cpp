@@ -1,0 +1,166 @@
+// estimate_cost: a roofline over the kernel's DRAM traffic, shared-memory
+// (or L1) traffic and arithmetic, corrected for how much of the machine the
+// launch configuration can keep busy. box_traffic_bytes and
+// plan_shared_memory, the other two functions of cost_model.h, live in
+// box_traffic.cpp and shared_memory_plan.cpp.
+//
+// The model, per kernel:
+//   blocks_per_unit  = min(max_blocks_per_unit,
+//                          max_threads_per_unit / threads_w,
+//                          shared_bytes_per_unit / shared_bytes,
+//                          registers_per_unit / (registers * threads_w))
+//                      where threads_w = threads rounded up to whole warps
+//                      (GPU; a CPU core runs one block at a time: 1).
+//   n                = ceil(blocks / units)       blocks of the busiest unit
+//   resident         = min(blocks_per_unit, n)    of them at once
+//   rounds           = ceil(n / resident)
+//   wave_efficiency  = blocks / (units * resident * rounds)
+//   latency_hiding   = min(1, resident * warps_per_block / 8)   (GPU; CPU: 1)
+//   X_seconds        = X / (rate_X * latency_hiding)   for dram, shared, compute
+//   seconds          = max(X_seconds) / wave_efficiency + kernel_launch_seconds
+//
+// With at least one full wave (n >= blocks_per_unit) wave_efficiency equals
+// waves / ceil(waves), waves = blocks / (units * blocks_per_unit): a kernel
+// of 1.1 waves pays for 2. With less than a full wave the busiest unit holds
+// all its n blocks at once, so fewer blocks than units leaves
+// 1 - blocks/units of the device idle, and a few small blocks per unit are
+// charged through latency_hiding instead of as empty block slots.
+#include "scheduler/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compiler/ir/error.h"
+
+namespace tilegraph::scheduler {
+
+namespace {
+
+// Resident warps a GPU compute unit needs to hide memory and pipeline
+// latency; with fewer, achieved bandwidth and throughput fall in proportion.
+constexpr double kSaturatingWarps = 8;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Looked up here rather than through ArchSpec::level so the cost model
+// depends on the spec's fields only, not on the loader's code.
+const MemoryLevel* find_level(const ArchSpec& arch, const std::string& name) {
+  for (const MemoryLevel& level : arch.levels)
+    if (level.name == name) return &level;
+  return nullptr;
+}
+
+// The level shared_bytes_moved goes through: shared memory on a GPU, the
+// innermost cache that holds a tile's scratch on a CPU.
+const MemoryLevel* scratch_level(const ArchSpec& arch) {
+  if (arch.is_gpu()) return find_level(arch, "shared");
+  if (const MemoryLevel* l1 = find_level(arch, "l1")) return l1;
+  return find_level(arch, "l2");
+}
+
+// Scratch a CPU tile may keep cache-resident: the spec's per-block limit, or
+// the per-core L2 when a CPU spec leaves that limit unset.
+int64_t shared_limit(const ArchSpec& arch) {
+  if (!arch.is_gpu() && arch.shared_bytes_per_block == 0) return arch.l2_bytes;
+  return arch.shared_bytes_per_block;
+}
+
+// Peak rate of the compute dtype; a spec without a dedicated f16 or int8 rate
+// computes those at the fp32 rate.
+double peak_rate(DType t, const ArchSpec& arch) {
+  if (t == DType::kF16 && arch.peak_fp16_flops > 0) return arch.peak_fp16_flops;
+  if ((t == DType::kI8 || t == DType::kU8) && arch.peak_int8_ops > 0) return arch.peak_int8_ops;
+  return arch.peak_fp32_flops;
+}
+
+// The first per-block or per-thread limit the kernel exceeds, or "".
+std::string exceeded_limit(const KernelFeatures& f, const ArchSpec& arch) {
+  if (f.threads_per_block > arch.max_threads_per_block)
+    return str_cat("threads per block ", f.threads_per_block, " exceed the limit ",
+                   arch.max_threads_per_block, " of ", arch.name);
+  if (f.shared_bytes_per_block > shared_limit(arch))
+    return str_cat("shared bytes per block ", f.shared_bytes_per_block, " exceed the limit ",
+                   shared_limit(arch), " of ", arch.name);
+  if (!arch.is_gpu()) return "";
+  if (f.registers_per_thread > arch.max_registers_per_thread)
+    return str_cat("registers per thread ", f.registers_per_thread, " exceed the limit ",
+                   arch.max_registers_per_thread, " of ", arch.name);
+  // A block whose registers do not fit in one unit cannot launch at all.
+  int64_t threads = ceil_div(f.threads_per_block, arch.warp_size) * arch.warp_size;
+  int64_t registers = int64_t{f.registers_per_thread} * threads;
+  if (arch.registers_per_unit > 0 && registers > arch.registers_per_unit)
+    return str_cat("registers per block ", registers, " (", f.registers_per_thread, " x ", threads,
+                   " threads) exceed the limit ", arch.registers_per_unit, " of ", arch.name);
+  return "";
+}
+
+// Resident blocks per compute unit: the tightest of the unit's limits.
+// Limits a spec leaves at 0 are not applied; a feasible block always fits once.
+int blocks_per_unit(const KernelFeatures& f, const ArchSpec& arch) {
+  if (!arch.is_gpu()) return 1;
+  int64_t threads = ceil_div(f.threads_per_block, arch.warp_size) * arch.warp_size;
+  int64_t n = arch.max_blocks_per_unit;
+  n = std::min<int64_t>(n, arch.max_threads_per_unit / threads);
+  if (f.shared_bytes_per_block > 0 && arch.shared_bytes_per_unit > 0)
+    n = std::min(n, arch.shared_bytes_per_unit / f.shared_bytes_per_block);
+  if (f.registers_per_thread > 0 && arch.registers_per_unit > 0)
+    n = std::min(n, arch.registers_per_unit / (int64_t{f.registers_per_thread} * threads));
+  return static_cast<int>(std::max<int64_t>(n, 1));
+}
+
+// Time to move or compute `amount` at `rate` scaled by `utilization`.
+double seconds_at(double amount, double rate, double utilization, const char* what,
+                  const ArchSpec& arch) {
+  if (amount <= 0) return 0;
+  TG_CHECK(rate > 0, "arch ", arch.name, " has no rate for ", what);
+  return amount / (rate * utilization);
+}
+
+}  // namespace
+
+CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
+  TG_CHECK(f.blocks >= 1 && f.threads_per_block >= 1, "blocks ", f.blocks, " threads ",
+           f.threads_per_block);
+  TG_CHECK(!arch.levels.empty() && arch.compute_units >= 1 && arch.warp_size >= 1,
+           "arch ", arch.name, " lacks memory levels or compute units");
+  CostEstimate c;
+  c.infeasible_reason = exceeded_limit(f, arch);
+  if (!c.infeasible_reason.empty()) {
+    c.feasible = false;
+    c.seconds = std::numeric_limits<double>::infinity();
+    return c;
+  }
+
+  const int64_t units = arch.compute_units;
+  c.blocks_per_unit = blocks_per_unit(f, arch);
+  c.occupancy = arch.is_gpu() ? std::min(1.0, double(c.blocks_per_unit) * f.threads_per_block /
+                                                  arch.max_threads_per_unit)
+                              : 1.0;
+  c.waves = double(f.blocks) / double(units * c.blocks_per_unit);
+
+  // Work of the busiest unit, in rounds of `resident` concurrent blocks.
+  const int64_t n = ceil_div(f.blocks, units);
+  const int64_t resident = std::min<int64_t>(c.blocks_per_unit, n);
+  const int64_t rounds = ceil_div(n, resident);
+  const double wave_efficiency = double(f.blocks) / double(units * resident * rounds);
+
+  double latency_hiding = 1;
+  if (arch.is_gpu()) {
+    double warps = double(resident * ceil_div(f.threads_per_block, arch.warp_size));
+    latency_hiding = std::min(1.0, warps / kSaturatingWarps);
+  }
+
+  c.dram_seconds = seconds_at(double(f.dram_bytes), arch.dram().bandwidth_bytes_per_s,
+                              latency_hiding, "dram bandwidth", arch);
+  if (const MemoryLevel* scratch = scratch_level(arch))
+    c.shared_seconds = seconds_at(double(f.shared_bytes_moved), scratch->bandwidth_bytes_per_s,
+                                  latency_hiding, "shared bandwidth", arch);
+  c.compute_seconds = seconds_at(f.flops, peak_rate(f.compute_dtype, arch), latency_hiding,
+                                 dtype_name(f.compute_dtype), arch);
+  double bound = std::max({c.dram_seconds, c.shared_seconds, c.compute_seconds});
+  c.seconds = bound / wave_efficiency + arch.kernel_launch_seconds;
+  return c;
+}
+
+}  // namespace tilegraph::scheduler

@@ -1,0 +1,69 @@
+// The cost model behind a narrow interface (STYLE.md §9): features of one
+// fused kernel under one tile configuration in, an estimated time out. The
+// search (SubGraphTiling, GraphConnecting) only sees estimate_cost().
+//
+// Latency = max over memory levels of bytes / bandwidth and flops / peak,
+// scaled by wave quantization and by how much of the machine the kernel's
+// occupancy lets it use, plus the launch overhead. Traffic is in bytes
+// moved (whole transactions), not elements.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/dtype.h"
+#include "scheduler/arch_spec.h"
+
+namespace tilegraph::scheduler {
+
+struct KernelFeatures {
+  int64_t blocks = 1;                  // grid size (CPU: parallel tiles)
+  int threads_per_block = 1;           // CPU: 1
+  int64_t shared_bytes_per_block = 0;  // after buffer reuse (CPU: cache-resident scratch)
+  int registers_per_thread = 32;
+  int64_t dram_bytes = 0;              // loads + stores, whole transactions
+  int64_t shared_bytes_moved = 0;      // loads + stores through shared memory / L1
+  double flops = 0;                    // arithmetic of all ops in the kernel
+  DType compute_dtype = DType::kF32;   // picks the peak rate
+};
+
+struct CostEstimate {
+  bool feasible = true;                // false: exceeds a per-block / per-thread limit
+  std::string infeasible_reason;       // which limit, with numbers
+  double seconds = 0;                  // the estimate
+  double dram_seconds = 0;             // bytes / bandwidth at the achieved occupancy
+  double shared_seconds = 0;
+  double compute_seconds = 0;
+  int blocks_per_unit = 0;             // resident blocks per SM / CU / core (occupancy)
+  double occupancy = 0;                // resident threads / max resident threads, 0..1
+  double waves = 0;                    // blocks / (units * blocks_per_unit)
+};
+
+CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch);
+
+// Bytes moved to read (or write) the box [lo, lo + extent) of a row-major
+// tensor of `shape` with `element_bytes` per element, in whole transactions
+// of `transaction_bytes` aligned to the tensor's start (coalescing: a
+// contiguous run of elements costs the transactions it touches; runs merge
+// across dimensions the box covers completely). Parts of the box outside
+// the tensor are not counted.
+int64_t box_traffic_bytes(const std::vector<int64_t>& shape, int element_bytes,
+                          const std::vector<int64_t>& lo, const std::vector<int64_t>& extent,
+                          int transaction_bytes);
+
+// Shared-memory planning with buffer reuse: buffers live over an inclusive
+// range of phases; two buffers whose ranges overlap never share bytes.
+// Best-fit: each buffer (largest first) takes the smallest free gap that
+// holds it at every phase of its life.
+struct SharedBufferUse {
+  int64_t bytes = 0;
+  int first_phase = 0;
+  int last_phase = 0;
+};
+struct SharedMemoryPlan {
+  std::vector<int64_t> offsets;        // parallel to the buffers, multiples of alignment
+  int64_t peak_bytes = 0;
+};
+SharedMemoryPlan plan_shared_memory(const std::vector<SharedBufferUse>& buffers, int64_t alignment = 16);
+
+}  // namespace tilegraph::scheduler
