@@ -16,7 +16,42 @@ const Dialect& cpu_dialect() {
       "#pragma omp parallel for schedule(static)",
       "#pragma omp simd",
       "#pragma GCC unroll 8",
+      false,
+      "",
+      "",
+      "",
+      "unsigned char* tg_smem = tg_block_scratch(%lld);",
+      "static inline",
   };
+  return d;
+}
+
+const Dialect& cuda_dialect() {
+  static const Dialect d{
+      "cuda",
+      "__global__ void",
+      "__restrict__",
+      "",
+      "",
+      "#pragma unroll",
+      true,
+      "blockIdx.x",
+      "threadIdx.x",
+      "__syncthreads();",
+      "extern __shared__ __align__(16) unsigned char tg_smem[];",
+      "static __host__ __device__ inline",
+  };
+  return d;
+}
+
+const Dialect& hip_dialect() {
+  // HIP kernels spell everything the CUDA way (hipcc accepts __global__,
+  // __syncthreads, blockIdx...); only the project around them differs.
+  static const Dialect d = [] {
+    Dialect hip = cuda_dialect();
+    hip.name = "hip";
+    return hip;
+  }();
   return d;
 }
 
@@ -77,17 +112,19 @@ class Printer {
     const std::string pad(static_cast<size_t>(depth) * 2, ' ');
     switch (s->kind) {
       case StmtKind::kFor: {
+        if (s->loop == LoopKind::kBlocks) return blocks(s, depth, out);
+        if (s->loop == LoopKind::kThreads) return thread_loop(s, depth, out);
         const bool innermost = s->body.size() == 1 && s->body[0]->kind != StmtKind::kFor &&
                                s->body[0]->kind != StmtKind::kAllocate;
-        if (s->loop == LoopKind::kParallel) {
+        if (s->loop == LoopKind::kParallel && *d_.parallel_pragma) {
           std::string pragma = d_.parallel_pragma;
           if (s->collapse > 1) pragma += " collapse(" + std::to_string(s->collapse) + ")";
           if (innermost && s->collapse == 1)
             pragma.replace(pragma.find("for"), 3, "for simd");
           out << pad << pragma << "\n";
-        } else if (s->loop == LoopKind::kVectorized) {
+        } else if (s->loop == LoopKind::kVectorized && *d_.simd_pragma) {
           out << pad << d_.simd_pragma << "\n";
-        } else if (s->loop == LoopKind::kUnrolled) {
+        } else if (s->loop == LoopKind::kUnrolled && *d_.unroll_pragma) {
           out << pad << d_.unroll_pragma << "\n";
         }
         const std::string& v = k_.var_names[s->var];
@@ -110,8 +147,13 @@ class Printer {
         break;
       case StmtKind::kAllocate: {
         const Buffer& b = k_.buffers[s->buffer];
-        out << pad << "{\n" << pad << "  " << compute_type(b.dtype) << " " << b.name << "["
-            << b.elements << "];\n";
+        if (b.scope == MemoryScope::kShared)
+          out << pad << "{\n" << pad << "  " << compute_type(b.dtype) << "* " << d_.restrict_qualifier << " "
+              << b.name << " = reinterpret_cast<" << compute_type(b.dtype) << "*>(tg_smem + " << b.offset
+              << ");\n";
+        else
+          out << pad << "{\n" << pad << "  " << compute_type(b.dtype) << " " << b.name << "["
+              << b.elements << "];\n";
         for (const Stmt& c : s->body) stmt(c, depth + 1, out);
         out << pad << "}\n";
         break;
@@ -121,10 +163,61 @@ class Printer {
         for (const Stmt& c : s->body) stmt(c, depth + 1, out);
         out << pad << "}\n";
         break;
+      case StmtKind::kBarrier:
+        if (*d_.barrier) out << pad << d_.barrier << "\n";
+        break;
     }
   }
 
  private:
+  // The launch grid: on a GPU the block index unflattened into the
+  // collapsed loop vars; on the CPU the loops themselves, run in parallel,
+  // each block with its scratch arena.
+  void blocks(const Stmt& s, int depth, std::ostringstream& out) {
+    const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+    std::vector<const StmtNode*> loops = {s.get()};
+    while (static_cast<int>(loops.size()) < s->collapse) loops.push_back(loops.back()->body.at(0).get());
+    const std::vector<Stmt>& body = loops.back()->body;
+    char arena[160] = "";
+    if (k_.shared_bytes > 0)
+      std::snprintf(arena, sizeof arena, d_.shared_arena, static_cast<long long>(k_.shared_bytes));
+    if (d_.binds_hardware_threads) {
+      if (*arena) out << pad << arena << "\n";
+      out << pad << "int64_t tg_block = " << d_.block_index << ";\n";
+      for (size_t i = loops.size(); i-- > 0;) {
+        const std::string& v = k_.var_names[loops[i]->var];
+        const std::string e = expr(loops[i]->extent);
+        out << pad << "const int64_t " << v << " = tg_block % " << e << ";\n";
+        if (i > 0) out << pad << "tg_block /= " << e << ";\n";
+      }
+      for (const Stmt& c : body) stmt(c, depth, out);
+      return;
+    }
+    std::string pragma = d_.parallel_pragma;
+    if (loops.size() > 1) pragma += " collapse(" + std::to_string(loops.size()) + ")";
+    out << pad << pragma << "\n";
+    for (size_t i = 0; i < loops.size(); ++i) {
+      const std::string& v = k_.var_names[loops[i]->var];
+      out << std::string((depth + i) * 2, ' ') << "for (int64_t " << v << " = 0; " << v << " < "
+          << expr(loops[i]->extent) << "; ++" << v << ") {\n";
+    }
+    const int inner = depth + static_cast<int>(loops.size());
+    if (*arena) out << std::string(inner * 2, ' ') << arena << "\n";
+    for (const Stmt& c : body) stmt(c, inner, out);
+    for (size_t i = loops.size(); i-- > 0;) out << std::string((depth + i) * 2, ' ') << "}\n";
+  }
+
+  void thread_loop(const Stmt& s, int depth, std::ostringstream& out) {
+    const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+    const std::string& v = k_.var_names[s->var];
+    if (d_.binds_hardware_threads)
+      out << pad << "{\n" << pad << "  const int64_t " << v << " = " << d_.thread_index << ";\n";
+    else
+      out << pad << "for (int64_t " << v << " = 0; " << v << " < " << expr(s->extent) << "; ++" << v << ") {\n";
+    for (const Stmt& c : s->body) stmt(c, depth + 1, out);
+    out << pad << "}\n";
+  }
+
   std::string call(const char* fn, const Expr& e) { return str_cat(fn, "(", expr(e->args[0]), ")"); }
 
   std::string unary(const Expr& e) {
@@ -253,7 +346,7 @@ std::string print_kernel(const Kernel& k, const Dialect& d) {
 }
 
 std::string kernel_prelude(const Dialect& d) {
-  return R"PRELUDE(#include <algorithm>
+  std::string text = R"PRELUDE(#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -333,6 +426,27 @@ static inline uint16_t tg_f2h(float f) {
 }
 static inline float tg_round_half(float f) { return tg_h2f(tg_f2h(f)); }
 )PRELUDE";
+  // Device targets qualify every helper for device code.
+  const std::string plain = "static inline";
+  for (size_t at = text.find(plain); at != std::string::npos; at = text.find(plain, at + 1)) {
+    text.replace(at, plain.size(), d.helper_qualifier);
+    at += std::string(d.helper_qualifier).size() - 1;
+  }
+  if (!d.binds_hardware_threads) text += R"PRELUDE(#include <cstdlib>
+#include <memory>
+// A block's shared arena on the CPU: per-thread scratch (cache resident),
+// grown on demand and kept for the thread's lifetime.
+static inline unsigned char* tg_block_scratch(size_t bytes) {
+  thread_local std::unique_ptr<unsigned char, void (*)(void*)> buffer(nullptr, std::free);
+  thread_local size_t capacity = 0;
+  if (capacity < bytes) {
+    capacity = (bytes + 63) / 64 * 64;
+    buffer.reset(static_cast<unsigned char*>(std::aligned_alloc(64, capacity)));
+  }
+  return buffer.get();
+}
+)PRELUDE";
+  return text;
 }
 
 }  // namespace tilegraph::codegen

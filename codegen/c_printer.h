@@ -1,6 +1,8 @@
 // Prints Kernel IR as C-like source. One printer; targets differ in a
-// Dialect table (STYLE.md §6): type spellings, loop pragmas, qualifiers.
-// Today: the CPU (C++ + OpenMP) dialect. CUDA/HIP/emulation add tables.
+// Dialect table (STYLE.md §6): type spellings, loop pragmas, qualifiers,
+// how blocks and threads are bound. Dialects: cpu (C++ + OpenMP; block
+// kernels run blocks in parallel and threads as loops — the GPU emulation
+// when a kernel has several threads), cuda, hip.
 #pragma once
 #include <string>
 
@@ -15,9 +17,18 @@ struct Dialect {
   const char* parallel_pragma;    // "#pragma omp parallel for schedule(static)"
   const char* simd_pragma;        // "#pragma omp simd"
   const char* unroll_pragma;      // "#pragma GCC unroll 8"
+  // Block kernels.
+  bool binds_hardware_threads;    // GPU: blocks/threads are blockIdx/threadIdx, not loops
+  const char* block_index;        // "blockIdx.x"
+  const char* thread_index;       // "threadIdx.x"
+  const char* barrier;            // "__syncthreads();" ("" on the CPU: threads run phase by phase)
+  const char* shared_arena;       // declares `unsigned char* tg_smem` (printf pattern: %lld = bytes)
+  const char* helper_qualifier;   // prelude helpers: "static inline" / "static __host__ __device__ inline"
 };
 
 const Dialect& cpu_dialect();
+const Dialect& cuda_dialect();
+const Dialect& hip_dialect();
 
 // The kernel as a function `void <name>(params...)`; parameters are the
 // global buffers in order (inputs const).

@@ -14,22 +14,14 @@
 
 #include "codegen/kernel_ir.h"
 #include "codegen/memory_plan.h"
+#include "codegen/project_files.h"
 #include "compiler/ir/graph.h"
 
 namespace tilegraph::codegen {
-
-struct ProjectInfo {
-  std::string arch;                  // "host"
-  std::string model_path;            // for the manifest
-  nlohmann::json compile_stats;      // merged into manifest["compile"]
-};
 
 // Returns the manifest written.
 nlohmann::json emit_cpu_project(const Graph& g, const std::vector<Kernel>& kernels,
                                 const MemoryPlan& plan, const ProjectInfo& info,
                                 const std::string& out_dir);
-
-// A C string literal for s ("a\"b" ...).
-std::string c_string_literal(const std::string& s);
 
 }  // namespace tilegraph::codegen

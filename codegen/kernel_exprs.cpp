@@ -4,6 +4,18 @@
 
 namespace tilegraph::codegen {
 
+int add_global_buffer(Kernel& k, const Graph& g, TensorId id, bool written) {
+  const Tensor& t = g.tensor(id);
+  Buffer b;
+  b.name = written ? "out" : "in" + std::to_string(k.buffers.size());
+  b.dtype = t.dtype;
+  b.elements = num_elements(t.shape);
+  b.tensor = id;
+  b.written = written;
+  k.buffers.push_back(b);
+  return static_cast<int>(k.buffers.size() - 1);
+}
+
 Expr linear_index(const Shape& shape, const std::vector<Expr>& idx) {
   Expr flat = int_imm(0);
   for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];

@@ -5,10 +5,15 @@
 #pragma once
 #include <vector>
 
+#include "codegen/kernel_ir.h"
 #include "compiler/ir/graph.h"
 #include "compiler/ir/interval.h"
 
 namespace tilegraph::codegen {
+
+// Appends graph tensor `id` as the kernel's next global buffer (parameter):
+// named "out" when written, else "in<N>". Returns its buffer id.
+int add_global_buffer(Kernel& k, const Graph& g, TensorId id, bool written);
 
 // Σ idx[d] * stride[d] for a row-major tensor of `shape`.
 Expr linear_index(const Shape& shape, const std::vector<Expr>& idx);

@@ -14,7 +14,8 @@ void dump(const Kernel& k, const Stmt& s, int depth, std::ostringstream& out) {
     case StmtKind::kFor:
       out << pad << "for " << k.var_names[s->var] << " < " << to_string(s->extent)
           << (s->loop == LoopKind::kParallel ? " parallel" : s->loop == LoopKind::kVectorized ? " vector"
-              : s->loop == LoopKind::kUnrolled ? " unrolled" : "")
+              : s->loop == LoopKind::kUnrolled ? " unrolled" : s->loop == LoopKind::kBlocks ? " blocks"
+              : s->loop == LoopKind::kThreads ? " threads" : "")
           << "\n";
       for (const Stmt& c : s->body) dump(k, c, depth + 1, out);
       break;
@@ -25,12 +26,16 @@ void dump(const Kernel& k, const Stmt& s, int depth, std::ostringstream& out) {
       for (const Stmt& c : s->body) dump(k, c, depth, out);
       break;
     case StmtKind::kAllocate:
-      out << pad << "local " << k.buffers[s->buffer].name << "[" << k.buffers[s->buffer].elements << "]\n";
+      out << pad << (k.buffers[s->buffer].scope == MemoryScope::kShared ? "shared " : "local ")
+          << k.buffers[s->buffer].name << "[" << k.buffers[s->buffer].elements << "]\n";
       for (const Stmt& c : s->body) dump(k, c, depth, out);
       break;
     case StmtKind::kIf:
       out << pad << "if " << to_string(s->cond) << "\n";
       for (const Stmt& c : s->body) dump(k, c, depth + 1, out);
+      break;
+    case StmtKind::kBarrier:
+      out << pad << "barrier\n";
       break;
   }
 }
@@ -74,6 +79,8 @@ Stmt make_if(Expr cond, std::vector<Stmt> body) {
   n.body = std::move(body);
   return make(std::move(n));
 }
+
+Stmt make_barrier() { return make(StmtNode{StmtKind::kBarrier}); }
 
 std::string to_string(const Kernel& k) {
   std::ostringstream out;

@@ -6,9 +6,21 @@
 //    buffers are per-thread scratch (registers / stack: accumulator tiles).
 //  * Loop variables are Expr Vars whose ids index Kernel::var_names; a For
 //    runs its var over [0, extent). Loop kinds are hints printers map to the
-//    target (OpenMP parallel/simd on CPU; grid/block binding on GPUs later).
-//  * A kParallel For with collapse = n binds itself and the n-1 For loops
-//    perfectly nested directly inside it as one parallel iteration space.
+//    target (OpenMP parallel/simd on CPU; grid/block binding on GPUs).
+//  * A kParallel or kBlocks For with collapse = n binds itself and the n-1
+//    For loops perfectly nested directly inside it as one parallel iteration
+//    space (kBlocks: the launch grid, one block per iteration).
+//  * Block-level code (inside kBlocks, outside kThreads) runs once per block
+//    on the CPU and uniformly in every thread of the block on a GPU: it may
+//    only hold loops, Allocates, Barriers, and kThreads loops — no Stores.
+//    A kThreads For has extent Kernel::threads and binds the thread index;
+//    it never contains a Barrier or another kThreads loop. A Barrier orders
+//    everything the block's threads did before it (shared memory writes)
+//    before everything after it.
+//  * Shared buffers live for a block, at Buffer::offset bytes into the
+//    block's shared arena of Kernel::shared_bytes. Local buffers are per
+//    thread: allocated at block level they keep their values across Barriers
+//    (registers on a GPU; the CPU emulation gives each thread its own copy).
 //  * Every Load is in bounds whatever the branch taken (codegen clamps
 //    indices of guarded loads), so printers may evaluate Select eagerly.
 //  * Integer Div/Rem may appear only where both operands are non-negative
@@ -30,7 +42,8 @@ namespace tilegraph::codegen {
   X(Store)               \
   X(Seq)                 \
   X(Allocate)            \
-  X(If)
+  X(If)                  \
+  X(Barrier)
 
 enum class StmtKind {
 #define TG_ENUM(name) k##name,
@@ -38,8 +51,8 @@ enum class StmtKind {
 #undef TG_ENUM
 };
 
-enum class LoopKind { kSerial, kParallel, kVectorized, kUnrolled };
-enum class MemoryScope { kGlobal, kLocal };
+enum class LoopKind { kSerial, kParallel, kVectorized, kUnrolled, kBlocks, kThreads };
+enum class MemoryScope { kGlobal, kShared, kLocal };
 
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;
@@ -62,12 +75,14 @@ Stmt make_store(int buffer, Expr index, Expr value);
 Stmt make_seq(std::vector<Stmt> body);
 Stmt make_allocate(int buffer, std::vector<Stmt> body);
 Stmt make_if(Expr cond, std::vector<Stmt> body);
+Stmt make_barrier();
 
 struct Buffer {
   std::string name;
   DType dtype = DType::kF32;
   int64_t elements = 0;
   MemoryScope scope = MemoryScope::kGlobal;
+  int64_t offset = 0;     // Shared: byte offset into the block's arena
   TensorId tensor = -1;   // Global: the graph tensor
   bool written = false;   // Global: the kernel's output
 };
@@ -80,6 +95,10 @@ struct Kernel {
   Stmt body;
   scheduler::KernelSchedule schedule;
   int64_t flops = 0;                      // arithmetic per run (rough; for explain/stats)
+  // Block/thread kernels (a kBlocks loop at the top): launch shape.
+  int64_t grid = 0;                       // blocks (0: not a block kernel)
+  int threads = 1;                        // threads per block
+  int64_t shared_bytes = 0;               // the block's shared arena
 };
 
 std::string to_string(const Kernel& k);  // debug dump

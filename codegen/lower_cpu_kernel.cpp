@@ -39,17 +39,7 @@ class KernelBuilder {
     return per_point * points;
   }
 
-  int add_global(TensorId id, bool written) {
-    const Tensor& t = g_.tensor(id);
-    Buffer b;
-    b.name = written ? "out" : "in" + std::to_string(kernel_.buffers.size());
-    b.dtype = t.dtype;
-    b.elements = num_elements(t.shape);
-    b.tensor = id;
-    b.written = written;
-    kernel_.buffers.push_back(b);
-    return static_cast<int>(kernel_.buffers.size() - 1);
-  }
+  int add_global(TensorId id, bool written) { return add_global_buffer(kernel_, g_, id, written); }
 
   int add_local(const std::string& name, DType dtype, int64_t elements) {
     Buffer b;
@@ -214,7 +204,7 @@ class KernelBuilder {
   }
 
   const Graph& g_;
-  const Op& op_;
+  const Op op_;  // the kernel's single phase op (register-level producers inlined)
   Kernel kernel_;
   int output_buffer_ = -1;
   std::vector<Interval> bounds_;
@@ -223,9 +213,9 @@ class KernelBuilder {
 }  // namespace
 
 Kernel lower_cpu_kernel(const Graph& g, const scheduler::KernelSchedule& schedule) {
-  TG_CHECK(schedule.ops.size() == 1, "the CPU lowering takes one op per kernel");
-  const Op& op = g.ops.at(static_cast<size_t>(schedule.ops[0]));
-  return KernelBuilder(g, op, schedule).build();
+  const std::vector<Op> phases = scheduler::phase_ops(g, schedule);
+  TG_CHECK(phases.size() == 1, "the CPU loop lowering takes kernels of one phase, got ", phases.size());
+  return KernelBuilder(g, phases.front(), schedule).build();
 }
 
 }  // namespace tilegraph::codegen

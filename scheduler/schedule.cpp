@@ -1,6 +1,11 @@
 #include "scheduler/schedule.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+
+#include "compiler/ir/error.h"
+#include "compiler/passes/inline_producer.h"
 
 namespace tilegraph::scheduler {
 
@@ -32,12 +37,11 @@ int choose_row_axis(const Op& op, const Shape& shape) {
   return shape[rank - 2] >= 4 ? rank - 2 : -1;
 }
 
-KernelSchedule schedule_op(const Graph& g, int index, const ArchSpec& arch) {
-  const Op& op = g.ops[index];
+}  // namespace
+
+void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, KernelSchedule& k) {
   const Shape& shape = g.tensor(op.output).shape;
   const int rank = static_cast<int>(shape.size());
-  KernelSchedule k;
-  k.ops = {index};
   const int vector_lanes = std::max(1, arch.vector_bytes / 4);
   // The loop nest the lowering builds, outermost first (see KernelSchedule).
   std::vector<int64_t> loops;
@@ -64,16 +68,63 @@ KernelSchedule schedule_op(const Graph& g, int index, const ArchSpec& arch) {
   int64_t work = num_elements(shape);
   for (int64_t r : op.reduce_extents) work *= r;
   k.parallel_depth = work >= (int64_t{1} << 15) ? depth : 0;
-  return k;
 }
-
-}  // namespace
 
 Schedule schedule_one_op_per_kernel(const Graph& g, const ArchSpec& arch) {
   Schedule s;
   s.arch = arch.name;
-  for (size_t i = 0; i < g.ops.size(); ++i) s.kernels.push_back(schedule_op(g, static_cast<int>(i), arch));
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    KernelSchedule k;
+    k.ops = {static_cast<int>(i)};
+    apply_cpu_loop_rules(g, g.ops[i], arch, k);
+    s.kernels.push_back(std::move(k));
+  }
   return s;
+}
+
+const char* connection_name(Connection c) {
+  switch (c) {
+    case Connection::kRegister: return "register";
+    case Connection::kShared: return "shared";
+    case Connection::kDram: return "dram";
+  }
+  return "?";
+}
+
+std::string TileConfig::to_string() const {
+  std::string s = "tile=";
+  for (size_t d = 0; d < tile.size(); ++d) s += (d ? "x" : "") + std::to_string(tile[d]);
+  if (tile.empty()) s += "scalar";
+  s += " threads=" + std::to_string(threads);
+  if (reduce_step > 0) s += " step=" + std::to_string(reduce_step);
+  return s;
+}
+
+std::vector<Op> phase_ops(const Graph& g, const KernelSchedule& k) {
+  std::set<int> inlined;
+  std::multimap<int, int> register_producers;  // consumer -> producer
+  for (const FusedEdge& e : k.edges) {
+    if (e.level != Connection::kRegister) continue;
+    inlined.insert(e.producer);
+    register_producers.emplace(e.consumer, e.producer);
+  }
+  // Producers come first in topological order, so each is final (its own
+  // register producers inlined) before a consumer inlines it.
+  std::map<int, Op> rewritten;
+  std::vector<Op> phases;
+  for (int index : k.ops) {
+    Op op = g.ops.at(static_cast<size_t>(index));
+    auto [lo, hi] = register_producers.equal_range(index);
+    for (auto it = lo; it != hi; ++it) {
+      auto found = rewritten.find(it->second);
+      TG_CHECK(found != rewritten.end(), "register producer ", it->second, " not before consumer ", index);
+      passes::inline_producer(op, found->second);
+    }
+    if (inlined.count(index)) rewritten.emplace(index, std::move(op));
+    else phases.push_back(std::move(op));
+  }
+  TG_CHECK(!phases.empty() && !inlined.count(k.ops.back()), "a kernel's root cannot be inlined");
+  return phases;
 }
 
 }  // namespace tilegraph::scheduler

@@ -1,10 +1,9 @@
 // Schedules: the decisions that turn a Graph into kernels, as data (STYLE.md
 // §8) so they can be dumped, replayed and tested without re-running a search.
 //
-// This is the Foundation's trivial scheduler: one op per kernel, CPU loop
-// decisions by simple rules. The tile-graph scheduler (fused subgraphs, tile
-// propagation, cost model) replaces schedule_one_op_per_kernel later and
-// fills the same structure.
+// A kernel is a fused group of ops (tile-graph scheduler: GraphConnecting
+// decides the groups and the memory level of each edge, SubGraphTiling the
+// tile per group) or one op under the simple CPU loop rules.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,11 +11,35 @@
 
 #include "compiler/ir/graph.h"
 #include "scheduler/arch_spec.h"
+#include "scheduler/cost_model.h"
 
 namespace tilegraph::scheduler {
 
+// Where a producer's values go on their way to a consumer in the same kernel.
+//  kRegister: the producer (elementwise) is recomputed inside the consumer's
+//             expression — its values never leave registers;
+//  kShared:   the producer computes its tile into shared memory (GPU) or a
+//             cache-resident scratch buffer (CPU) that the consumer reads;
+//  kDram:     different kernels (not an edge inside a kernel).
+enum class Connection { kRegister, kShared, kDram };
+const char* connection_name(Connection c);
+
+struct FusedEdge {
+  int producer = -1;           // Graph::ops indices
+  int consumer = -1;
+  Connection level = Connection::kShared;
+};
+
+// One point of SubGraphTiling's search space.
+struct TileConfig {
+  std::vector<int64_t> tile;   // per output dim of the kernel's root (last) op
+  int threads = 1;             // per block (CPU: 1)
+  int64_t reduce_step = 0;     // chunk of the first reduce axis staged through shared memory (0: none)
+  std::string to_string() const;  // "tile=1x64x64 threads=128 step=32"
+};
+
 struct KernelSchedule {
-  std::vector<int> ops;        // indices into Graph::ops computed by this kernel (in order)
+  std::vector<int> ops;        // indices into Graph::ops computed by this kernel (topological, root last)
   int parallel_depth = 0;      // leading output loops collapsed into one parallel loop
   // Register tile for reductions: out[..., i, j] is accumulated in a
   // tile_rows x tile_cols block while the reduce loops run outside it, so the
@@ -27,6 +50,17 @@ struct KernelSchedule {
   // Reduction loop nest, outermost first: every output axis but row_axis and
   // the last, then the row-block loop, then the column-block loop; inside,
   // the reduce loops, then the tile loops.
+
+  // Tile-graph decisions. A block kernel is lowered as a grid of blocks, each
+  // computing one tile of the root (GPUs; CPU groups with shared edges);
+  // otherwise the single op (after register-level inlining) takes the loop
+  // nest above.
+  bool block_kernel = false;
+  std::vector<FusedEdge> edges;         // internal edges (kRegister / kShared)
+  TileConfig config;                    // the chosen tile
+  std::vector<TileConfig> candidates;   // top-k by the cost model, best first
+  KernelFeatures features;              // of the chosen config
+  CostEstimate estimate;
 };
 
 struct Schedule {
@@ -34,6 +68,14 @@ struct Schedule {
   std::vector<KernelSchedule> kernels;
 };
 
+// The ops a kernel computes as phases: its ops with every kRegister
+// producer inlined into its consumers (and dropped), root last.
+std::vector<Op> phase_ops(const Graph& g, const KernelSchedule& k);
+
 Schedule schedule_one_op_per_kernel(const Graph& g, const ArchSpec& arch);
+
+// The CPU loop decisions (parallel depth, register tile) for a kernel that
+// computes the single op `op` (after register-level inlining).
+void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, KernelSchedule& k);
 
 }  // namespace tilegraph::scheduler

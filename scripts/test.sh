@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # README command 2 (and what .ci/run calls): install, build, and run every test
 #   1. unit tests (GoogleTest via CTest), incl. the ONNX node tests through the interpreter
-#   2. ONNX backend node tests through the generated code (tune + main_test)
-#   3. model tests (pytest): the model set compiled for the host vs onnxruntime
+#   2. ONNX backend node tests through the generated code (tune + main_test), for the
+#      host and through the CPU emulation of the H100 schedule
+#   3. CLI/explain tests and model tests (pytest): the model set compiled for the host,
+#      H100 (emulated; CUDA project built with nvcc) and V100 (emulated) vs onnxruntime
 #   4. unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   5. a short libFuzzer run of the model loader
 # Set TG_SKIP_SANITIZE=1 / TG_SKIP_FUZZ=1 to leave out 4 / 5 locally.
@@ -19,8 +21,9 @@ bash scripts/build.sh
 stage "1. unit tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 
-stage "2. ONNX node tests through generated code"
+stage "2. ONNX node tests through generated code (host, then the H100 schedule emulated)"
 python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph
+python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph --arch H100
 
 stage "3. CLI error tests and model tests (pytest)"
 PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/models

@@ -1,5 +1,6 @@
 // The `tilegraph` command line: tune (compile a model into a project and build
-// it), run (benchmark / run it via main_test), ops (list supported ONNX ops).
+// it), run (benchmark / run it via main_test), explain (the tile-graph
+// schedule of a tuned model), archs (known targets), ops (supported ONNX ops).
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,19 +11,24 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compiler/driver/explain.h"
 #include "compiler/driver/pipeline.h"
 #include "compiler/ir/error.h"
 #include "frontends/onnx/import.h"
 #include "frontends/onnx/op_table.h"
 #include "frontends/onnx/tensor_proto.h"
+#include "scheduler/arch_spec.h"
 
 namespace fs = std::filesystem;
 using namespace tilegraph;
 
 namespace {
 
+// Projects live under the arch's canonical name (--arch h100 and H100 agree).
+std::string canonical_arch(const std::string& arch) { return scheduler::arch_by_name(arch).name; }
+
 std::string project_dir(const std::string& prefix, const std::string& arch) {
-  return (fs::path(prefix) / "tilegraph_rt" / arch).string();
+  return (fs::path(prefix) / "tilegraph_rt" / canonical_arch(arch)).string();
 }
 
 std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& specs) {
@@ -56,40 +62,86 @@ std::map<std::string, Tensor> read_frozen_inputs(const std::vector<std::string>&
   return frozen;
 }
 
-int tune(const std::string& prefix, const std::string& model, const std::string& arch, int topk,
-         const std::vector<std::string>& input_shapes, const std::vector<std::string>& frozen_inputs,
-         bool no_build, int jobs,
-         const std::vector<std::string>& dump_after, bool verbose) {
+struct TuneFlags {
+  std::string model;
+  int topk = 20, jobs = 0;
+  bool no_build = false, no_fusion = false, emulate = false, no_gpu_build = false, verbose = false;
+  std::vector<std::string> input_shapes, frozen_inputs, dump_after;
+};
+
+int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f) {
+  const std::string& model = f.model;
   driver::CompileOptions o;
+  o.arch = canonical_arch(arch);  // a bad --arch is reported before anything else
   o.model_path = model.empty() ? (fs::path(prefix) / "model.onnx").string() : model;
   if (!fs::exists(o.model_path))
     throw UserError("no model at '" + o.model_path + "' (tune expects PREFIX/model.onnx, or --model FILE)");
   o.output_dir = project_dir(prefix, arch);
-  o.arch = arch;
-  o.topk = topk;
-  o.input_shapes = parse_input_shapes(input_shapes);
-  o.frozen_inputs = read_frozen_inputs(frozen_inputs);
-  o.build = !no_build;
-  o.build_jobs = jobs;
-  o.dump_after = dump_after;
-  o.verbose = verbose;
+  o.arch = canonical_arch(arch);
+  o.topk = f.topk;
+  o.fusion = !f.no_fusion;
+  o.emulate = f.emulate;
+  o.build_gpu = !f.no_gpu_build;
+  o.input_shapes = parse_input_shapes(f.input_shapes);
+  o.frozen_inputs = read_frozen_inputs(f.frozen_inputs);
+  o.build = !f.no_build;
+  o.build_jobs = f.jobs;
+  o.dump_after = f.dump_after;
+  o.verbose = f.verbose;
+  if (f.emulate && !scheduler::arch_by_name(arch).is_gpu())
+    throw UserError("--emulate emulates a GPU launch on the CPU; --arch " + o.arch + " is not a GPU");
   const auto report = driver::compile(o);
   std::cerr << "tuned " << report.num_kernels << " kernels in "
             << report.seconds_frontend + report.seconds_passes + report.seconds_schedule +
                    report.seconds_codegen + report.seconds_build
             << " s; project: " << o.output_dir << "\n";
-  if (o.build) std::cerr << "run it: tilegraph run " << prefix << (arch == "host" ? "" : " --arch " + arch) << "\n";
+  if (o.build) std::cerr << "run it: tilegraph run " << prefix << (o.arch == "host" ? "" : " --arch " + o.arch) << "\n";
+  return 0;
+}
+
+bool has_nvidia_gpu() { return fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl"); }
+
+// The main_test to run for an arch: the target's own build, or for a GPU
+// arch on a machine without that GPU, the CPU emulation of its kernels.
+fs::path runnable_project(const std::string& prefix, const std::string& arch) {
+  const fs::path dir = project_dir(prefix, arch);
+  const fs::path emulation = driver::emulation_dir(dir.string());
+  const bool native = fs::exists(dir / "build" / "main_test");
+  const bool emulated = fs::exists(emulation / "build" / "main_test");
+  const bool gpu = scheduler::arch_by_name(arch).is_gpu();
+  if (native && (!gpu || has_nvidia_gpu() || !emulated)) return dir;
+  if (emulated) {
+    std::cerr << "note: no " << canonical_arch(arch) << " here: running the CPU emulation of its kernels\n";
+    return emulation;
+  }
+  const std::string hint = gpu ? " --emulate" : "";
+  throw UserError("no compiled project at '" + dir.string() + "'; run `tilegraph tune " + prefix +
+                  (canonical_arch(arch) == "host" ? "" : " --arch " + canonical_arch(arch)) + hint + "` first");
+}
+
+int explain(const std::string& prefix, const std::string& arch, bool json, bool no_fusion) {
+  const fs::path manifest = fs::path(project_dir(prefix, arch)) / "manifest.json";
+  std::ifstream in(manifest);
+  if (!in) throw UserError("no manifest at '" + manifest.string() + "'; run `tilegraph tune " + prefix + " --arch " +
+                           canonical_arch(arch) + "` first");
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw UserError("'" + manifest.string() + "' is not valid JSON: " + e.what());
+  }
+  if (!m.contains("explain"))
+    throw UserError("'" + manifest.string() + "' has no explain report (tuned by an older tilegraph? tune again)");
+  if (json) std::cout << m["explain"].dump(2) << "\n";
+  else std::cout << driver::explain_text(m["explain"], no_fusion);
   return 0;
 }
 
 // Replaces this process with main_test, forwarding the run flags.
 int run(const std::string& prefix, const std::string& arch, const std::vector<std::string>& args) {
-  const fs::path exe = fs::path(project_dir(prefix, arch)) / "build" / "main_test";
-  if (!fs::exists(exe))
-    throw UserError("no compiled project at '" + project_dir(prefix, arch) + "'; run `tilegraph tune " +
-                    prefix + (arch == "host" ? "" : " --arch " + arch) + "` first");
-  std::vector<std::string> argv_storage{exe.string(), "--weights",
-                                        (fs::path(project_dir(prefix, arch)) / "weights.bin").string()};
+  const fs::path dir = runnable_project(prefix, arch);
+  const fs::path exe = dir / "build" / "main_test";
+  std::vector<std::string> argv_storage{exe.string(), "--weights", (dir / "weights.bin").string()};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
@@ -106,21 +158,24 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "tilegraph 0.1");
 
-  std::string prefix, model, arch = "host";
-  int topk = 20, jobs = 0;
-  bool no_build = false, verbose = false;
-  std::vector<std::string> input_shapes, frozen_inputs, dump_after;
+  std::string arch_names;
+  for (const std::string& a : scheduler::known_arch_names()) arch_names += (arch_names.empty() ? "" : ", ") + a;
+  std::string prefix, arch = "host";
+  TuneFlags f;
   auto* tune_cmd = app.add_subcommand("tune", "compile PREFIX/model.onnx into PREFIX/tilegraph_rt/<arch>/ and build it");
   tune_cmd->add_option("prefix", prefix, "model folder holding model.onnx (and its external data)")->required();
-  tune_cmd->add_option("--model", model, "ONNX file to compile instead of PREFIX/model.onnx");
-  tune_cmd->add_option("--arch", arch, "target: host (the CPU this runs on)")->capture_default_str();
-  tune_cmd->add_option("--topk", topk, "tile configs kept per subgraph for on-device profiling (GPU targets; the CPU target ignores it)")->capture_default_str();
-  tune_cmd->add_option("--input-shape", input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");
-  tune_cmd->add_option("--freeze-input", frozen_inputs, "NAME=FILE.pb: bake an input's value (an onnx TensorProto file) into the model as a constant (repeatable)");
-  tune_cmd->add_flag("--no-build", no_build, "write the project but do not build it");
-  tune_cmd->add_option("--jobs,-j", jobs, "parallel build jobs (default: all cores)");
-  tune_cmd->add_option("--dump-after", dump_after, "print the IR after a pass: import, inline_index_maps, simplify_indices, eliminate_dead_ops, materialize_outputs, all");
-  tune_cmd->add_flag("--verbose,-v", verbose, "log passes and print the Kernel IR");
+  tune_cmd->add_option("--model", f.model, "ONNX file to compile instead of PREFIX/model.onnx");
+  tune_cmd->add_option("--arch", arch, "target: " + arch_names + " (host: the CPU this runs on)")->capture_default_str();
+  tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
+  tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
+  tune_cmd->add_flag("--emulate", f.emulate, "GPU archs: also write and build the CPU emulation of the GPU kernels (PREFIX/tilegraph_rt/<arch>/emulation), which `run` and test_acc use where there is no such GPU");
+  tune_cmd->add_flag("--no-gpu-build", f.no_gpu_build, "GPU archs: write the CUDA/HIP project but do not build it (nvcc/hipcc)");
+  tune_cmd->add_option("--input-shape", f.input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");
+  tune_cmd->add_option("--freeze-input", f.frozen_inputs, "NAME=FILE.pb: bake an input's value (an onnx TensorProto file) into the model as a constant (repeatable)");
+  tune_cmd->add_flag("--no-build", f.no_build, "write the project(s) but do not build them");
+  tune_cmd->add_option("--jobs,-j", f.jobs, "parallel build jobs (default: all cores)");
+  tune_cmd->add_option("--dump-after", f.dump_after, "print the IR after a pass: import, inline_index_maps, simplify_indices, eliminate_dead_ops, materialize_outputs, all");
+  tune_cmd->add_flag("--verbose,-v", f.verbose, "log passes and print the Kernel IR");
 
   std::string run_prefix, run_arch = "host";
   std::vector<std::string> run_args;
@@ -129,6 +184,15 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--arch", run_arch, "target the project was tuned for")->capture_default_str();
   run_cmd->allow_extras();
 
+  std::string explain_prefix, explain_arch = "host";
+  bool explain_as_json = false, explain_no_fusion = false;
+  auto* explain_cmd = app.add_subcommand("explain", "print the tile-graph schedule of a tuned model: per fused kernel its ops, edge levels, tile, block size and the cost model's predictions; fused vs one op per kernel");
+  explain_cmd->add_option("prefix", explain_prefix, "model folder given to tune")->required();
+  explain_cmd->add_option("--arch", explain_arch, "target the model was tuned for")->capture_default_str();
+  explain_cmd->add_flag("--json", explain_as_json, "print the report as one JSON object");
+  explain_cmd->add_flag("--no-fusion", explain_no_fusion, "list the one-op-per-kernel schedule's kernels");
+
+  auto* archs_cmd = app.add_subcommand("archs", "list the known --arch targets");
   auto* ops_cmd = app.add_subcommand("ops", "list the ONNX operators tilegraph lowers");
 
   try {
@@ -137,8 +201,16 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (*tune_cmd) return tune(prefix, model, arch, topk, input_shapes, frozen_inputs, no_build, jobs, dump_after, verbose);
+    if (*tune_cmd) return tune(prefix, arch, f);
     if (*run_cmd) return run(run_prefix, run_arch, run_cmd->remaining());
+    if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_as_json, explain_no_fusion);
+    if (*archs_cmd) {
+      for (const std::string& name : scheduler::known_arch_names()) {
+        const scheduler::ArchSpec a = scheduler::arch_by_name(name);
+        std::cout << name << "\t" << a.target << "\t" << a.isa << "\t" << a.description << "\n";
+      }
+      return 0;
+    }
     if (*ops_cmd) {
       for (const std::string& op : onnx_frontend::supported_op_types()) std::cout << op << "\n";
       return 0;

@@ -8,6 +8,9 @@
 #include <iostream>
 
 #include "codegen/emit_cpu_project.h"
+#include "codegen/emit_cuda_project.h"
+#include "codegen/emulate_threads.h"
+#include "codegen/lower_block_kernel.h"
 #include "codegen/lower_cpu_kernel.h"
 #include "codegen/memory_plan.h"
 #include "compiler/ir/error.h"
@@ -16,7 +19,10 @@
 #include "compiler/passes/materialize_outputs.h"
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
+#include "compiler/driver/explain.h"
 #include "scheduler/arch_spec.h"
+#include "scheduler/block_plan.h"
+#include "scheduler/graph_connecting.h"
 #include "scheduler/schedule.h"
 
 namespace tilegraph::driver {
@@ -93,10 +99,43 @@ Graph optimize_graph(const CompileOptions& options, const Graph& imported) {
   return run_pass(options, "materialize_outputs", g, passes::materialize_outputs);
 }
 
+std::string emulation_dir(const std::string& output_dir) {
+  return (fs::path(output_dir) / "emulation").string();
+}
+
+namespace {
+
+std::vector<codegen::Kernel> lower_kernels(const Graph& g, const scheduler::Schedule& schedule,
+                                           const scheduler::ArchSpec& arch, bool verbose) {
+  std::vector<codegen::Kernel> kernels;
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    const scheduler::KernelSchedule& ks = schedule.kernels[k];
+    if (ks.block_kernel)
+      kernels.push_back(codegen::lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch)));
+    else
+      kernels.push_back(codegen::lower_cpu_kernel(g, ks));
+    if (schedule.kernels.size() >= 200 && (k + 1) % 100 == 0)
+      std::cerr << "      kernel " << k + 1 << "/" << schedule.kernels.size() << " ("
+                << schedule.kernels.size() - k - 1 << " left)" << std::endl;
+    if (verbose) std::cerr << codegen::to_string(kernels.back());
+  }
+  return kernels;
+}
+
+bool on_path(const std::string& tool) {
+  return std::system(("command -v " + tool + " > /dev/null 2>&1").c_str()) == 0;
+}
+
+}  // namespace
+
 CompileReport compile(const CompileOptions& options) {
   CompileReport report;
-  const int steps = options.build ? 5 : 4;
   const scheduler::ArchSpec arch = scheduler::arch_by_name(options.arch);
+  const bool gpu = arch.is_gpu();
+  const std::string gpu_compiler = arch.target == "hip" ? "hipcc" : "nvcc";
+  const bool build_gpu = gpu && options.build && options.build_gpu && on_path(gpu_compiler);
+  const bool build_any = options.build && (!gpu || build_gpu || options.emulate);
+  const int steps = build_any ? 5 : 4;
 
   const auto start = Clock::now();
   auto t = start;
@@ -110,39 +149,79 @@ CompileReport compile(const CompileOptions& options) {
   report.seconds_passes = seconds_since(t);
 
   t = Clock::now();
-  progress(3, steps, str_cat("scheduling ", g.ops.size(), " ops for ", arch.name, " (", arch.cores,
-                             " cores)"), start);
-  const scheduler::Schedule schedule = scheduler::schedule_one_op_per_kernel(g, arch);
+  progress(3, steps, str_cat("scheduling ", g.ops.size(), " ops for ", arch.name, " (", arch.description, ", ",
+                             arch.compute_units, gpu ? " SMs/CUs" : " cores", ")"), start);
+  fs::create_directories(options.output_dir);
+  const std::string cache_path = (fs::path(options.output_dir) / "schedule_cache.json").string();
+  scheduler::ScheduleCache cache;
+  cache.load(cache_path);
+  scheduler::TileGraphOptions tg_options;
+  tg_options.topk = options.topk;
+  tg_options.fusion = options.fusion;
+  scheduler::TileGraphOptions unfused_options = tg_options;
+  unfused_options.fusion = false;
+  const scheduler::Schedule schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
+  const scheduler::Schedule unfused = options.fusion ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
+                                                     : schedule;
+  cache.save(cache_path);
+  const nlohmann::json explain = explain_json(g, schedule, unfused, arch);
+  report.num_kernels_unfused = static_cast<int>(unfused.kernels.size());
+  report.dram_bytes = explain["dram_bytes"];
+  report.dram_bytes_unfused = explain["dram_bytes_unfused"];
+  report.cache_hits = cache.hits;
+  report.cache_misses = cache.misses;
   report.seconds_schedule = seconds_since(t);
+  std::cerr << "      " << schedule.kernels.size() << " kernels (" << unfused.kernels.size()
+            << " unfused), predicted DRAM " << report.dram_bytes / 1e6 << " MB (" << report.dram_bytes_unfused / 1e6
+            << " MB unfused); schedule cache " << cache.hits << " hits, " << cache.misses << " misses" << std::endl;
 
   t = Clock::now();
   progress(4, steps, str_cat("generating ", schedule.kernels.size(), " kernels into ", options.output_dir), start);
-  std::vector<codegen::Kernel> kernels;
-  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    kernels.push_back(codegen::lower_cpu_kernel(g, schedule.kernels[k]));
-    if (schedule.kernels.size() >= 200 && (k + 1) % 100 == 0)
-      std::cerr << "      kernel " << k + 1 << "/" << schedule.kernels.size() << " ("
-                << schedule.kernels.size() - k - 1 << " left)" << std::endl;
-    if (options.verbose) std::cerr << codegen::to_string(kernels.back());
-  }
+  std::vector<codegen::Kernel> kernels = lower_kernels(g, schedule, arch, options.verbose);
   const codegen::MemoryPlan plan = codegen::plan_memory(g, kernels);
   codegen::ProjectInfo info;
-  info.arch = options.arch;
+  info.arch = arch.name;
   info.model_path = fs::path(options.model_path).filename().string();
   info.compile_stats = {{"kernels", kernels.size()}, {"ops_after_passes", g.ops.size()}};
-  codegen::emit_cpu_project(g, kernels, plan, info, options.output_dir);
+  info.explain = explain;
+  if (gpu) {
+    codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, options.output_dir);
+    if (options.emulate) {
+      std::vector<codegen::Kernel> emulated;
+      for (const codegen::Kernel& k : kernels) emulated.push_back(codegen::expand_thread_locals(k));
+      codegen::ProjectInfo emulation_info = info;
+      emulation_info.arch = arch.name + "-emulation";
+      codegen::emit_cpu_project(g, emulated, plan, emulation_info, emulation_dir(options.output_dir));
+    }
+  } else {
+    codegen::emit_cpu_project(g, kernels, plan, info, options.output_dir);
+  }
   report.num_kernels = static_cast<int>(kernels.size());
   report.seconds_codegen = seconds_since(t);
 
-  if (options.build) {
+  if (build_any) {
     t = Clock::now();
-    const int jobs = options.build_jobs > 0 ? options.build_jobs : arch.cores;
-    progress(5, steps, str_cat("building with cmake (-j ", jobs, "), log in ", options.output_dir, "/build.log"), start);
-    build_project(options.output_dir, jobs);
+    const int jobs = options.build_jobs > 0 ? options.build_jobs : scheduler::host_arch().cores;
+    if (!gpu || build_gpu) {
+      progress(5, steps, str_cat("building with cmake (-j ", jobs, "), log in ", options.output_dir, "/build.log"), start);
+      build_project(options.output_dir, jobs);
+    }
+    if (gpu && options.emulate) {
+      const std::string dir = emulation_dir(options.output_dir);
+      progress(5, steps, str_cat("building the CPU emulation (-j ", jobs, "), log in ", dir, "/build.log"), start);
+      build_project(dir, jobs);
+    }
     report.seconds_build = seconds_since(t);
   }
+  if (gpu && options.build && !build_gpu && options.build_gpu)
+    std::cerr << "note: " << gpu_compiler << " not found: the " << arch.target
+              << " project was written but not built\n";
   // Timings vary run to run: keep them out of the deterministic manifest.
   nlohmann::json stats = {{"kernels", report.num_kernels},
+                          {"kernels_unfused", report.num_kernels_unfused},
+                          {"dram_bytes", report.dram_bytes},
+                          {"dram_bytes_unfused", report.dram_bytes_unfused},
+                          {"schedule_cache", {{"hits", report.cache_hits}, {"misses", report.cache_misses}}},
                           {"seconds", {{"frontend", report.seconds_frontend},
                                        {"passes", report.seconds_passes},
                                        {"schedule", report.seconds_schedule},

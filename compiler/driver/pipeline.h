@@ -14,6 +14,9 @@ struct CompileOptions {
   std::string output_dir;                      // PREFIX/tilegraph_rt/<arch>
   std::string arch = "host";
   int topk = 20;
+  bool fusion = true;                          // --no-fusion: one op per kernel
+  bool emulate = false;                        // GPU archs: also write + build the CPU emulation
+  bool build_gpu = true;                       // GPU archs: build the CUDA/HIP project when its compiler exists
   std::map<std::string, Shape> input_shapes;
   std::map<std::string, Tensor> frozen_inputs;  // --freeze-input
   bool build = true;                           // run cmake + build after emitting
@@ -24,12 +27,20 @@ struct CompileOptions {
 
 struct CompileReport {
   int num_kernels = 0;
+  int num_kernels_unfused = 0;
+  int64_t dram_bytes = 0, dram_bytes_unfused = 0;  // predicted
+  int cache_hits = 0, cache_misses = 0;            // schedule cache
   double seconds_frontend = 0, seconds_passes = 0, seconds_schedule = 0, seconds_codegen = 0,
          seconds_build = 0;
 };
 
 // Throws UserError for bad models/flags; prints progress to stderr.
+// Writes output_dir (the target's project; for GPU archs with emulate also
+// output_dir/emulation, the CPU emulation of the same kernels).
 CompileReport compile(const CompileOptions& options);
+
+// Where a GPU arch's CPU emulation project lives.
+std::string emulation_dir(const std::string& output_dir);
 
 // The first two steps alone (for tools and tests that inspect the IR).
 Graph import_graph(const CompileOptions& options);

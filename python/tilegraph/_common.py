@@ -59,9 +59,30 @@ def find_tilegraph_bin() -> Path | None:
     return Path(w) if w else None
 
 
+def has_nvidia_gpu() -> bool:
+    return os.path.exists("/dev/nvidia0") or os.path.exists("/dev/nvidiactl")
+
+
 def project_dir(prefix: str | os.PathLike, arch: str = "host") -> Path:
-    """The generated project of PREFIX for ARCH: PREFIX/tilegraph_rt/<arch>/."""
-    return Path(prefix) / "tilegraph_rt" / arch
+    """The runnable project of PREFIX for ARCH: PREFIX/tilegraph_rt/<arch>/.
+
+    Arch names match case-insensitively (``h100`` finds ``H100``), like the CLI.
+    For a GPU arch tuned with ``--emulate``, the CPU emulation of its kernels
+    (``<arch>/emulation``) is used where there is no NVIDIA GPU or the GPU
+    project was not built, as ``tilegraph run`` does.
+    """
+    root = Path(prefix) / "tilegraph_rt"
+    name = "host" if arch.lower() in ("host", "x86", "cpu") else arch
+    if root.is_dir():
+        for d in sorted(root.iterdir()):
+            if d.name.lower() == name.lower():
+                name = d.name
+    proj = root / name
+    emulation = proj / "emulation"
+    native = (proj / "build" / "main_test").is_file()
+    if (emulation / "build").is_dir() and (not native or not has_nvidia_gpu()):
+        return emulation
+    return proj
 
 
 def np_dtype(onnx_elem_type: int) -> np.dtype:

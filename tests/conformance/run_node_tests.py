@@ -3,7 +3,8 @@
 
 For every test in Debian's libonnx-testdata (/usr/share/libonnx-testdata/data/node)
 whose ops tilegraph lowers (`tilegraph ops`) and that is not in skip_list.txt:
-  1. `tilegraph tune PREFIX --no-build` writes the generated project,
+  1. `tilegraph tune PREFIX --no-build` writes the generated project (with
+     --arch GPU: the CPU emulation of the GPU kernels, tune --emulate),
   2. its libmodel.so is compiled from the project's own sources with the
      project's flags (one g++ call; see below),
   3. main_test runs it on the test's inputs (.pb converted to .npy); inputs
@@ -99,7 +100,7 @@ def compare(name, expected, got):
     return ""
 
 
-def run_one(test_dir, tilegraph, work, main_test):
+def run_one(test_dir, tilegraph, work, main_test, arch="host"):
     name = test_dir.name
     prefix = work / name
     if prefix.exists():
@@ -129,14 +130,16 @@ def run_one(test_dir, tilegraph, work, main_test):
             t = onnx.TensorProto()
             t.ParseFromString(pb.read_bytes())
             np.save(in_dir / (sanitize(info.name) + ".npy"), numpy_helper.to_array(t))
-        tune = subprocess.run([tilegraph, "tune", str(prefix), "--no-build", *flags],
+        arch_flags = [] if arch == "host" else ["--arch", arch, "--emulate"]
+        tune = subprocess.run([tilegraph, "tune", str(prefix), "--no-build", *arch_flags, *flags],
                               capture_output=True, text=True)
         if tune.returncode == 0:
             break
         first_error = first_error or (tune.stderr.strip().splitlines() or ["?"])[-1]
     if tune.returncode != 0:
         return name, "tune: " + first_error
-    project = prefix / "tilegraph_rt" / "host"
+    # A GPU arch runs through the CPU emulation of its kernels (the exact GPU schedule).
+    project = prefix / "tilegraph_rt" / arch / ("emulation" if arch != "host" else "")
     lib = project / "libmodel.so"
     kernel_files = [str(p) for p in sorted(project.glob("kernels_*.cpp"))]
     cc = subprocess.run(["g++", *MODEL_FLAGS, "-o", str(lib), str(project / "model.cpp"), *kernel_files,
@@ -168,6 +171,8 @@ def main():
     ap.add_argument("--filter", default="", help="only tests whose name contains this")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--work", default="", help="work folder (default: a temporary one)")
+    ap.add_argument("--arch", default="host",
+                    help="target; a GPU arch (H100, V100...) is checked through its CPU emulation")
     args = ap.parse_args()
     if not NODE_DIR.exists():
         print("libonnx-testdata is not installed (apt-get install libonnx-testdata)", file=sys.stderr)
@@ -206,7 +211,7 @@ def main():
     failures = []
     passed = 0
     with futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        for i, (name, err) in enumerate(pool.map(lambda d: run_one(d, args.tilegraph, work, main_test), tests)):
+        for i, (name, err) in enumerate(pool.map(lambda d: run_one(d, args.tilegraph, work, main_test, args.arch), tests)):
             if err:
                 failures.append((name, err))
                 print(f"FAIL {name}: {err}", flush=True)

@@ -3,7 +3,11 @@ against onnxruntime with tilegraph.test_acc (random inputs, max rel err <= 1e-4)
 
 Skipped when the tilegraph binary is not built (build/bin/tilegraph, or
 $TILEGRAPH_BIN). Environment knobs:
-  TILEGRAPH_TEST_ARCHS    comma-separated --arch values (default: host)
+  TILEGRAPH_TEST_ARCHS    comma-separated --arch values (default: host,H100,V100); GPU
+                          archs are tuned with --emulate and checked through the CPU
+                          emulation of their kernels (the exact GPU schedule). H100's
+                          CUDA project is also built with nvcc (sm_90) when nvcc is on
+                          PATH; V100's is not (sm_70 left CUDA 13), only emulated.
   TILEGRAPH_TEST_RTOL     override test_acc's --rtol
   TILEGRAPH_TUNE_TIMEOUT  seconds allowed for one `tilegraph tune` (default 1200)
   TILEGRAPH_FULL_MODELS   a folder of full-size PREFIXes to test as well (marked slow)
@@ -30,7 +34,11 @@ SLOW = set()
 # Optional: a folder of full-size PREFIXes (python -m tilegraph.torch2onnx MODEL --prefix
 # DIR/MODEL); each is tested too, marked slow.
 FULL_DIR = os.environ.get("TILEGRAPH_FULL_MODELS")
-ARCHS = [a for a in os.environ.get("TILEGRAPH_TEST_ARCHS", "host").split(",") if a]
+ARCHS = [a for a in os.environ.get("TILEGRAPH_TEST_ARCHS", "host,H100,V100").split(",") if a]
+GPU_ARCHS = {"h100", "h200", "a100", "v100", "rtx3090"}
+# Archs whose CUDA projects this machine's nvcc can build (CUDA 13: sm_75 and up).
+NVCC_ARCHS = {"h100", "h200", "a100", "rtx3090"}
+HAVE_NVCC = shutil.which("nvcc") is not None
 TUNE_TIMEOUT = int(os.environ.get("TILEGRAPH_TUNE_TIMEOUT", "1200"))
 
 
@@ -62,10 +70,18 @@ def test_model_matches_onnxruntime(src, arch, tmp_path):
     for f in src.iterdir():  # the model files only, not an earlier tilegraph_rt/ or test_acc/
         if f.is_file():
             shutil.copy(f, prefix / f.name)
-    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", arch],
+    build_cuda = arch.lower() in NVCC_ARCHS and HAVE_NVCC
+    flags = []
+    if arch.lower() in GPU_ARCHS:
+        flags = ["--emulate"] + ([] if build_cuda else ["--no-gpu-build"])
+    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", arch, *flags],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=TUNE_TIMEOUT)
     assert tune.returncode == 0, f"tilegraph tune {name} --arch {arch} failed:\n{_tail(tune.stdout)}"
+    if build_cuda:  # nvcc built the real CUDA project (sm_90), not only the emulation
+        assert (prefix / "tilegraph_rt" / arch / "build" / "libmodel.so").is_file()
+    elif arch.lower() in NVCC_ARCHS:
+        print(f"note: nvcc not on PATH: the {arch} CUDA project was generated but not built")
     cmd = [sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--arch", arch]
     if os.environ.get("TILEGRAPH_TEST_RTOL"):
         cmd += ["--rtol", os.environ["TILEGRAPH_TEST_RTOL"]]

@@ -1,0 +1,33 @@
+// Writes the standalone GPU project of a compiled model (CUDA, or HIP with
+// the hip dialect): the same C API as the CPU project (runtime/tilegraph_model.h)
+// and the same main_test, with
+//   model.cu         device memory from the static plan (one arena, weights
+//                    uploaded once at create), host<->device copies of inputs
+//                    and outputs, the launch sequence, every CUDA call checked
+//                    and reported with the kernel's name
+//   kernels_NNN.cu   the block kernels printed with the GPU dialect, plus a
+//                    host launch function per kernel (grid, threads, dynamic
+//                    shared memory; opts into >48 KiB where needed)
+//   CMakeLists.txt   CUDA language, CMAKE_CUDA_ARCHITECTURES from the arch
+//   weights.bin, manifest.json, runtime files   as in the CPU project
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/c_printer.h"
+#include "codegen/kernel_ir.h"
+#include "codegen/memory_plan.h"
+#include "codegen/project_files.h"
+#include "compiler/ir/graph.h"
+
+namespace tilegraph::codegen {
+
+// `gpu_arch`: the ISA of the arch spec ("sm_90", "gfx90a"). Every kernel
+// must be a block kernel (Kernel::grid > 0). Returns the manifest written.
+nlohmann::json emit_cuda_project(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
+                                 const ProjectInfo& info, const std::string& gpu_arch,
+                                 const std::string& out_dir);
+
+}  // namespace tilegraph::codegen

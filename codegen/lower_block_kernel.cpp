@@ -1,0 +1,391 @@
+#include "codegen/lower_block_kernel.h"
+
+#include <algorithm>
+#include <map>
+
+#include "codegen/kernel_exprs.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/simplify.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+using scheduler::BlockPlan;
+using scheduler::OpTile;
+using scheduler::PhasePlan;
+using scheduler::Region;
+using scheduler::StagedInput;
+
+Expr combine(Reduction r, const Expr& acc, const Expr& value) {
+  switch (r) {
+    case Reduction::kSum: return acc + value;
+    case Reduction::kProd: return acc * value;
+    case Reduction::kMax: return max(acc, value);
+    case Reduction::kMin: return min(acc, value);
+    case Reduction::kNone: break;
+  }
+  TG_CHECK(false, "not a reduction");
+  return acc;
+}
+
+class BlockKernelBuilder {
+ public:
+  BlockKernelBuilder(const Graph& g, const scheduler::KernelSchedule& schedule, const BlockPlan& plan)
+      : g_(g), plan_(plan), threads_(std::max(1, plan.config.threads)) {
+    kernel_.name = plan.phases.back().name;
+    kernel_.schedule = schedule;
+    kernel_.threads = threads_;
+    kernel_.grid = plan.tiling.blocks();
+    kernel_.shared_bytes = plan.shared.peak_bytes;
+    kernel_.var_names = plan.tiling.vars.names;
+    bounds_ = plan.tiling.vars.bounds;
+    for (size_t i = 0; i < plan.phases.size(); ++i) {
+      phase_of_[plan.phases[i].output] = static_cast<int>(i);
+      for (const std::string& n : plan.phases[i].source_nodes)  // once each (a Softmax is several ops)
+        if (std::find(kernel_.source_nodes.begin(), kernel_.source_nodes.end(), n) == kernel_.source_nodes.end())
+          kernel_.source_nodes.push_back(n);
+    }
+    for (const Op& op : plan.phases)
+      for (TensorId in : op.inputs)
+        if (!phase_of_.count(in) && !global_of_.count(in)) global_of_[in] = add_global(in, false);
+    output_ = add_global(plan.phases.back().output, true);
+    for (size_t b = 0; b < plan.buffers.size(); ++b) {
+      Buffer buf;
+      buf.name = plan.buffers[b].name;
+      buf.dtype = plan.buffers[b].dtype;
+      buf.elements = plan.buffers[b].elements;
+      buf.scope = MemoryScope::kShared;
+      buf.offset = plan.shared.offsets[b];
+      kernel_.buffers.push_back(buf);
+      shared_ids_.push_back(static_cast<int>(kernel_.buffers.size() - 1));
+    }
+    if (threads_ > 1) tid_ = new_var("tid", threads_);
+  }
+
+  Kernel build() {
+    kernel_.flops = static_cast<int64_t>(plan_.features.flops);
+    std::vector<Stmt> phases;
+    const int last = static_cast<int>(plan_.phases.size()) - 1;
+    for (int i = 0; i <= last; ++i) {
+      phases.push_back(build_phase(i));
+      if (i != last) phases.push_back(make_barrier());
+    }
+    Stmt body = make_seq(phases);
+    for (int id : shared_ids_) body = make_allocate(id, {body});
+    kernel_.body = block_loops(body);
+    return std::move(kernel_);
+  }
+
+ private:
+  int add_global(TensorId id, bool written) { return add_global_buffer(kernel_, g_, id, written); }
+
+  int new_var(const std::string& name, int64_t extent) {
+    kernel_.var_names.push_back(name);
+    bounds_.push_back(Interval::range(std::max<int64_t>(extent, 1)));
+    return static_cast<int>(kernel_.var_names.size() - 1);
+  }
+
+  int add_local(const std::string& name, DType dtype, int64_t elements) {
+    Buffer b;
+    b.name = name;
+    b.dtype = dtype == DType::kF16 ? DType::kF32 : dtype;
+    b.elements = elements;
+    b.scope = MemoryScope::kLocal;
+    kernel_.buffers.push_back(b);
+    return static_cast<int>(kernel_.buffers.size() - 1);
+  }
+
+  Stmt block_loops(Stmt body) {
+    std::vector<int> vars;
+    for (size_t d = 0; d < plan_.tiling.block_vars.size(); ++d)
+      if (plan_.tiling.blocks_per_dim[d] > 1) vars.push_back(plan_.tiling.block_vars[d]);
+    if (vars.empty()) vars.push_back(new_var("b", 1));
+    for (size_t i = vars.size(); i-- > 0;) {
+      const int collapse = i == 0 ? static_cast<int>(vars.size()) : 1;
+      body = make_for(vars[i], int_imm(bounds_[vars[i]].hi + 1), LoopKind::kBlocks, {body}, collapse);
+    }
+    return body;
+  }
+
+  // Replaces the vars in `from` by `to` in e.
+  static Expr replace_vars(const Expr& e, const std::map<int, Expr>& with) {
+    if (with.empty()) return e;
+    return rewrite(e, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kVar) return nullptr;
+      auto it = with.find(static_cast<int>(n->int_value));
+      return it == with.end() ? nullptr : it->second;
+    });
+  }
+
+  // Index into a region-shaped buffer for tensor indices `idx`.
+  Expr region_index(const Region& r, const Shape& shape, const std::vector<Expr>& idx) {
+    Expr flat = int_imm(0);
+    for (size_t d = 0; d < r.dims.size(); ++d) {
+      const scheduler::RegionDim& rd = r.dims[d];
+      Expr i = idx[d];
+      if (rd.whole_dim) i = min(max(i, int_imm(0)), int_imm(shape[d] - 1));
+      flat = flat * rd.extent + (i - rd.base - rd.lo);
+    }
+    return simplify(flat, bounds_);
+  }
+
+  // The phase op's value at axis_values, loads bound to where each input
+  // lives in this kernel: a producer's shared region, a staged chunk, or
+  // global memory (clamped into the tensor).
+  Expr value_at(int phase, const std::vector<Expr>& axis_values, const std::map<int, const StagedInput*>& staged) {
+    const Op& op = plan_.phases[phase];
+    const Expr body = substitute_vars(op.body, axis_values);
+    const Expr lowered = rewrite(body, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kLoad) return nullptr;
+      const int slot = static_cast<int>(n->int_value);
+      const TensorId in = op.inputs[slot];
+      const Shape& shape = g_.tensor(in).shape;
+      auto producer = phase_of_.find(in);
+      if (producer != phase_of_.end()) {
+        const int p = producer->second;
+        return load(shared_ids_[plan_.phase_plans[p].buffer], n->dtype,
+                    {region_index(plan_.tiling.ops[p].region, shape, n->args)});
+      }
+      auto st = staged.find(slot);
+      if (st != staged.end())
+        return load(shared_ids_[st->second->buffer], n->dtype, {region_index(st->second->region, shape, n->args)});
+      std::vector<Expr> idx;
+      for (size_t d = 0; d < n->args.size(); ++d) {
+        Expr i = simplify(n->args[d], bounds_);
+        if (!bound_of(i, bounds_).within(0, shape[d] - 1)) i = min(max(i, int_imm(0)), int_imm(shape[d] - 1));
+        idx.push_back(i);
+      }
+      return load(global_of_.at(in), n->dtype, {linear_index(shape, idx)});
+    });
+    return finalize_indices(lowered, bounds_);
+  }
+
+  // Enumerates `extents` (a region's shape) as this block's threads share
+  // it: `emit(local_coords, flat)` builds the per-element statement. One
+  // thread: nested loops, innermost vectorized. Several: a strided loop over
+  // the flat index, guarded when the count is not a multiple of threads.
+  Stmt for_each_element(const std::string& name, const std::vector<int64_t>& extents,
+                        const std::function<Stmt(const std::vector<Expr>&, const Expr&)>& emit,
+                        std::vector<int>* loop_vars = nullptr) {
+    int64_t total = 1;
+    for (int64_t e : extents) total *= e;
+    std::vector<Expr> coords;
+    if (threads_ == 1) {
+      std::vector<int> vars;
+      Expr flat = int_imm(0);
+      for (size_t d = 0; d < extents.size(); ++d) {
+        vars.push_back(new_var(name + std::to_string(d), extents[d]));
+        coords.push_back(var(vars.back()));
+        flat = flat * extents[d] + coords.back();
+      }
+      Stmt s = emit(coords, flat);
+      for (size_t d = vars.size(); d-- > 0;)
+        s = make_for(vars[d], int_imm(extents[d]), d + 1 == vars.size() ? LoopKind::kVectorized : LoopKind::kSerial, {s});
+      if (loop_vars) *loop_vars = vars;
+      return s;
+    }
+    const int64_t per_thread = (total + threads_ - 1) / threads_;
+    const int j = new_var(name + "j", per_thread);
+    const Expr flat = var(j) * threads_ + var(tid_);
+    int64_t stride = total;
+    for (int64_t e : extents) {
+      stride /= e;
+      coords.push_back(floormod(floordiv(flat, stride), e));
+    }
+    Stmt s = emit(coords, flat);
+    if (total % threads_ != 0) s = make_if(lt(flat, int_imm(total)), {s});
+    if (loop_vars) *loop_vars = {j};
+    return make_for(j, int_imm(per_thread), per_thread <= 8 ? LoopKind::kUnrolled : LoopKind::kSerial, {s});
+  }
+
+  Stmt thread_loop(std::vector<Stmt> body) {
+    if (threads_ == 1) return make_seq(std::move(body));
+    return make_for(tid_, int_imm(threads_), LoopKind::kThreads, std::move(body));
+  }
+
+  static std::vector<int64_t> extents_of(const Region& r) {
+    std::vector<int64_t> e;
+    for (const auto& d : r.dims) e.push_back(d.extent);
+    return e;
+  }
+
+  // The op's axis values with its local vars bound to `local`.
+  std::vector<Expr> coords_at(int phase, const std::vector<Expr>& local) {
+    const OpTile& t = plan_.tiling.ops[phase];
+    std::map<int, Expr> with;
+    for (size_t d = 0; d < t.local_vars.size(); ++d) with[t.local_vars[d]] = local[d];
+    std::vector<Expr> coords;
+    for (const Expr& c : t.coords) coords.push_back(replace_vars(c, with));
+    return coords;
+  }
+
+  // Where element `flat` (local coords `local`) of phase i's region goes.
+  Stmt store_result(int phase, const std::vector<Expr>& local, const Expr& flat, const Expr& value) {
+    const PhasePlan& pp = plan_.phase_plans[phase];
+    if (pp.buffer >= 0) return make_store(shared_ids_[pp.buffer], finalize_indices(flat, bounds_), value);
+    const Shape& shape = g_.tensor(plan_.phases[phase].output).shape;
+    const std::vector<Expr> coords = coords_at(phase, local);
+    Expr inside = int_imm(1, DType::kBool);
+    for (size_t d = 0; d < shape.size(); ++d) inside = logical_and(inside, lt(coords[d], int_imm(shape[d])));
+    inside = simplify(inside, bounds_);
+    Stmt store = make_store(output_, finalize_indices(linear_index(shape, coords), bounds_), value);
+    return is_const(inside) ? store : make_if(inside, {store});
+  }
+
+  Stmt build_phase(int i) {
+    const Op& op = plan_.phases[i];
+    const PhasePlan& pp = plan_.phase_plans[i];
+    const OpTile& tile = plan_.tiling.ops[i];
+    const std::vector<int64_t> extents = extents_of(tile.region);
+    const std::string prefix = "p" + std::to_string(i) + "_";
+    if (op.reduction == Reduction::kNone) {
+      return thread_loop({for_each_element(prefix + "e", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
+        return store_result(i, local, flat, value_at(i, coords_at(i, local), {}));
+      })});
+    }
+    const DType dtype = g_.tensor(op.output).dtype;
+    const int acc = pp.accumulator >= 0 ? shared_ids_[pp.accumulator]
+                                        : add_local(prefix + "acc", dtype, pp.per_thread);
+    // Accumulator slot of an element: its flat index with one thread, the
+    // strided loop's counter with several (rebind_acc_index).
+    const Expr init_value = reduction_init(op.reduction, dtype == DType::kF16 ? DType::kF32 : dtype);
+    std::vector<Stmt> steps;
+    {
+      std::vector<int> lv;
+      Stmt s = for_each_element(prefix + "i", extents, [&](const std::vector<Expr>&, const Expr& flat) {
+        return make_store(acc, flat, init_value);
+      }, &lv);
+      // The init's slot is the same expression as for the other loops.
+      steps.push_back(thread_loop({rebind_acc_index(s, acc, lv)}));
+    }
+
+    // The update of one element over a set of reduce values (innermost).
+    std::map<int, const StagedInput*> staged;
+    for (const StagedInput& st : pp.staged) staged[st.slot] = &st;
+    auto accumulate = [&](const std::string& name, const std::vector<Expr>& reduce_values,
+                          const std::vector<std::pair<int, int64_t>>& reduce_loops, const Expr& guard) {
+      std::vector<int> lv;
+      Stmt s = for_each_element(name, extents, [&](const std::vector<Expr>& local, const Expr& flat) {
+        std::vector<Expr> values = coords_at(i, local);
+        values.insert(values.end(), reduce_values.begin(), reduce_values.end());
+        const Expr slot = threads_ == 1 ? flat : Expr();
+        const Expr current = load(acc, dtype == DType::kF16 ? DType::kF32 : dtype, {slot ? slot : int_imm(0)});
+        Stmt update = make_store(acc, slot ? slot : int_imm(0), combine(op.reduction, current, value_at(i, values, staged)));
+        if (guard) update = make_if(guard, {update});
+        if (threads_ > 1)  // reduce loops inside the element: the accumulator stays in a register
+          for (size_t r = reduce_loops.size(); r-- > 0;)
+            update = make_for(reduce_loops[r].first, int_imm(reduce_loops[r].second), LoopKind::kSerial, {update});
+        return update;
+      }, &lv);
+      s = rebind_acc_index(s, acc, lv);
+      if (threads_ == 1)  // reduce loops outside the element loops: a register tile
+        for (size_t r = reduce_loops.size(); r-- > 0;)
+          s = make_for(reduce_loops[r].first, int_imm(reduce_loops[r].second), LoopKind::kSerial, {s});
+      return thread_loop({s});
+    };
+
+    if (pp.step == 0) {
+      std::vector<Expr> values;
+      std::vector<std::pair<int, int64_t>> loops;
+      for (size_t r = 0; r < tile.reduce_vars.size(); ++r) {
+        values.push_back(var(tile.reduce_vars[r]));
+        loops.emplace_back(tile.reduce_vars[r], op.reduce_extents[r]);
+      }
+      steps.push_back(accumulate(prefix + "e", values, loops, nullptr));
+    } else {
+      std::vector<Stmt> chunk;
+      for (const StagedInput& st : pp.staged) chunk.push_back(stage(i, st));
+      chunk.push_back(make_barrier());
+      const Expr k = var(pp.chunk_var) * pp.step + var(pp.chunk_local_var);
+      std::vector<Expr> values = {k};
+      std::vector<std::pair<int, int64_t>> loops = {{pp.chunk_local_var, pp.step}};
+      for (size_t r = 1; r < tile.reduce_vars.size(); ++r) {
+        values.push_back(var(tile.reduce_vars[r]));
+        loops.emplace_back(tile.reduce_vars[r], op.reduce_extents[r]);
+      }
+      const Expr guard = op.reduce_extents[0] % pp.step != 0 ? lt(k, int_imm(op.reduce_extents[0])) : nullptr;
+      chunk.push_back(accumulate(prefix + "e", values, loops, guard));
+      chunk.push_back(make_barrier());
+      steps.push_back(make_for(pp.chunk_var, int_imm(pp.chunks), LoopKind::kSerial, chunk));
+    }
+    {
+      std::vector<int> lv;
+      Stmt s = for_each_element(prefix + "w", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
+        return store_result(i, local, flat, load(acc, dtype == DType::kF16 ? DType::kF32 : dtype, {flat}));
+      }, &lv);
+      steps.push_back(thread_loop({rebind_acc_index(s, acc, lv)}));
+    }
+    if (pp.accumulator >= 0) return make_seq(steps);
+    return make_allocate(acc, steps);
+  }
+
+  // With several threads, accumulator slots are the strided loop's counter,
+  // not the flat element index the element callbacks saw: rewrite the
+  // accumulator's indices in s (loops built by for_each_element).
+  Stmt rebind_acc_index(const Stmt& s, int acc, const std::vector<int>& loop_vars) {
+    if (threads_ == 1) return s;
+    const Expr slot = var(loop_vars[0]);
+    return map_acc(s, acc, slot);
+  }
+
+  static Expr acc_loads(const Expr& e, int acc, const Expr& slot) {
+    if (!e) return e;
+    return rewrite(e, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kLoad || n->int_value != acc) return nullptr;
+      return load(acc, n->dtype, {slot});
+    });
+  }
+
+  Stmt map_acc(const Stmt& s, int acc, const Expr& slot) {
+    StmtNode n = *s;
+    if (n.kind == StmtKind::kStore) {
+      if (n.buffer == acc) n.index = slot;
+      n.value = acc_loads(n.value, acc, slot);
+    }
+    for (Stmt& c : n.body) c = map_acc(c, acc, slot);
+    return std::make_shared<const StmtNode>(std::move(n));
+  }
+
+  // Copies a staged input's chunk region from global memory into its
+  // shared buffer, every thread a strided share.
+  Stmt stage(int phase, const StagedInput& st) {
+    const Op& op = plan_.phases[phase];
+    const TensorId in = op.inputs[st.slot];
+    const Shape& shape = g_.tensor(in).shape;
+    const DType dtype = g_.tensor(in).dtype;
+    const std::vector<int64_t> extents = extents_of(st.region);
+    const int buffer = shared_ids_[st.buffer];
+    return thread_loop({for_each_element("p" + std::to_string(phase) + "_s" + std::to_string(st.slot), extents,
+                                         [&](const std::vector<Expr>& local, const Expr& flat) {
+      std::vector<Expr> idx;
+      for (size_t d = 0; d < extents.size(); ++d) {
+        Expr i = simplify(st.region.dims[d].base + st.region.dims[d].lo + local[d], bounds_);
+        if (!bound_of(i, bounds_).within(0, shape[d] - 1)) i = min(max(i, int_imm(0)), int_imm(shape[d] - 1));
+        idx.push_back(i);
+      }
+      const Expr value = load(global_of_.at(in), dtype, {finalize_indices(linear_index(shape, idx), bounds_)});
+      return make_store(buffer, finalize_indices(flat, bounds_), value);
+    })});
+  }
+
+  const Graph& g_;
+  const BlockPlan& plan_;
+  const int threads_;
+  Kernel kernel_;
+  std::vector<Interval> bounds_;
+  std::map<TensorId, int> phase_of_;
+  std::map<TensorId, int> global_of_;
+  std::vector<int> shared_ids_;
+  int output_ = -1;
+  int tid_ = -1;
+};
+
+}  // namespace
+
+Kernel lower_block_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
+                          const scheduler::BlockPlan& plan) {
+  return BlockKernelBuilder(g, schedule, plan).build();
+}
+
+}  // namespace tilegraph::codegen

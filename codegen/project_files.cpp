@@ -1,0 +1,163 @@
+#include "codegen/project_files.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/embedded_runtime.h"
+#include "compiler/ir/error.h"
+
+namespace tilegraph::codegen {
+
+namespace fs = std::filesystem;
+
+std::string c_string_literal(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 32 || c >= 127) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+void write_file(const fs::path& path, const std::string& contents) {
+  // Unchanged files keep their timestamps, so re-tuning rebuilds only what changed.
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (old == contents) return;
+    }
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw UserError(str_cat("cannot write '", path.string(), "'"));
+  out << contents;
+  if (!out) throw UserError(str_cat("failed writing '", path.string(), "' (disk full?)"));
+}
+
+std::string tensor_info_table(const Graph& g, const std::vector<TensorId>& ids, const char* prefix) {
+  std::ostringstream out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Tensor& t = g.tensor(ids[i]);
+    out << "const int64_t " << prefix << "_shape_" << i << "[] = {";
+    for (size_t d = 0; d < t.shape.size(); ++d) out << (d ? ", " : "") << t.shape[d];
+    if (t.shape.empty()) out << "0";
+    out << "};\n";
+  }
+  out << "const tg_tensor_info " << prefix << "_info[] = {\n";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Tensor& t = g.tensor(ids[i]);
+    out << "    {" << c_string_literal(t.name) << ", " << static_cast<int>(t.dtype) << ", "
+        << t.shape.size() << ", " << prefix << "_shape_" << i << "},\n";
+  }
+  if (ids.empty()) out << "    {\"\", 0, 0, nullptr},\n";
+  out << "};\n";
+  return out.str();
+}
+
+namespace {
+
+nlohmann::json tensor_json(const Graph& g, TensorId id) {
+  const Tensor& t = g.tensor(id);
+  return {{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", t.shape}};
+}
+
+}  // namespace
+
+nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
+                             const MemoryPlan& plan, const ProjectInfo& info) {
+  nlohmann::json m;
+  m["format"] = "tilegraph-manifest/1";
+  m["model"] = info.model_path;
+  m["graph"] = g.name;
+  m["arch"] = info.arch;
+  for (TensorId i : g.inputs) m["inputs"].push_back(tensor_json(g, i));
+  for (TensorId o : g.outputs) m["outputs"].push_back(tensor_json(g, o));
+  m["memory_plan"] = {{"arena_bytes", plan.arena_bytes},
+                      {"arena_bytes_without_reuse", plan.naive_bytes},
+                      {"weights_bytes", plan.weights_bytes}};
+  nlohmann::json buffers = nlohmann::json::array();
+  for (const auto& [id, offset] : plan.arena_offsets)
+    buffers.push_back({{"tensor", g.tensor(id).name}, {"memory", "arena"}, {"offset", offset},
+                       {"bytes", g.tensor(id).bytes()}});
+  for (const auto& [id, offset] : plan.weights_offsets)
+    buffers.push_back({{"tensor", g.tensor(id).name}, {"memory", "weights"}, {"offset", offset},
+                       {"bytes", g.tensor(id).bytes()}});
+  m["buffers"] = buffers;
+  nlohmann::json ks = nlohmann::json::array();
+  for (const Kernel& k : kernels) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const Buffer& b : k.buffers)
+      if (b.scope == MemoryScope::kGlobal)
+        params.push_back({{"tensor", g.tensor(b.tensor).name}, {"written", b.written}});
+    ks.push_back({{"name", k.name},
+                  {"onnx_nodes", k.source_nodes},
+                  {"params", params},
+                  {"flops", k.flops},
+                  {"schedule",
+                   {{"ops", k.schedule.ops.size()},
+                    {"parallel_depth", k.schedule.parallel_depth},
+                    {"row_axis", k.schedule.row_axis},
+                    {"tile_rows", k.schedule.tile_rows},
+                    {"tile_cols", k.schedule.tile_cols}}}});
+    if (k.schedule.block_kernel)
+      ks.back()["launch"] = {{"grid", k.grid}, {"threads", k.threads}, {"shared_bytes", k.shared_bytes},
+                             {"config", k.schedule.config.to_string()}};
+  }
+  m["kernels"] = ks;
+  m["num_kernels"] = kernels.size();
+  m["compile"] = info.compile_stats;
+  if (!info.explain.is_null()) m["explain"] = info.explain;
+  return m;
+}
+
+std::string kernel_name_tables(const std::vector<Kernel>& kernels) {
+  std::ostringstream out;
+  out << "const char* const kKernelNames[] = {\n";
+  for (const Kernel& k : kernels) out << "    " << c_string_literal(k.name) << ",\n";
+  if (kernels.empty()) out << "    \"\",\n";
+  out << "};\nconst char* const kKernelNodes[] = {\n";
+  for (const Kernel& k : kernels) {
+    std::string nodes;
+    for (size_t i = 0; i < k.source_nodes.size(); ++i) nodes += (i ? "," : "") + k.source_nodes[i];
+    out << "    " << c_string_literal(nodes) << ",\n";
+  }
+  if (kernels.empty()) out << "    \"\",\n";
+  out << "};\n";
+  return out.str();
+}
+
+std::vector<std::string> write_runtime_files(const std::string& out_dir) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw UserError(str_cat("cannot create '", out_dir, "': ", ec.message()));
+  std::vector<std::string> main_test_sources;
+  for (const EmbeddedFile& f : embedded_runtime_files()) {
+    write_file(fs::path(out_dir) / std::string(f.name), std::string(f.contents));
+    const std::string name(f.name);
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".cpp" && name != "weights_file.cpp")
+      main_test_sources.push_back(name);
+  }
+  std::sort(main_test_sources.begin(), main_test_sources.end());
+  return main_test_sources;
+}
+
+void write_weights(const Graph& g, const MemoryPlan& plan, const std::string& out_dir) {
+  std::string weights(static_cast<size_t>(plan.weights_bytes), '\0');
+  for (const auto& [id, offset] : plan.weights_offsets) {
+    const Tensor& t = g.tensor(id);
+    std::copy(t.data->begin(), t.data->end(), weights.begin() + offset);
+  }
+  write_file(fs::path(out_dir) / "weights.bin", weights);
+}
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,136 @@
+#include "compiler/driver/explain.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace tilegraph::driver {
+
+namespace {
+
+nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (int i : k.ops) {
+    const Op& op = g.ops[i];
+    ops.push_back({{"name", op.name},
+                   {"onnx_nodes", op.source_nodes},
+                   {"reduction", reduction_name(op.reduction)},
+                   {"shape", g.tensor(op.output).shape}});
+  }
+  nlohmann::json edges = nlohmann::json::array();
+  for (const scheduler::FusedEdge& e : k.edges)
+    edges.push_back({{"from", g.ops[e.producer].name}, {"to", g.ops[e.consumer].name},
+                     {"level", scheduler::connection_name(e.level)}});
+  const scheduler::KernelFeatures& f = k.features;
+  const scheduler::CostEstimate& c = k.estimate;
+  return {{"name", g.ops[k.ops.back()].name},
+          {"ops", ops},
+          {"edges", edges},
+          {"tile", k.config.tile},
+          {"threads", k.config.threads},
+          {"reduce_step", k.config.reduce_step},
+          {"config", k.config.to_string()},
+          {"candidates", k.candidates.size()},
+          {"blocks", f.blocks},
+          {"dram_bytes", f.dram_bytes},
+          {"shared_bytes", f.shared_bytes_per_block},
+          {"registers", f.registers_per_thread},
+          {"blocks_per_unit", c.blocks_per_unit},
+          {"occupancy", c.occupancy},
+          {"waves", c.waves},
+          {"predicted_ms", c.seconds * 1e3}};
+}
+
+struct Totals {
+  int64_t dram = 0;
+  double ms = 0;
+};
+
+Totals totals(const scheduler::Schedule& s) {
+  Totals t;
+  for (const auto& k : s.kernels) {
+    t.dram += k.features.dram_bytes;
+    t.ms += k.estimate.seconds * 1e3;
+  }
+  return t;
+}
+
+std::string megabytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f MB", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+std::string percent_change(double before, double after) {
+  if (before <= 0) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.0f%%", 100.0 * (after - before) / before);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json explain_json(const Graph& g, const scheduler::Schedule& fused,
+                            const scheduler::Schedule& unfused, const scheduler::ArchSpec& arch) {
+  nlohmann::json j;
+  const Totals f = totals(fused), u = totals(unfused);
+  j["arch"] = arch.name;
+  j["kernels"] = fused.kernels.size();
+  j["kernels_unfused"] = unfused.kernels.size();
+  j["dram_bytes"] = f.dram;
+  j["dram_bytes_unfused"] = u.dram;
+  j["predicted_ms"] = f.ms;
+  j["predicted_ms_unfused"] = u.ms;
+  j["subgraphs"] = nlohmann::json::array();
+  for (const auto& k : fused.kernels) j["subgraphs"].push_back(kernel_json(g, k));
+  j["subgraphs_unfused"] = nlohmann::json::array();
+  for (const auto& k : unfused.kernels) j["subgraphs_unfused"].push_back(kernel_json(g, k));
+  return j;
+}
+
+std::string explain_text(const nlohmann::json& e, bool no_fusion) {
+  std::ostringstream out;
+  const nlohmann::json& list = e.at(no_fusion ? "subgraphs_unfused" : "subgraphs");
+  out << "arch " << e.at("arch").get<std::string>() << (no_fusion ? " (one op per kernel)" : "") << "\n\n";
+  int index = 0;
+  for (const nlohmann::json& k : list) {
+    char line[256];
+    std::snprintf(line, sizeof line, "#%d %s  [%s]\n", index++, k.at("name").get<std::string>().c_str(),
+                  k.at("config").get<std::string>().c_str());
+    out << line;
+    out << "    ops:";
+    for (const auto& op : k.at("ops")) {
+      const auto& nodes = op.at("onnx_nodes");
+      out << " " << op.at("name").get<std::string>();
+      if (!nodes.empty()) out << "(" << nodes.front().get<std::string>() << (nodes.size() > 1 ? ",…" : "") << ")";
+    }
+    out << "\n";
+    for (const auto& edge : k.at("edges"))
+      out << "    edge " << edge.at("from").get<std::string>() << " -> " << edge.at("to").get<std::string>()
+          << ": " << edge.at("level").get<std::string>() << "\n";
+    std::snprintf(line, sizeof line,
+                  "    blocks %lld x %d threads, shared %lld B, regs %d, occupancy %d blocks/unit (%.0f%%), "
+                  "waves %.2f, DRAM %s, predicted %.4f ms\n",
+                  static_cast<long long>(k.at("blocks").get<int64_t>()), k.at("threads").get<int>(),
+                  static_cast<long long>(k.at("shared_bytes").get<int64_t>()), k.at("registers").get<int>(),
+                  k.at("blocks_per_unit").get<int>(), 100.0 * k.at("occupancy").get<double>(),
+                  k.at("waves").get<double>(), megabytes(k.at("dram_bytes").get<int64_t>()).c_str(),
+                  k.at("predicted_ms").get<double>());
+    out << line;
+  }
+  const int64_t kf = e.at("kernels"), ku = e.at("kernels_unfused");
+  const int64_t df = e.at("dram_bytes"), du = e.at("dram_bytes_unfused");
+  const double mf = e.at("predicted_ms"), mu = e.at("predicted_ms_unfused");
+  out << "\n            fused        one op per kernel   change\n";
+  char row[160];
+  std::snprintf(row, sizeof row, "kernels     %-12lld %-19lld %s\n", static_cast<long long>(kf),
+                static_cast<long long>(ku), percent_change(static_cast<double>(ku), static_cast<double>(kf)).c_str());
+  out << row;
+  std::snprintf(row, sizeof row, "DRAM        %-12s %-19s %s\n", megabytes(df).c_str(), megabytes(du).c_str(),
+                percent_change(static_cast<double>(du), static_cast<double>(df)).c_str());
+  out << row;
+  std::snprintf(row, sizeof row, "predicted   %-12.3f %-19.3f %s  (ms)\n", mf, mu, percent_change(mu, mf).c_str());
+  out << row;
+  return out.str();
+}
+
+}  // namespace tilegraph::driver

@@ -1,0 +1,169 @@
+#include "scheduler/block_plan.h"
+
+#include <algorithm>
+#include <map>
+
+#include "compiler/ir/error.h"
+
+namespace tilegraph::scheduler {
+
+int64_t on_chip_bytes(DType t) { return t == DType::kF16 ? 4 : dtype_size(t); }
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Arithmetic nodes of a body (plus the reduction's combine) per domain point.
+int64_t ops_per_point(const Op& op) {
+  int64_t n = op.reduction == Reduction::kNone ? 0 : 1;
+  visit(op.body, [&](const Expr& e) {
+    if (e->kind == ExprKind::kUnary || e->kind == ExprKind::kBinary) ++n;
+  });
+  return std::max<int64_t>(n, 1);
+}
+
+int64_t reduce_points(const Op& op) {
+  int64_t n = 1;
+  for (int64_t r : op.reduce_extents) n = num_elements({n, r});
+  return n;
+}
+
+std::vector<Expr> phase_axis_values(const OpTile& t) {
+  std::vector<Expr> v = t.coords;
+  for (int r : t.reduce_vars) v.push_back(var(r));
+  return v;
+}
+
+// Outer-var values of a representative (interior) block, chunk 0.
+std::vector<int64_t> representative_block(const GroupTiling& t) {
+  std::vector<int64_t> values(t.vars.names.size(), 0);
+  for (size_t d = 0; d < t.block_vars.size(); ++d) values[t.block_vars[d]] = t.blocks_per_dim[d] / 2;
+  return values;
+}
+
+}  // namespace
+
+BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileConfig& config,
+                            const ArchSpec& arch) {
+  BlockPlan p;
+  p.config = config;
+  p.phases = phase_ops(g, k);
+  std::vector<const Op*> ptrs;
+  for (const Op& op : p.phases) ptrs.push_back(&op);
+  p.tiling = propagate_tiles(g, ptrs, config.tile);
+  const int64_t threads = std::max(1, config.threads);
+  std::map<TensorId, int> phase_of;
+  for (size_t i = 0; i < p.phases.size(); ++i) phase_of[p.phases[i].output] = static_cast<int>(i);
+  const int last = static_cast<int>(p.phases.size()) - 1;
+
+  int64_t shared_reads = 0, shared_writes = 0;
+  double flops = 0;
+  int64_t max_accumulators = 0;
+  for (int i = 0; i <= last; ++i) {
+    const Op& op = p.phases[i];
+    const OpTile& tile = p.tiling.ops[i];
+    PhasePlan pp;
+    pp.elements = tile.region.volume();
+    pp.per_thread = ceil_div(pp.elements, threads);
+    const DType dtype = g.tensor(op.output).dtype;
+    const int64_t elem = on_chip_bytes(dtype);
+    if (i != last) {
+      pp.buffer = static_cast<int>(p.buffers.size());
+      p.buffers.push_back({"t" + std::to_string(i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
+      shared_writes += pp.elements * elem;
+    }
+    flops += static_cast<double>(pp.elements) * static_cast<double>(reduce_points(op)) *
+             static_cast<double>(ops_per_point(op));
+    if (op.reduction != Reduction::kNone) max_accumulators = std::max(max_accumulators, pp.per_thread);
+    if (op.reduction != Reduction::kNone && threads == 1) {
+      pp.accumulator = static_cast<int>(p.buffers.size());
+      p.buffers.push_back({"a" + std::to_string(i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
+    }
+
+    // Reduce chunks staged through shared memory (GPU blocks only: on a CPU
+    // the caches do this).
+    const bool chunked = op.reduction != Reduction::kNone && threads > 1 && config.reduce_step > 0 &&
+                         !op.reduce_extents.empty() && op.reduce_extents[0] > 1;
+    if (chunked) {
+      pp.step = std::min(config.reduce_step, op.reduce_extents[0]);
+      pp.chunks = ceil_div(op.reduce_extents[0], pp.step);
+      pp.chunk_var = p.tiling.vars.add("p" + std::to_string(i) + "_k", pp.chunks, true);
+      pp.chunk_local_var = p.tiling.vars.add("p" + std::to_string(i) + "_kk", pp.step, false);
+      std::vector<Expr> values = phase_axis_values(tile);
+      values[tile.coords.size()] = var(pp.chunk_var) * pp.step + var(pp.chunk_local_var);
+      // Per chunk, each thread reads every staged element about
+      // elements*step/volume times: stage what is reused.
+      int64_t other_reduce = 1;
+      for (size_t r = 1; r < op.reduce_extents.size(); ++r) other_reduce *= op.reduce_extents[r];
+      for (size_t s = 0; s < op.inputs.size(); ++s) {
+        if (phase_of.count(op.inputs[s])) continue;
+        const InputFootprint f = input_footprint(g, op, static_cast<int>(s), values, p.tiling.vars);
+        if (!f.loaded) continue;
+        bool whole = false;
+        for (const RegionDim& d : f.region.dims) whole |= d.whole_dim;
+        const int64_t volume = f.region.volume();
+        if (whole || volume * 2 > pp.elements * pp.step * other_reduce) continue;
+        StagedInput st;
+        st.slot = static_cast<int>(s);
+        st.region = f.region;
+        st.buffer = static_cast<int>(p.buffers.size());
+        const DType in_type = g.tensor(op.inputs[s]).dtype;
+        p.buffers.push_back({"s" + std::to_string(i) + "_" + std::to_string(s),
+                             in_type == DType::kF16 ? DType::kF32 : in_type, volume, i, i});
+        shared_writes += volume * on_chip_bytes(in_type) * pp.chunks;
+        shared_reads += pp.elements * reduce_points(op) * f.loads * on_chip_bytes(in_type);
+        pp.staged.push_back(std::move(st));
+      }
+      if (pp.staged.empty()) pp.step = 0, pp.chunks = 1;
+    }
+    // Reads of producers kept on chip.
+    for (size_t s = 0; s < op.inputs.size(); ++s) {
+      auto it = phase_of.find(op.inputs[s]);
+      if (it == phase_of.end() || it->second >= i) continue;
+      p.buffers[p.phase_plans[it->second].buffer].last_phase = i;
+      int loads = 0;
+      visit(op.body, [&](const Expr& n) { loads += n->kind == ExprKind::kLoad && n->int_value == static_cast<int64_t>(s); });
+      shared_reads += pp.elements * reduce_points(op) * loads * elem;
+    }
+    p.phase_plans.push_back(std::move(pp));
+  }
+
+  std::vector<SharedBufferUse> uses;
+  for (const SharedBuffer& b : p.buffers)
+    uses.push_back({b.elements * std::max<int64_t>(dtype_size(b.dtype), 1), b.first_phase, b.last_phase});
+  p.shared = plan_shared_memory(uses, 16);
+
+  // Traffic: each block reads its inputs' footprints through L2; DRAM sees
+  // each tensor once when it fits in L2 (the rest of the reuse hits there).
+  KernelFeatures& f = p.features;
+  f.blocks = p.tiling.blocks();
+  f.threads_per_block = static_cast<int>(threads);
+  f.shared_bytes_per_block = p.shared.peak_bytes;
+  f.registers_per_thread = static_cast<int>(std::min<int64_t>(24 + (threads > 1 ? max_accumulators : 8), 255));
+  const MemoryLevel* l2 = arch.level("l2");
+  const int64_t l2_bytes = l2 ? l2->capacity_bytes : 0;
+  const int transaction = arch.levels.empty() ? 32 : arch.dram().transaction_bytes;
+  const std::vector<int64_t> block = representative_block(p.tiling);
+  int64_t dram = 0;
+  for (const auto& [tensor, region] : p.tiling.input_regions) {
+    const Tensor& t = g.tensor(tensor);
+    std::vector<int64_t> extent;
+    for (const RegionDim& d : region.dims) extent.push_back(d.extent);
+    const int64_t per_block = box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)),
+                                                region_origin(region, block), extent, transaction);
+    const int64_t through_l2 = num_elements({per_block, f.blocks});
+    const int64_t once = box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)),
+                                           std::vector<int64_t>(t.shape.size(), 0), t.shape, transaction);
+    dram += t.bytes() * 2 <= l2_bytes ? std::min(through_l2, once) : through_l2;
+  }
+  const Tensor& out = g.tensor(p.phases.back().output);
+  dram += box_traffic_bytes(out.shape, static_cast<int>(dtype_size(out.dtype)),
+                            std::vector<int64_t>(out.shape.size(), 0), out.shape, transaction);
+  f.dram_bytes = dram;
+  f.shared_bytes_moved = num_elements({shared_reads + shared_writes, f.blocks});
+  f.flops = flops * static_cast<double>(f.blocks);
+  f.compute_dtype = out.dtype;
+  return p;
+}
+
+}  // namespace tilegraph::scheduler

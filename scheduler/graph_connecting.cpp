@@ -1,0 +1,329 @@
+#include "scheduler/graph_connecting.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "compiler/ir/error.h"
+
+namespace tilegraph::scheduler {
+
+namespace {
+
+// FNV-1a: stable across runs and platforms (std::hash is neither promised).
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string tensor_signature(const Tensor& t) {
+  return std::string(dtype_name(t.dtype)) + "[" + shape_to_string(t.shape) + "]";
+}
+
+// Loads of `slot` in e.
+int loads_of(const Expr& e, int slot) {
+  int n = 0;
+  visit(e, [&](const Expr& x) { n += x->kind == ExprKind::kLoad && x->int_value == slot; });
+  return n;
+}
+
+// A contraction (matmul, convolution): a sum over products of several inputs.
+bool is_contraction(const Op& op) {
+  if (op.reduction != Reduction::kSum) return false;
+  std::set<int64_t> slots;
+  visit(op.body, [&](const Expr& x) {
+    if (x->kind == ExprKind::kLoad) slots.insert(x->int_value);
+  });
+  return slots.size() >= 2;
+}
+
+struct Group {
+  std::vector<int> ops;              // sorted (topological)
+  std::vector<FusedEdge> edges;
+  bool alive = true;
+};
+
+class Connector {
+ public:
+  Connector(const Graph& g, const ArchSpec& arch, const TileGraphOptions& o, ScheduleCache* cache)
+      : g_(g), arch_(arch), o_(o), cache_(cache) {
+    consumers_.resize(g.tensors.size());
+    for (size_t i = 0; i < g.ops.size(); ++i)
+      for (TensorId in : std::set<TensorId>(g.ops[i].inputs.begin(), g.ops[i].inputs.end()))
+        consumers_[in].push_back(static_cast<int>(i));
+    outputs_.insert(g.outputs.begin(), g.outputs.end());
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+      // An op with no output elements computes nothing: it gets no kernel
+      // (a GPU cannot launch an empty grid) and is never fused.
+      const bool empty = num_elements(g.tensor(g.ops[i].output).shape) == 0;
+      groups_.push_back({{static_cast<int>(i)}, {}, !empty});
+      group_of_.push_back(empty ? -1 : static_cast<int>(i));
+    }
+  }
+
+  Schedule run() {
+    if (o_.fusion) {
+      connect_registers();
+      connect_shared();
+    }
+    Schedule s;
+    s.arch = arch_.name;
+    for (Group& grp : groups_) {
+      if (!grp.alive) continue;
+      KernelSchedule k = kernel_of(grp);
+      const TilingResult r = tiling(k, o_.topk, o_.search_budget);
+      if (!r.feasible)
+        throw UserError(str_cat("no tile of kernel '", g_.ops[k.ops.back()].name, "' (ONNX nodes ",
+                                g_.ops[k.ops.back()].source_nodes.empty() ? "?" : g_.ops[k.ops.back()].source_nodes[0],
+                                ") fits ", arch_.name, "'s limits"));
+      k.config = r.top.front();
+      k.candidates = r.top;
+      k.features = r.features.front();
+      k.estimate = r.estimates.front();
+      const std::vector<Op> phases = phase_ops(g_, k);
+      k.block_kernel = arch_.is_gpu() || phases.size() > 1;
+      if (!k.block_kernel) apply_cpu_loop_rules(g_, phases.front(), arch_, k);
+      s.kernels.push_back(std::move(k));
+    }
+    return s;
+  }
+
+ private:
+  KernelSchedule kernel_of(const Group& grp) const {
+    KernelSchedule k;
+    k.ops = grp.ops;
+    k.edges = grp.edges;
+    return k;
+  }
+
+  TilingResult tiling(const KernelSchedule& k, int topk, int budget) {
+    const uint64_t key = tiling_key(g_, k, arch_, topk, budget);
+    if (cache_) {
+      if (const TilingResult* hit = cache_->find(key)) {
+        ++cache_->hits;
+        TilingResult r = *hit;
+        // The cache keeps features; estimates follow from them and the arch.
+        r.estimates.clear();
+        for (const KernelFeatures& f : r.features) r.estimates.push_back(estimate_cost(f, arch_));
+        return r;
+      }
+      ++cache_->misses;
+    }
+    TilingResult r = tile_subgraph(g_, k, arch_, topk, budget);
+    if (cache_) cache_->insert(key, r);
+    return r;
+  }
+
+  double best_seconds(const Group& grp) {
+    const TilingResult r = tiling(kernel_of(grp), 1, o_.trial_budget);
+    return r.feasible ? r.estimates.front().seconds : std::numeric_limits<double>::infinity();
+  }
+
+  // Merges group `from` into group `into` (edge levels for from's root).
+  void merge(int from, int into, Connection level) {
+    Group& a = groups_[from];
+    Group& b = groups_[into];
+    const int root = a.ops.back();
+    for (int c : consumers_[g_.ops[root].output]) b.edges.push_back({root, c, level});
+    b.ops.insert(b.ops.end(), a.ops.begin(), a.ops.end());
+    std::sort(b.ops.begin(), b.ops.end());
+    b.edges.insert(b.edges.end(), a.edges.begin(), a.edges.end());
+    for (int op : a.ops) group_of_[op] = into;
+    a.alive = false;
+  }
+
+  // The one group reading op's output, or -1 (none, several, a graph output).
+  int sole_consumer_group(int op) const {
+    const TensorId out = g_.ops[op].output;
+    if (outputs_.count(out) || consumers_[out].empty()) return -1;
+    const int grp = group_of_[consumers_[out].front()];
+    for (int c : consumers_[out])
+      if (group_of_[c] != grp) return -1;
+    return grp < 0 || grp == group_of_[op] ? -1 : grp;
+  }
+
+  void connect_registers() {
+    const char* limit_env = std::getenv("TILEGRAPH_DEBUG_MAX_REGISTER_MERGES");
+    int64_t merges_left = limit_env ? std::atoll(limit_env) : std::numeric_limits<int64_t>::max();
+    for (size_t p = 0; p < g_.ops.size() && merges_left > 0; ++p) {
+      const Op& producer = g_.ops[p];
+      if (group_of_[p] < 0) continue;
+      if (producer.reduction != Reduction::kNone) continue;
+      const TensorId out = producer.output;
+      if (outputs_.count(out) || consumers_[out].size() != 1) continue;
+      const int c = consumers_[out].front();
+      const Op& consumer = g_.ops[c];
+      int loads = 0;  // over every slot reading out (Mul(x, x) has two)
+      for (size_t s = 0; s < consumer.inputs.size(); ++s)
+        if (consumer.inputs[s] == out) loads += loads_of(consumer.body, static_cast<int>(s));
+      if (loads != 1) continue;
+      // Each producer value must be used once: the consumer's domain is no
+      // bigger than the producer's output (else inlining recomputes it).
+      int64_t domain = num_elements(g_.tensor(consumer.output).shape);
+      for (int64_t r : consumer.reduce_extents) domain = num_elements({domain, r});
+      if (domain > num_elements(g_.tensor(out).shape) || group_of_[c] < 0) continue;
+      merge(group_of_[p], group_of_[c], Connection::kRegister);
+      --merges_left;
+    }
+  }
+
+  bool allowed_on_cpu(const Group& grp) const {
+    if (arch_.is_gpu()) return true;
+    // The CPU's block kernels are flat loops: contractions keep their
+    // register-tiled single-op kernels.
+    for (int op : grp.ops)
+      if (is_contraction(g_.ops[op])) return false;
+    return true;
+  }
+
+  void connect_shared() {
+    // Debugging aid: TILEGRAPH_DEBUG_MAX_MERGES=N stops after N shared-level
+    // merges, to bisect a miscompiled fusion.
+    const char* limit_env = std::getenv("TILEGRAPH_DEBUG_MAX_MERGES");
+    int64_t merges_left = limit_env ? std::atoll(limit_env) : std::numeric_limits<int64_t>::max();
+    // Consumers first (reverse topological order), so a producer read by
+    // several ops finds them already in one group; repeat until stable.
+    for (bool changed = true; changed && merges_left > 0;) {
+    changed = false;
+    for (size_t gi = groups_.size(); gi-- > 0 && merges_left > 0;) {
+      if (!groups_[gi].alive) continue;
+      const int root = groups_[gi].ops.back();
+      const int into = sole_consumer_group(root);
+      if (into < 0) continue;
+      Group merged = groups_[into];
+      const size_t total = merged.ops.size() + groups_[gi].ops.size();
+      if (static_cast<int>(total) > o_.max_group_ops) continue;
+      for (int c : consumers_[g_.ops[root].output]) merged.edges.push_back({root, c, Connection::kShared});
+      merged.ops.insert(merged.ops.end(), groups_[gi].ops.begin(), groups_[gi].ops.end());
+      std::sort(merged.ops.begin(), merged.ops.end());
+      merged.edges.insert(merged.edges.end(), groups_[gi].edges.begin(), groups_[gi].edges.end());
+      if (!allowed_on_cpu(merged)) continue;
+      const double apart = best_seconds(groups_[gi]) + best_seconds(groups_[into]);
+      if (best_seconds(merged) < apart) {
+        merge(static_cast<int>(gi), into, Connection::kShared);
+        --merges_left;
+        changed = true;
+      }
+    }
+    }
+  }
+
+  const Graph& g_;
+  const ArchSpec& arch_;
+  const TileGraphOptions& o_;
+  ScheduleCache* cache_;
+  std::vector<std::vector<int>> consumers_;
+  std::set<TensorId> outputs_;
+  std::vector<Group> groups_;
+  std::vector<int> group_of_;
+};
+
+nlohmann::json config_json(const TileConfig& c) {
+  return {{"tile", c.tile}, {"threads", c.threads}, {"reduce_step", c.reduce_step}};
+}
+
+TileConfig config_from(const nlohmann::json& j) {
+  TileConfig c;
+  c.tile = j.at("tile").get<std::vector<int64_t>>();
+  c.threads = j.at("threads").get<int>();
+  c.reduce_step = j.at("reduce_step").get<int64_t>();
+  return c;
+}
+
+nlohmann::json features_json(const KernelFeatures& f) {
+  return {{"blocks", f.blocks}, {"threads", f.threads_per_block}, {"shared", f.shared_bytes_per_block},
+          {"registers", f.registers_per_thread}, {"dram", f.dram_bytes}, {"shared_moved", f.shared_bytes_moved},
+          {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}};
+}
+
+KernelFeatures features_from(const nlohmann::json& j) {
+  KernelFeatures f;
+  f.blocks = j.at("blocks");
+  f.threads_per_block = j.at("threads");
+  f.shared_bytes_per_block = j.at("shared");
+  f.registers_per_thread = j.at("registers");
+  f.dram_bytes = j.at("dram");
+  f.shared_bytes_moved = j.at("shared_moved");
+  f.flops = j.at("flops");
+  f.compute_dtype = static_cast<DType>(j.at("dtype").get<int>());
+  return f;
+}
+
+}  // namespace
+
+uint64_t tiling_key(const Graph& g, const KernelSchedule& k, const ArchSpec& arch, int topk, int budget) {
+  // Everything the search depends on, and nothing it does not (op and
+  // tensor names): equal subgraphs of different layers share a key.
+  std::string text = str_cat(arch.name, "|", topk, "|", budget, "|");
+  std::map<TensorId, int> local;  // tensors renumbered by first use
+  auto id_of = [&](TensorId t) { return local.emplace(t, static_cast<int>(local.size())).first->second; };
+  std::map<int, int> position;
+  for (size_t i = 0; i < k.ops.size(); ++i) position[k.ops[i]] = static_cast<int>(i);
+  for (int index : k.ops) {
+    const Op& op = g.ops[index];
+    text += str_cat("op ", reduction_name(op.reduction), " ", to_string(op.body), " ->", id_of(op.output), ":",
+                    tensor_signature(g.tensor(op.output)), " red");
+    for (int64_t r : op.reduce_extents) text += str_cat(" ", r);
+    for (TensorId in : op.inputs) text += str_cat(" in", id_of(in), ":", tensor_signature(g.tensor(in)));
+    text += "\n";
+  }
+  for (const FusedEdge& e : k.edges)
+    text += str_cat("edge ", position[e.producer], ">", position[e.consumer], " ", connection_name(e.level), "\n");
+  return fnv1a(text);
+}
+
+void ScheduleCache::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    for (const auto& [key, value] : j.at("entries").items()) {
+      TilingResult r;
+      r.feasible = value.at("feasible");
+      for (const auto& c : value.at("top")) {
+        r.top.push_back(config_from(c.at("config")));
+        r.features.push_back(features_from(c.at("features")));
+      }
+      entries_[std::stoull(key)] = std::move(r);
+    }
+  } catch (const std::exception&) {
+    entries_.clear();  // a stale or damaged cache is only a missed speed-up
+  }
+}
+
+void ScheduleCache::save(const std::string& path) const {
+  nlohmann::json j;
+  j["format"] = "tilegraph-schedule-cache/1";
+  j["entries"] = nlohmann::json::object();
+  for (const auto& [key, r] : entries_) {
+    nlohmann::json top = nlohmann::json::array();
+    for (size_t i = 0; i < r.top.size(); ++i)
+      top.push_back({{"config", config_json(r.top[i])}, {"features", features_json(r.features[i])}});
+    j["entries"][std::to_string(key)] = {{"feasible", r.feasible}, {"top", top}};
+  }
+  const std::filesystem::path file(path);
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
+  std::ofstream out(path);
+  out << j.dump() << "\n";
+  if (!out) throw UserError(str_cat("cannot write the schedule cache '", path, "'"));
+}
+
+const TilingResult* ScheduleCache::find(uint64_t key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+void ScheduleCache::insert(uint64_t key, const TilingResult& r) { entries_[key] = r; }
+
+Schedule schedule_tile_graph(const Graph& g, const ArchSpec& arch, const TileGraphOptions& options,
+                             ScheduleCache* cache) {
+  return Connector(g, arch, options, cache).run();
+}
+
+}  // namespace tilegraph::scheduler

@@ -1,0 +1,96 @@
+"""`tilegraph explain` and the tile-graph scheduler's report, on a committed model.
+
+Tunes models/bert_small for a GPU arch without building (the scheduler and the
+code generator run; no compiler is needed) and checks the report's contract:
+the JSON keys, fused vs one-op-per-kernel numbers, and the text form.
+"""
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TILEGRAPH = os.environ.get("TILEGRAPH_BIN", str(REPO / "build/bin/tilegraph"))
+
+pytestmark = pytest.mark.skipif(not Path(TILEGRAPH).exists(), reason="tilegraph is not built")
+
+
+def tg(*args):
+    return subprocess.run([TILEGRAPH, *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    prefix = tmp_path_factory.mktemp("explain") / "bert_small"
+    prefix.mkdir()
+    shutil.copy(REPO / "models/bert_small/model.onnx", prefix / "model.onnx")
+    r = tg("tune", prefix, "--arch", "H100", "--no-build")
+    assert r.returncode == 0, r.stderr
+    return prefix, r
+
+
+def test_explain_json_contract(tuned):
+    prefix, _ = tuned
+    r = tg("explain", prefix, "--arch", "h100", "--json")
+    assert r.returncode == 0, r.stderr
+    e = json.loads(r.stdout)
+    for key in ("kernels", "kernels_unfused", "dram_bytes", "dram_bytes_unfused"):
+        assert isinstance(e[key], int) and e[key] > 0, key
+    assert e["kernels"] == len(e["subgraphs"])
+    assert e["kernels_unfused"] == len(e["subgraphs_unfused"])
+    # Fusion keeps intermediates on chip: fewer kernels, less DRAM traffic.
+    assert e["kernels"] < e["kernels_unfused"]
+    assert e["dram_bytes"] < e["dram_bytes_unfused"]
+    assert sum(k["dram_bytes"] for k in e["subgraphs"]) == e["dram_bytes"]
+    fused = [k for k in e["subgraphs"] if len(k["ops"]) > 1]
+    assert fused, "no kernel holds more than one op"
+    levels = {edge["level"] for k in fused for edge in k["edges"]}
+    assert levels <= {"register", "shared"} and levels
+    for k in e["subgraphs"]:
+        assert k["threads"] % 32 == 0 and 0 < k["threads"] <= 1024
+        assert 0 <= k["shared_bytes"] <= 227 * 1024
+        assert k["predicted_ms"] > 0 and k["blocks"] >= 1
+    # The manifest carries the same report.
+    manifest = json.loads((prefix / "tilegraph_rt/H100/manifest.json").read_text())
+    assert manifest["explain"] == e
+
+
+def test_explain_text_shows_fused_vs_unfused(tuned):
+    prefix, _ = tuned
+    r = tg("explain", prefix, "--arch", "H100")
+    assert r.returncode == 0, r.stderr
+    assert "one op per kernel" in r.stdout and "DRAM" in r.stdout and "edge " in r.stdout
+    unfused = tg("explain", prefix, "--arch", "H100", "--no-fusion")
+    assert unfused.returncode == 0
+    assert unfused.stdout.count("\n#") > r.stdout.count("\n#")
+
+
+def test_retune_hits_the_schedule_cache(tuned):
+    prefix, first = tuned
+    again = tg("tune", prefix, "--arch", "H100", "--no-build")
+    assert again.returncode == 0, again.stderr
+    stats = json.loads((prefix / "tilegraph_rt/H100/compile_stats.json").read_text())
+    assert stats["schedule_cache"]["misses"] == 0 and stats["schedule_cache"]["hits"] > 0
+
+
+def test_explain_without_tune_is_a_clear_error(tmp_path):
+    r = tg("explain", tmp_path, "--arch", "H100")
+    assert r.returncode == 1
+    assert "no manifest" in r.stderr and "tilegraph tune" in r.stderr
+
+
+def test_emulate_needs_a_gpu_arch(tmp_path):
+    prefix = tmp_path / "m"
+    prefix.mkdir()
+    shutil.copy(REPO / "models/bert_small/model.onnx", prefix / "model.onnx")
+    r = tg("tune", prefix, "--emulate", "--no-build")
+    assert r.returncode == 1 and "--emulate" in r.stderr
+
+
+def test_unknown_arch_lists_the_known_ones(tmp_path):
+    r = tg("tune", tmp_path, "--arch", "Z80")
+    assert r.returncode == 1
+    assert "H100" in r.stderr and "V100" in r.stderr and "MI250" in r.stderr

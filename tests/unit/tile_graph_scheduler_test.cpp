@@ -1,0 +1,199 @@
+// GraphConnecting, SubGraphTiling, the schedule cache and block-kernel
+// lowering on small models: what gets fused at which level, that the
+// search's output is ranked and feasible, that re-tuning hits the cache, and
+// that a block kernel prints for every dialect (golden CUDA text).
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include "codegen/c_printer.h"
+#include "codegen/emulate_threads.h"
+#include "codegen/lower_block_kernel.h"
+#include "compiler/driver/pipeline.h"
+#include "compiler/passes/inline_producer.h"
+#include "frontends/onnx/import.h"
+#include "scheduler/block_plan.h"
+#include "scheduler/graph_connecting.h"
+#include "tests/unit/lowering_test_util.h"
+#include "tests/unit/onnx_model_builder.h"
+
+namespace tilegraph {
+namespace {
+
+using testing::OnnxModelBuilder;
+using B = OnnxModelBuilder;
+constexpr int kF32 = onnx::TensorProto::FLOAT;
+
+Graph optimized(const OnnxModelBuilder& b, const std::string& name) {
+  const std::string path = testing::test_model_path("tile_graph_scheduler", name);
+  b.save(path);
+  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
+}
+
+// Two identical attention layers: MatMul -> Softmax -> MatMul, then a
+// residual Add, twice.
+Graph attention_graph() {
+  OnnxModelBuilder b(17);
+  b.input("x", kF32, {1, 2, 16, 8}).output("y");
+  b.initializer_f("wk", {1, 2, 8, 16}, std::vector<float>(256, 0.05f));
+  for (int layer = 0; layer < 2; ++layer) {
+    const std::string in = layer == 0 ? "x" : "h0", l = std::to_string(layer);
+    b.node("MatMul", {in, "wk"}, {"s" + l});
+    B::attr_int(b.node("Softmax", {"s" + l}, {"p" + l}), "axis", -1);
+    b.node("MatMul", {"p" + l, in}, {"o" + l});
+    b.node("Add", {"o" + l, in}, {layer == 0 ? "h0" : "y"});
+  }
+  return optimized(b, "attention");
+}
+
+int count_reductions(const Graph& g, const scheduler::KernelSchedule& k) {
+  int n = 0;
+  for (int op : k.ops) n += g.ops[op].reduction != Reduction::kNone;
+  return n;
+}
+
+TEST(GraphConnecting, FusesAttentionIntoFewKernelsWithSeveralReductions) {
+  const Graph g = attention_graph();
+  const scheduler::ArchSpec h100 = scheduler::arch_by_name("H100");
+  const scheduler::Schedule fused = scheduler::schedule_tile_graph(g, h100, {});
+  scheduler::TileGraphOptions off;
+  off.fusion = false;
+  const scheduler::Schedule unfused = scheduler::schedule_tile_graph(g, h100, off);
+  EXPECT_EQ(unfused.kernels.size(), g.ops.size());
+  EXPECT_LT(fused.kernels.size(), unfused.kernels.size());
+  int most_reductions = 0;
+  int64_t fused_dram = 0, unfused_dram = 0;
+  for (const auto& k : fused.kernels) {
+    most_reductions = std::max(most_reductions, count_reductions(g, k));
+    fused_dram += k.features.dram_bytes;
+    EXPECT_TRUE(k.block_kernel);
+    EXPECT_TRUE(k.estimate.feasible);
+    for (const auto& e : k.edges) EXPECT_NE(e.level, scheduler::Connection::kDram);
+  }
+  for (const auto& k : unfused.kernels) unfused_dram += k.features.dram_bytes;
+  // Softmax's max and sum reductions and a matmul share a kernel.
+  EXPECT_GE(most_reductions, 3);
+  EXPECT_LT(fused_dram, unfused_dram);
+  // Kernels are in topological order: every input a kernel reads from
+  // another kernel is produced by an earlier one.
+  std::set<TensorId> produced;
+  for (const auto& k : fused.kernels) {
+    std::set<TensorId> own;
+    for (int op : k.ops) own.insert(g.ops[op].output);
+    for (int op : k.ops)
+      for (TensorId in : g.ops[op].inputs)
+        if (g.producer(in) >= 0 && !own.count(in)) EXPECT_TRUE(produced.count(in)) << g.tensor(in).name;
+    produced.insert(g.ops[k.ops.back()].output);
+  }
+}
+
+TEST(GraphConnecting, ElementwiseChainsAreRegisterLevel) {
+  OnnxModelBuilder b(17);
+  b.input("x", kF32, {4, 64}).output("y");
+  b.node("Exp", {"x"}, {"a"});
+  b.node("Neg", {"a"}, {"c"});
+  b.node("Relu", {"c"}, {"y"});
+  const Graph g = optimized(b, "eltwise");
+  for (const char* arch : {"H100", "host"}) {
+    const scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::arch_by_name(arch), {});
+    ASSERT_EQ(s.kernels.size(), 1u) << arch;
+    for (const auto& e : s.kernels[0].edges) EXPECT_EQ(e.level, scheduler::Connection::kRegister);
+    EXPECT_EQ(scheduler::phase_ops(g, s.kernels[0]).size(), 1u);
+  }
+}
+
+TEST(SubGraphTiling, TopKIsRankedFeasibleAndDeterministic) {
+  const Graph g = attention_graph();
+  const scheduler::ArchSpec a100 = scheduler::arch_by_name("A100");
+  scheduler::KernelSchedule k;
+  k.ops = {0};  // the first matmul alone
+  const scheduler::TilingResult r = scheduler::tile_subgraph(g, k, a100, 5);
+  ASSERT_TRUE(r.feasible);
+  ASSERT_LE(r.top.size(), 5u);
+  ASSERT_GE(r.top.size(), 2u);
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    EXPECT_TRUE(r.estimates[i].feasible);
+    if (i) EXPECT_LE(r.estimates[i - 1].seconds, r.estimates[i].seconds);
+    EXPECT_LE(r.top[i].threads, a100.max_threads_per_block);
+  }
+  const scheduler::TilingResult again = scheduler::tile_subgraph(g, k, a100, 5);
+  for (size_t i = 0; i < r.top.size(); ++i) EXPECT_EQ(r.top[i].to_string(), again.top[i].to_string());
+}
+
+TEST(ScheduleCache, SameSubgraphsShareKeysAndRetuningHitsTheCache) {
+  const Graph g = attention_graph();
+  const scheduler::ArchSpec h100 = scheduler::arch_by_name("H100");
+  scheduler::ScheduleCache cache;
+  const scheduler::Schedule first = scheduler::schedule_tile_graph(g, h100, {}, &cache);
+  EXPECT_GT(cache.hits, 0);  // the second layer reuses the first layer's searches
+  const std::string path = testing::test_model_path("tile_graph_scheduler", "cache") + ".json";
+  cache.save(path);
+  scheduler::ScheduleCache loaded;
+  loaded.load(path);
+  const scheduler::Schedule second = scheduler::schedule_tile_graph(g, h100, {}, &loaded);
+  EXPECT_EQ(loaded.misses, 0);
+  ASSERT_EQ(first.kernels.size(), second.kernels.size());
+  for (size_t i = 0; i < first.kernels.size(); ++i) {
+    EXPECT_EQ(first.kernels[i].config.to_string(), second.kernels[i].config.to_string());
+    EXPECT_DOUBLE_EQ(first.kernels[i].estimate.seconds, second.kernels[i].estimate.seconds);
+  }
+  // Another arch is another key.
+  scheduler::KernelSchedule k;
+  k.ops = {0};
+  EXPECT_NE(scheduler::tiling_key(g, k, h100, 20, 48),
+            scheduler::tiling_key(g, k, scheduler::arch_by_name("V100"), 20, 48));
+}
+
+TEST(InlineProducer, ReplacesEverySlotReadingTheProducer) {
+  // Mul(x, x) reads one tensor through two slots.
+  OnnxModelBuilder b(17);
+  b.input("x", kF32, {8}).output("y");
+  b.node("Exp", {"x"}, {"e"});
+  b.node("Mul", {"e", "e"}, {"y"});
+  Graph g = optimized(b, "square");
+  ASSERT_EQ(g.ops.size(), 2u);
+  Op consumer = g.ops[1];
+  ASSERT_TRUE(passes::inline_producer(consumer, g.ops[0]));
+  for (TensorId in : consumer.inputs) EXPECT_NE(in, g.ops[0].output);
+  EXPECT_EQ(consumer.inputs.size(), 1u);
+}
+
+// A softmax row kernel for H100, lowered and printed as CUDA: the golden
+// text catches unintended changes to block lowering or the CUDA printer
+// (TG_UPDATE_GOLDEN=1 rewrites it).
+TEST(BlockKernel, SoftmaxPrintsAsGoldenCuda) {
+  OnnxModelBuilder b(17);
+  b.input("x", kF32, {4, 40}).output("y");
+  B::attr_int(b.node("Softmax", {"x"}, {"y"}), "axis", -1);
+  const Graph g = optimized(b, "softmax");
+  const scheduler::ArchSpec h100 = scheduler::arch_by_name("H100");
+  const scheduler::Schedule s = scheduler::schedule_tile_graph(g, h100, {});
+  ASSERT_EQ(s.kernels.size(), 1u);
+  scheduler::KernelSchedule k = s.kernels[0];
+  k.config.tile = {2, 40};
+  k.config.threads = 32;
+  const codegen::Kernel kernel = codegen::lower_block_kernel(g, k, scheduler::plan_block_kernel(g, k, k.config, h100));
+  EXPECT_EQ(kernel.grid, 2);
+  EXPECT_EQ(kernel.threads, 32);
+  const std::string cuda = codegen::print_kernel(kernel, codegen::cuda_dialect());
+  EXPECT_NE(cuda.find("__syncthreads();"), std::string::npos);
+  EXPECT_NE(cuda.find("blockIdx.x"), std::string::npos);
+  // The emulation runs threads as loops; accumulators become per-thread arrays.
+  const std::string emulated = codegen::print_kernel(codegen::expand_thread_locals(kernel), codegen::cpu_dialect());
+  EXPECT_EQ(emulated.find("__syncthreads"), std::string::npos);
+  EXPECT_NE(emulated.find("tg_block_scratch"), std::string::npos);
+  EXPECT_NE(emulated.find("for (int64_t tid = 0; tid < INT64_C(32); ++tid)"), std::string::npos);
+  const std::string golden = std::string(TG_SOURCE_DIR) + "/tests/unit/golden/softmax_block_kernel.cu.txt";
+  if (std::getenv("TG_UPDATE_GOLDEN")) std::ofstream(golden) << cuda;
+  std::ifstream in(golden);
+  ASSERT_TRUE(in) << "missing " << golden << " (run with TG_UPDATE_GOLDEN=1)";
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(cuda, expected.str());
+}
+
+}  // namespace
+}  // namespace tilegraph
