@@ -7,7 +7,9 @@ namespace tilegraph::codegen {
 int add_global_buffer(Kernel& k, const Graph& g, TensorId id, bool written) {
   const Tensor& t = g.tensor(id);
   Buffer b;
-  b.name = written ? "out" : "in" + std::to_string(k.buffers.size());
+  int outputs = 0;
+  for (const Buffer& other : k.buffers) outputs += other.written;
+  b.name = written ? (outputs == 0 ? "out" : "out" + std::to_string(outputs)) : "in" + std::to_string(k.buffers.size());
   b.dtype = t.dtype;
   b.elements = num_elements(t.shape);
   b.tensor = id;

@@ -12,7 +12,7 @@
 namespace tilegraph::codegen {
 
 // Appends graph tensor `id` as the kernel's next global buffer (parameter):
-// named "out" when written, else "in<N>". Returns its buffer id.
+// named "out" (then "out1", "out2"...) when written, else "in<N>". Returns its buffer id.
 int add_global_buffer(Kernel& k, const Graph& g, TensorId id, bool written);
 
 // Σ idx[d] * stride[d] for a row-major tensor of `shape`.

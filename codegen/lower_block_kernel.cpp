@@ -50,6 +50,8 @@ class BlockKernelBuilder {
       for (TensorId in : op.inputs)
         if (!phase_of_.count(in) && !global_of_.count(in)) global_of_[in] = add_global(in, false);
     output_ = add_global(plan.phases.back().output, true);
+    for (size_t i = 0; i + 1 < plan.phases.size(); ++i)
+      if (plan.phase_plans[i].writes_global) extra_output_[static_cast<int>(i)] = add_global(plan.phases[i].output, true);
     for (size_t b = 0; b < plan.buffers.size(); ++b) {
       Buffer buf;
       buf.name = plan.buffers[b].name;
@@ -220,17 +222,35 @@ class BlockKernelBuilder {
     return coords;
   }
 
-  // Where element `flat` (local coords `local`) of phase i's region goes.
+  // Where element `flat` (local coords `local`) of phase i's region goes:
+  // its shared buffer, and for the root and extra outputs global memory
+  // (positions of the region outside the tensor are not stored).
   Stmt store_result(int phase, const std::vector<Expr>& local, const Expr& flat, const Expr& value) {
     const PhasePlan& pp = plan_.phase_plans[phase];
-    if (pp.buffer >= 0) return make_store(shared_ids_[pp.buffer], finalize_indices(flat, bounds_), value);
+    auto extra = extra_output_.find(phase);
+    if (pp.buffer >= 0 && extra == extra_output_.end())
+      return make_store(shared_ids_[pp.buffer], finalize_indices(flat, bounds_), value);
     const Shape& shape = g_.tensor(plan_.phases[phase].output).shape;
     const std::vector<Expr> coords = coords_at(phase, local);
     Expr inside = int_imm(1, DType::kBool);
-    for (size_t d = 0; d < shape.size(); ++d) inside = logical_and(inside, lt(coords[d], int_imm(shape[d])));
+    for (size_t d = 0; d < shape.size(); ++d) inside = logical_and(inside, in_range(coords[d], 0, shape[d]));
     inside = simplify(inside, bounds_);
-    Stmt store = make_store(output_, finalize_indices(linear_index(shape, coords), bounds_), value);
-    return is_const(inside) ? store : make_if(inside, {store});
+    const int global = pp.buffer >= 0 ? extra->second : output_;
+    Stmt store = make_store(global, finalize_indices(linear_index(shape, coords), bounds_), value);
+    if (!is_const(inside)) store = make_if(inside, {store});
+    if (pp.buffer < 0) return store;
+    // The value is computed once; the shared store reads it back for the global one.
+    const Stmt to_shared = make_store(shared_ids_[pp.buffer], finalize_indices(flat, bounds_), value);
+    const Expr stored = load(shared_ids_[pp.buffer], value->dtype, {finalize_indices(flat, bounds_)});
+    StmtNode global_store = *store;
+    if (global_store.kind == StmtKind::kIf) {
+      StmtNode inner = *global_store.body[0];
+      inner.value = stored;
+      global_store.body[0] = std::make_shared<const StmtNode>(std::move(inner));
+    } else {
+      global_store.value = stored;
+    }
+    return make_seq({to_shared, std::make_shared<const StmtNode>(std::move(global_store))});
   }
 
   Stmt build_phase(int i) {
@@ -378,6 +398,7 @@ class BlockKernelBuilder {
   std::map<TensorId, int> global_of_;
   std::vector<int> shared_ids_;
   int output_ = -1;
+  std::map<int, int> extra_output_;  // phase -> global buffer
   int tid_ = -1;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "compiler/ir/error.h"
 
@@ -26,6 +27,33 @@ int64_t reduce_points(const Op& op) {
   int64_t n = 1;
   for (int64_t r : op.reduce_extents) n = num_elements({n, r});
   return n;
+}
+
+// Does the union over all blocks of `r` cover every element of `shape`?
+// Sufficient rule: each dim is either whole in every block, or steps with its
+// own block var by no more than its extent (adjacent blocks touch).
+bool covers_tensor(const Region& r, const Shape& shape, const GroupTiling& t) {
+  std::set<int> used;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const RegionDim& rd = r.dims[d];
+    int64_t c = 0;
+    if (is_const_int(rd.base, &c)) {
+      if (c + rd.lo > 0 || c + rd.lo + rd.extent < shape[d]) return false;
+      continue;
+    }
+    // base = b * step for a block var b.
+    Expr v = rd.base;
+    int64_t step = 1;
+    if (v->kind == ExprKind::kBinary && v->binary_op == BinaryOp::kMul && is_const_int(v->args[1], &step)) v = v->args[0];
+    if (v->kind != ExprKind::kVar) return false;
+    const int id = static_cast<int>(v->int_value);
+    size_t which = t.block_vars.size();
+    for (size_t b = 0; b < t.block_vars.size(); ++b)
+      if (t.block_vars[b] == id) which = b;
+    if (which == t.block_vars.size() || !used.insert(id).second) return false;
+    if (rd.lo > 0 || rd.lo + rd.extent < step || t.blocks_per_dim[which] * step < shape[d]) return false;
+  }
+  return true;
 }
 
 std::vector<Expr> phase_axis_values(const OpTile& t) {
@@ -55,6 +83,8 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   std::map<TensorId, int> phase_of;
   for (size_t i = 0; i < p.phases.size(); ++i) phase_of[p.phases[i].output] = static_cast<int>(i);
   const int last = static_cast<int>(p.phases.size()) - 1;
+  std::set<TensorId> extra_outputs;
+  for (int op : k.extra_outputs) extra_outputs.insert(g.ops.at(static_cast<size_t>(op)).output);
 
   int64_t shared_reads = 0, shared_writes = 0;
   double flops = 0;
@@ -67,6 +97,11 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     pp.per_thread = ceil_div(pp.elements, threads);
     const DType dtype = g.tensor(op.output).dtype;
     const int64_t elem = on_chip_bytes(dtype);
+    if (i != last && extra_outputs.count(op.output)) {
+      pp.writes_global = true;
+      if (p.uncovered_output.empty() && !covers_tensor(tile.region, g.tensor(op.output).shape, p.tiling))
+        p.uncovered_output = g.tensor(op.output).name;
+    }
     if (i != last) {
       pp.buffer = static_cast<int>(p.buffers.size());
       p.buffers.push_back({"t" + std::to_string(i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
@@ -144,25 +179,53 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   const int64_t l2_bytes = l2 ? l2->capacity_bytes : 0;
   const int transaction = arch.levels.empty() ? 32 : arch.dram().transaction_bytes;
   const std::vector<int64_t> block = representative_block(p.tiling);
-  int64_t dram = 0;
+  // Element reads per block of each input from DRAM: a bound on its
+  // transactions when the footprint is loose (a gather's whole table).
+  std::map<TensorId, int64_t> reads;
+  for (int i = 0; i <= last; ++i) {
+    const Op& op = p.phases[i];
+    for (size_t s = 0; s < op.inputs.size(); ++s) {
+      if (phase_of.count(op.inputs[s])) continue;
+      int64_t loads = 0;
+      visit(op.body, [&](const Expr& n) { loads += n->kind == ExprKind::kLoad && n->int_value == static_cast<int64_t>(s); });
+      reads[op.inputs[s]] += num_elements({p.phase_plans[i].elements, reduce_points(op), loads});
+    }
+  }
+  int64_t dram = 0, l2_traffic = 0;
   for (const auto& [tensor, region] : p.tiling.input_regions) {
     const Tensor& t = g.tensor(tensor);
     std::vector<int64_t> extent;
     for (const RegionDim& d : region.dims) extent.push_back(d.extent);
-    const int64_t per_block = box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)),
-                                                region_origin(region, block), extent, transaction);
+    const int64_t per_block = std::min(
+        box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)), region_origin(region, block), extent,
+                          transaction),
+        num_elements({reads[tensor], transaction}));
     const int64_t through_l2 = num_elements({per_block, f.blocks});
     const int64_t once = box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)),
                                            std::vector<int64_t>(t.shape.size(), 0), t.shape, transaction);
     dram += t.bytes() * 2 <= l2_bytes ? std::min(through_l2, once) : through_l2;
+    l2_traffic += through_l2;
   }
   const Tensor& out = g.tensor(p.phases.back().output);
+  for (TensorId written : extra_outputs) {
+    const Tensor& t = g.tensor(written);
+    dram += box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)), std::vector<int64_t>(t.shape.size(), 0),
+                              t.shape, transaction);
+  }
   dram += box_traffic_bytes(out.shape, static_cast<int>(dtype_size(out.dtype)),
                             std::vector<int64_t>(out.shape.size(), 0), out.shape, transaction);
   f.dram_bytes = dram;
+  f.l2_bytes = l2_traffic;
   f.shared_bytes_moved = num_elements({shared_reads + shared_writes, f.blocks});
   f.flops = flops * static_cast<double>(f.blocks);
   f.compute_dtype = out.dtype;
+  const double root_waste = static_cast<double>(num_elements({p.phase_plans.back().elements, f.blocks})) /
+                            static_cast<double>(std::max<int64_t>(num_elements(out.shape), 1));
+  for (int i = 0; i < last; ++i) {
+    const double computed = static_cast<double>(num_elements({p.phase_plans[i].elements, f.blocks}));
+    const double needed = static_cast<double>(std::max<int64_t>(num_elements(g.tensor(p.phases[i].output).shape), 1));
+    p.recompute = std::max(p.recompute, computed / needed / root_waste);
+  }
   return p;
 }
 

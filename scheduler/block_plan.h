@@ -31,6 +31,7 @@ struct PhasePlan {
   int64_t elements = 0;            // region volume
   int64_t per_thread = 0;          // ceil(elements / threads)
   int buffer = -1;                 // output buffer (BlockPlan::buffers), -1 for the root
+  bool writes_global = false;      // an extra output: the region also goes to DRAM
   // One thread per block (CPU): a reduction's accumulators for the whole
   // region live in the arena too (too many for registers or the stack).
   int accumulator = -1;
@@ -57,6 +58,15 @@ struct BlockPlan {
   std::vector<SharedBuffer> buffers;
   SharedMemoryPlan shared;         // offsets of buffers
   KernelFeatures features;
+  // How many times the busiest producer phase computes each of its elements
+  // over the whole grid, relative to the root's own tail waste (1: tiles
+  // align, nothing is recomputed; a conv halo or a row split into column
+  // blocks recompute more).
+  double recompute = 1;
+  // Every extra output is written completely by the union of the blocks'
+  // regions (each dim either whole in every block or tiled by its own block
+  // var); else the config is unusable and this says why.
+  std::string uncovered_output;
 };
 
 // Plans kernel k (ops, edges) under config. Cheap enough to call per

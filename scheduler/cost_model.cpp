@@ -158,7 +158,11 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
                                   latency_hiding, "shared bandwidth", arch);
   c.compute_seconds = seconds_at(f.flops, peak_rate(f.compute_dtype, arch), latency_hiding,
                                  dtype_name(f.compute_dtype), arch);
-  double bound = std::max({c.dram_seconds, c.shared_seconds, c.compute_seconds});
+  // Level "l2" (GPUs; CPUs: the per-core L2 that blocks' footprints stream through).
+  for (const MemoryLevel& level : arch.levels)
+    if (level.name == "l2" && level.bandwidth_bytes_per_s > 0)
+      c.l2_seconds = seconds_at(double(f.l2_bytes), level.bandwidth_bytes_per_s, latency_hiding, "l2 bandwidth", arch);
+  double bound = std::max({c.dram_seconds, c.l2_seconds, c.shared_seconds, c.compute_seconds});
   c.seconds = bound / wave_efficiency + arch.kernel_launch_seconds;
   return c;
 }

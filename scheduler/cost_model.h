@@ -22,6 +22,7 @@ struct KernelFeatures {
   int64_t shared_bytes_per_block = 0;  // after buffer reuse (CPU: cache-resident scratch)
   int registers_per_thread = 32;
   int64_t dram_bytes = 0;              // loads + stores, whole transactions
+  int64_t l2_bytes = 0;                // every block's input footprints (reuse across blocks hits L2)
   int64_t shared_bytes_moved = 0;      // loads + stores through shared memory / L1
   double flops = 0;                    // arithmetic of all ops in the kernel
   DType compute_dtype = DType::kF32;   // picks the peak rate
@@ -32,6 +33,7 @@ struct CostEstimate {
   std::string infeasible_reason;       // which limit, with numbers
   double seconds = 0;                  // the estimate
   double dram_seconds = 0;             // bytes / bandwidth at the achieved occupancy
+  double l2_seconds = 0;
   double shared_seconds = 0;
   double compute_seconds = 0;
   int blocks_per_unit = 0;             // resident blocks per SM / CU / core (occupancy)

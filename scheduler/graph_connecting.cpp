@@ -5,6 +5,7 @@
 #include <limits>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -43,9 +44,14 @@ bool is_contraction(const Op& op) {
   return slots.size() >= 2;
 }
 
+// Bump when the cost model, the search or the cache layout changes: cached
+// results of another version are ignored.
+constexpr const char* kCacheFormat = "tilegraph-schedule-cache/4";
+
 struct Group {
   std::vector<int> ops;              // sorted (topological)
   std::vector<FusedEdge> edges;
+  std::vector<int> extra_outputs;    // ops besides the root whose outputs leave the kernel
   bool alive = true;
 };
 
@@ -62,7 +68,7 @@ class Connector {
       // An op with no output elements computes nothing: it gets no kernel
       // (a GPU cannot launch an empty grid) and is never fused.
       const bool empty = num_elements(g.tensor(g.ops[i].output).shape) == 0;
-      groups_.push_back({{static_cast<int>(i)}, {}, !empty});
+      groups_.push_back({{static_cast<int>(i)}, {}, {}, !empty});
       group_of_.push_back(empty ? -1 : static_cast<int>(i));
     }
   }
@@ -81,7 +87,7 @@ class Connector {
       if (!r.feasible)
         throw UserError(str_cat("no tile of kernel '", g_.ops[k.ops.back()].name, "' (ONNX nodes ",
                                 g_.ops[k.ops.back()].source_nodes.empty() ? "?" : g_.ops[k.ops.back()].source_nodes[0],
-                                ") fits ", arch_.name, "'s limits"));
+                                ") fits ", arch_.name, "'s limits: ", r.infeasible_reason));
       k.config = r.top.front();
       k.candidates = r.top;
       k.features = r.features.front();
@@ -99,6 +105,7 @@ class Connector {
     KernelSchedule k;
     k.ops = grp.ops;
     k.edges = grp.edges;
+    k.extra_outputs = grp.extra_outputs;
     return k;
   }
 
@@ -120,32 +127,61 @@ class Connector {
     return r;
   }
 
-  double best_seconds(const Group& grp) {
+  double best_seconds(const Group& grp, std::string* why = nullptr) {
     const TilingResult r = tiling(kernel_of(grp), 1, o_.trial_budget);
+    if (!r.feasible && why) *why = r.infeasible_reason;
     return r.feasible ? r.estimates.front().seconds : std::numeric_limits<double>::infinity();
   }
 
-  // Merges group `from` into group `into` (edge levels for from's root).
-  void merge(int from, int into, Connection level) {
-    Group& a = groups_[from];
-    Group& b = groups_[into];
+  // Group `from` merged into group `into`: edges from from's root to its
+  // consumers in `into` at `level`; from's root becomes an extra output when
+  // it is also read elsewhere (or is a graph output).
+  Group merged_group(int from, int into, Connection level) const {
+    const Group& a = groups_[from];
+    Group m = groups_[into];
     const int root = a.ops.back();
-    for (int c : consumers_[g_.ops[root].output]) b.edges.push_back({root, c, level});
-    b.ops.insert(b.ops.end(), a.ops.begin(), a.ops.end());
-    std::sort(b.ops.begin(), b.ops.end());
-    b.edges.insert(b.edges.end(), a.edges.begin(), a.edges.end());
-    for (int op : a.ops) group_of_[op] = into;
-    a.alive = false;
+    bool escapes = outputs_.count(g_.ops[root].output) > 0;
+    for (int c : consumers_[g_.ops[root].output]) {
+      if (group_of_[c] == into) m.edges.push_back({root, c, level});
+      else escapes = true;
+    }
+    m.ops.insert(m.ops.end(), a.ops.begin(), a.ops.end());
+    std::sort(m.ops.begin(), m.ops.end());
+    m.edges.insert(m.edges.end(), a.edges.begin(), a.edges.end());
+    m.extra_outputs.insert(m.extra_outputs.end(), a.extra_outputs.begin(), a.extra_outputs.end());
+    if (escapes) m.extra_outputs.push_back(root);
+    std::sort(m.extra_outputs.begin(), m.extra_outputs.end());
+    return m;
   }
 
-  // The one group reading op's output, or -1 (none, several, a graph output).
-  int sole_consumer_group(int op) const {
-    const TensorId out = g_.ops[op].output;
-    if (outputs_.count(out) || consumers_[out].empty()) return -1;
-    const int grp = group_of_[consumers_[out].front()];
-    for (int c : consumers_[out])
-      if (group_of_[c] != grp) return -1;
-    return grp < 0 || grp == group_of_[op] ? -1 : grp;
+  void merge(int from, int into, Connection level) {
+    Group m = merged_group(from, into, level);
+    for (int op : groups_[from].ops) group_of_[op] = into;
+    groups_[from].alive = false;
+    groups_[into] = std::move(m);
+  }
+
+  // The group of op's earliest consumer (-1: none, or op's own group). The
+  // merged kernel runs at that group's place, so every other reader of a
+  // value leaving `from` must be a later kernel (which also rules out cycles).
+  int first_consumer_group(int op) const {
+    int best = -1;
+    for (int c : consumers_[g_.ops[op].output]) {
+      const int grp = group_of_[c];
+      if (grp < 0 || grp == group_of_[op]) continue;
+      if (best < 0 || groups_[grp].ops.back() < groups_[best].ops.back()) best = grp;
+    }
+    return best;
+  }
+
+  bool others_read_later(int from, int into) const {
+    const int at = groups_[into].ops.back();
+    for (int op : groups_[from].ops)
+      for (int c : consumers_[g_.ops[op].output]) {
+        const int grp = group_of_[c];
+        if (grp >= 0 && grp != from && grp != into && groups_[grp].ops.back() < at) return false;
+      }
+    return true;
   }
 
   void connect_registers() {
@@ -194,18 +230,19 @@ class Connector {
     for (size_t gi = groups_.size(); gi-- > 0 && merges_left > 0;) {
       if (!groups_[gi].alive) continue;
       const int root = groups_[gi].ops.back();
-      const int into = sole_consumer_group(root);
-      if (into < 0) continue;
-      Group merged = groups_[into];
-      const size_t total = merged.ops.size() + groups_[gi].ops.size();
-      if (static_cast<int>(total) > o_.max_group_ops) continue;
-      for (int c : consumers_[g_.ops[root].output]) merged.edges.push_back({root, c, Connection::kShared});
-      merged.ops.insert(merged.ops.end(), groups_[gi].ops.begin(), groups_[gi].ops.end());
-      std::sort(merged.ops.begin(), merged.ops.end());
-      merged.edges.insert(merged.edges.end(), groups_[gi].edges.begin(), groups_[gi].edges.end());
+      const int into = first_consumer_group(root);
+      if (into < 0 || !others_read_later(static_cast<int>(gi), into)) continue;
+      if (static_cast<int>(groups_[into].ops.size() + groups_[gi].ops.size()) > o_.max_group_ops) continue;
+      const Group merged = merged_group(static_cast<int>(gi), into, Connection::kShared);
       if (!allowed_on_cpu(merged)) continue;
       const double apart = best_seconds(groups_[gi]) + best_seconds(groups_[into]);
-      if (best_seconds(merged) < apart) {
+      std::string why;
+      const double together = best_seconds(merged, &why);
+      if (o_.log_merges)
+        std::cerr << "  merge " << g_.ops[root].name << " into " << g_.ops[groups_[into].ops.back()].name << ": "
+                  << together * 1e6 << " us fused vs " << apart * 1e6 << " us apart -> "
+                  << (together < apart ? "fused" : "kept apart") << (why.empty() ? "" : " (" + why + ")") << "\n";
+      if (together < apart) {
         merge(static_cast<int>(gi), into, Connection::kShared);
         --merges_left;
         changed = true;
@@ -238,7 +275,8 @@ TileConfig config_from(const nlohmann::json& j) {
 
 nlohmann::json features_json(const KernelFeatures& f) {
   return {{"blocks", f.blocks}, {"threads", f.threads_per_block}, {"shared", f.shared_bytes_per_block},
-          {"registers", f.registers_per_thread}, {"dram", f.dram_bytes}, {"shared_moved", f.shared_bytes_moved},
+          {"registers", f.registers_per_thread}, {"dram", f.dram_bytes}, {"l2", f.l2_bytes},
+          {"shared_moved", f.shared_bytes_moved},
           {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}};
 }
 
@@ -249,6 +287,7 @@ KernelFeatures features_from(const nlohmann::json& j) {
   f.shared_bytes_per_block = j.at("shared");
   f.registers_per_thread = j.at("registers");
   f.dram_bytes = j.at("dram");
+  f.l2_bytes = j.at("l2");
   f.shared_bytes_moved = j.at("shared_moved");
   f.flops = j.at("flops");
   f.compute_dtype = static_cast<DType>(j.at("dtype").get<int>());
@@ -265,9 +304,10 @@ uint64_t tiling_key(const Graph& g, const KernelSchedule& k, const ArchSpec& arc
   auto id_of = [&](TensorId t) { return local.emplace(t, static_cast<int>(local.size())).first->second; };
   std::map<int, int> position;
   for (size_t i = 0; i < k.ops.size(); ++i) position[k.ops[i]] = static_cast<int>(i);
+  const std::set<int> extra(k.extra_outputs.begin(), k.extra_outputs.end());
   for (int index : k.ops) {
     const Op& op = g.ops[index];
-    text += str_cat("op ", reduction_name(op.reduction), " ", to_string(op.body), " ->", id_of(op.output), ":",
+    text += str_cat(extra.count(index) ? "out-op " : "op ", reduction_name(op.reduction), " ", to_string(op.body), " ->", id_of(op.output), ":",
                     tensor_signature(g.tensor(op.output)), " red");
     for (int64_t r : op.reduce_extents) text += str_cat(" ", r);
     for (TensorId in : op.inputs) text += str_cat(" in", id_of(in), ":", tensor_signature(g.tensor(in)));
@@ -283,9 +323,12 @@ void ScheduleCache::load(const std::string& path) {
   if (!in) return;
   try {
     const nlohmann::json j = nlohmann::json::parse(in);
+    // Another format (an older tilegraph's cost model) is a cold cache.
+    if (j.value("format", "") != kCacheFormat) return;
     for (const auto& [key, value] : j.at("entries").items()) {
       TilingResult r;
       r.feasible = value.at("feasible");
+      r.infeasible_reason = value.value("why", "");
       for (const auto& c : value.at("top")) {
         r.top.push_back(config_from(c.at("config")));
         r.features.push_back(features_from(c.at("features")));
@@ -299,13 +342,13 @@ void ScheduleCache::load(const std::string& path) {
 
 void ScheduleCache::save(const std::string& path) const {
   nlohmann::json j;
-  j["format"] = "tilegraph-schedule-cache/1";
+  j["format"] = kCacheFormat;
   j["entries"] = nlohmann::json::object();
   for (const auto& [key, r] : entries_) {
     nlohmann::json top = nlohmann::json::array();
     for (size_t i = 0; i < r.top.size(); ++i)
       top.push_back({{"config", config_json(r.top[i])}, {"features", features_json(r.features[i])}});
-    j["entries"][std::to_string(key)] = {{"feasible", r.feasible}, {"top", top}};
+    j["entries"][std::to_string(key)] = {{"feasible", r.feasible}, {"top", top}, {"why", r.infeasible_reason}};
   }
   const std::filesystem::path file(path);
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());

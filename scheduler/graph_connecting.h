@@ -30,6 +30,7 @@ struct TileGraphOptions {
   int max_group_ops = 48;      // budget of ops per fused kernel
   int search_budget = 48;      // configs per final tiling search
   int trial_budget = 16;       // configs per trial merge
+  bool log_merges = false;     // print every shared-level merge decision to stderr (tune -v)
 };
 
 // Content-addressed memo of tiling searches; load/save as JSON.

@@ -57,6 +57,10 @@ struct KernelSchedule {
   // nest above.
   bool block_kernel = false;
   std::vector<FusedEdge> edges;         // internal edges (kRegister / kShared)
+  // Ops besides the root whose outputs the kernel also writes to DRAM
+  // (read by later kernels, or graph outputs): a fused kernel may have
+  // several outputs, of different ranks.
+  std::vector<int> extra_outputs;
   TileConfig config;                    // the chosen tile
   std::vector<TileConfig> candidates;   // top-k by the cost model, best first
   KernelFeatures features;              // of the chosen config

@@ -5,9 +5,16 @@
 #include <queue>
 #include <set>
 
+#include "compiler/ir/error.h"
+
 namespace tilegraph::scheduler {
 
 namespace {
+
+// Welder keeps producer and consumer tiles aligned instead of recomputing
+// producers per consumer block: a config may compute a producer's elements
+// at most this many times over (halos of stencils stay affordable).
+constexpr double kMaxRecompute = 1.3;
 
 int64_t volume_of(const std::vector<int64_t>& tile) {
   int64_t v = 1;
@@ -67,8 +74,19 @@ TilingResult tile_subgraph(const Graph& g, const KernelSchedule& k, const ArchSp
       c.threads = threads_for(tile, arch);
       c.reduce_step = step;
       const BlockPlan plan = plan_block_kernel(g, k, c, arch);
-      const CostEstimate e = estimate_cost(plan.features, arch);
+      CostEstimate e = estimate_cost(plan.features, arch);
+      if (!plan.uncovered_output.empty() && e.feasible) {
+        e.feasible = false;
+        e.infeasible_reason = "the tiles do not cover extra output " + plan.uncovered_output;
+        e.seconds = std::numeric_limits<double>::infinity();
+      }
+      if (plan.recompute > kMaxRecompute && e.feasible) {
+        e.feasible = false;
+        e.infeasible_reason = str_cat("recomputes producers ", plan.recompute, "x");
+        e.seconds = std::numeric_limits<double>::infinity();
+      }
       ++result.evaluated;
+      if (!e.feasible && result.infeasible_reason.empty()) result.infeasible_reason = c.to_string() + ": " + e.infeasible_reason;
       Candidate cand{c, e, plan.features, c.to_string()};
       if (e.feasible && e.seconds < best) best = e.seconds, best_key = cand.key;
       evaluated.push_back(std::move(cand));
@@ -77,10 +95,12 @@ TilingResult tile_subgraph(const Graph& g, const KernelSchedule& k, const ArchSp
       for (const PhasePlan& p : plan.phase_plans) chunked |= p.step > 0;
       if (!chunked) break;
     }
-    if (!best_key.empty()) {
-      tile_of[best_key] = tile;
-      frontier.emplace(best, best_key);
-    }
+    // Infeasible tiles stay in the frontier (behind every feasible one): a
+    // bigger tile can fix what made them infeasible (a row split that
+    // recomputes, a tile too small to fill a warp).
+    const std::string key = best_key.empty() ? TileConfig{tile, 0, 0}.to_string() : best_key;
+    tile_of[key] = tile;
+    frontier.emplace(best_key.empty() ? std::numeric_limits<double>::max() : best, key);
   };
 
   std::vector<int64_t> base(static_cast<size_t>(rank), 1);

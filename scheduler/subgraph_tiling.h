@@ -7,6 +7,7 @@
 // steps (the steps that make staged loads coalesce: multiples of a
 // transaction). Deterministic: ties break by the config's text.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -22,6 +23,7 @@ struct TilingResult {
   std::vector<CostEstimate> estimates;  // parallel to top
   std::vector<KernelFeatures> features;  // parallel to top
   int evaluated = 0;                // configs estimated
+  std::string infeasible_reason;    // when !feasible: why the base tile was rejected
 };
 
 // Searches configs of kernel k (ops and edges set). Evaluates at most

@@ -20,16 +20,22 @@ nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
   for (const scheduler::FusedEdge& e : k.edges)
     edges.push_back({{"from", g.ops[e.producer].name}, {"to", g.ops[e.consumer].name},
                      {"level", scheduler::connection_name(e.level)}});
+  nlohmann::json outputs = nlohmann::json::array();
+  for (int op : k.extra_outputs) outputs.push_back(g.ops[op].name);
+  outputs.push_back(g.ops[k.ops.back()].name);
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const auto& c : k.candidates) candidates.push_back(c.to_string());
   const scheduler::KernelFeatures& f = k.features;
   const scheduler::CostEstimate& c = k.estimate;
   return {{"name", g.ops[k.ops.back()].name},
           {"ops", ops},
           {"edges", edges},
+          {"outputs", outputs},
           {"tile", k.config.tile},
           {"threads", k.config.threads},
           {"reduce_step", k.config.reduce_step},
           {"config", k.config.to_string()},
-          {"candidates", k.candidates.size()},
+          {"candidates", candidates},
           {"blocks", f.blocks},
           {"dram_bytes", f.dram_bytes},
           {"shared_bytes", f.shared_bytes_per_block},
@@ -104,6 +110,11 @@ std::string explain_text(const nlohmann::json& e, bool no_fusion) {
       if (!nodes.empty()) out << "(" << nodes.front().get<std::string>() << (nodes.size() > 1 ? ",…" : "") << ")";
     }
     out << "\n";
+    if (k.at("outputs").size() > 1) {
+      out << "    outputs:";
+      for (const auto& o : k.at("outputs")) out << " " << o.get<std::string>();
+      out << "\n";
+    }
     for (const auto& edge : k.at("edges"))
       out << "    edge " << edge.at("from").get<std::string>() << " -> " << edge.at("to").get<std::string>()
           << ": " << edge.at("level").get<std::string>() << "\n";

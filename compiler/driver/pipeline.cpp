@@ -158,6 +158,7 @@ CompileReport compile(const CompileOptions& options) {
   scheduler::TileGraphOptions tg_options;
   tg_options.topk = options.topk;
   tg_options.fusion = options.fusion;
+  tg_options.log_merges = options.verbose;
   scheduler::TileGraphOptions unfused_options = tg_options;
   unfused_options.fusion = false;
   const scheduler::Schedule schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);

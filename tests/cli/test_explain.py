@@ -94,3 +94,49 @@ def test_unknown_arch_lists_the_known_ones(tmp_path):
     r = tg("tune", tmp_path, "--arch", "Z80")
     assert r.returncode == 1
     assert "H100" in r.stderr and "V100" in r.stderr and "MI250" in r.stderr
+
+
+def residual_block_model():
+    """x -> a = x + bias -> LayerNorm-like (mean, var over the last axis) -> y,
+    and a also feeds a later Add (residual): a leaves the fused kernel too."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    n, h = 64, 48
+    rng = np.random.default_rng(0)
+    nodes = [
+        helper.make_node("Add", ["x", "bias"], ["a"]),
+        helper.make_node("ReduceMean", ["a"], ["mean"], axes=[-1], keepdims=1),
+        helper.make_node("Sub", ["a", "mean"], ["c"]),
+        helper.make_node("Mul", ["c", "c"], ["sq"]),
+        helper.make_node("ReduceMean", ["sq"], ["var"], axes=[-1], keepdims=1),
+        helper.make_node("Add", ["var", "eps"], ["ve"]),
+        helper.make_node("Sqrt", ["ve"], ["sd"]),
+        helper.make_node("Div", ["c", "sd"], ["norm"]),
+        helper.make_node("MatMul", ["norm", "w"], ["proj"]),
+        helper.make_node("Add", ["proj", "a"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(rng.standard_normal((h,)).astype(np.float32), "bias"),
+             numpy_helper.from_array(np.array([1e-5], np.float32), "eps"),
+             numpy_helper.from_array((rng.standard_normal((h, h)) * 0.1).astype(np.float32), "w")]
+    g = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, h])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, h]),
+                           helper.make_tensor_value_info("a", TensorProto.FLOAT, [n, h])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("arch", ["H100", "host"])
+def test_fused_kernel_with_several_outputs_matches_onnxruntime(tmp_path, arch):
+    import onnx
+    prefix = tmp_path / "residual"
+    prefix.mkdir()
+    onnx.save(residual_block_model(), str(prefix / "model.onnx"))
+    flags = ["--emulate", "--no-gpu-build"] if arch == "H100" else []
+    r = tg("tune", prefix, "--arch", arch, *flags)
+    assert r.returncode == 0, r.stderr
+    e = json.loads(tg("explain", prefix, "--arch", arch, "--json").stdout)
+    assert any(len(k["outputs"]) > 1 for k in e["subgraphs"]), "no kernel writes several outputs"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    acc = subprocess.run(["python3", "-m", "tilegraph.test_acc", str(prefix), "--arch", arch],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout + acc.stderr

@@ -89,3 +89,20 @@ def test_model_matches_onnxruntime(src, arch, tmp_path):
                          env=subprocess_env(), timeout=600)
     print(acc.stdout)
     assert acc.returncode == 0, f"test_acc {name} --arch {arch}:\n{_tail(acc.stdout)}"
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on PATH: CUDA projects are generated but not built")
+def test_cuda_project_builds_for_sm80(tmp_path):
+    """The model tests build every H100 project (sm_90); one A100 project covers sm_80."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "mobilevit_small"
+    prefix.mkdir()
+    shutil.copy(MODELS_DIR / "mobilevit_small" / "model.onnx", prefix / "model.onnx")
+    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", "A100"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=TUNE_TIMEOUT)
+    assert tune.returncode == 0, _tail(tune.stdout)
+    project = prefix / "tilegraph_rt" / "A100"
+    assert (project / "build" / "libmodel.so").is_file()
+    assert "set(CMAKE_CUDA_ARCHITECTURES 80)" in (project / "CMakeLists.txt").read_text()
