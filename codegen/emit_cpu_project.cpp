@@ -53,17 +53,7 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "}  // namespace\n\n";
   out << "struct tg_model {\n  tg_weights weights;\n  unsigned char* arena;\n  int profiling;\n"
       << "  double kernel_ms[" << std::max<size_t>(kernels.size(), 1) << "];\n};\n\n";
-  out << R"MODEL(extern "C" {
-
-const char* tg_last_error(void) { return g_last_error.c_str(); }
-int tg_num_inputs(void) { return kNumInputs; }
-int tg_num_outputs(void) { return kNumOutputs; }
-tg_tensor_info tg_input_info(int i) { return input_info[i < 0 || i >= kNumInputs ? 0 : i]; }
-tg_tensor_info tg_output_info(int i) { return output_info[i < 0 || i >= kNumOutputs ? 0 : i]; }
-int tg_num_kernels(void) { return kNumKernels; }
-const char* tg_kernel_name(int k) { return k >= 0 && k < kNumKernels ? kKernelNames[k] : ""; }
-const char* tg_kernel_nodes(int k) { return k >= 0 && k < kNumKernels ? kKernelNodes[k] : ""; }
-
+  out << "extern \"C\" {\n\n" << model_info_functions() << R"MODEL(
 void tg_set_num_threads(int n) {
 #ifdef _OPENMP
   if (n > 0) omp_set_num_threads(n);

@@ -242,15 +242,8 @@ bool finish_run(tg_model* m) {
 
 extern "C" {
 
-const char* tg_last_error(void) { return g_last_error.c_str(); }
-int tg_num_inputs(void) { return kNumInputs; }
-int tg_num_outputs(void) { return kNumOutputs; }
-tg_tensor_info tg_input_info(int i) { return input_info[i < 0 || i >= kNumInputs ? 0 : i]; }
-tg_tensor_info tg_output_info(int i) { return output_info[i < 0 || i >= kNumOutputs ? 0 : i]; }
-int tg_num_kernels(void) { return kNumKernels; }
-const char* tg_kernel_name(int k) { return k >= 0 && k < kNumKernels ? kKernelNames[k] : ""; }
-const char* tg_kernel_nodes(int k) { return k >= 0 && k < kNumKernels ? kKernelNodes[k] : ""; }
-
+)MODEL";
+constexpr const char* kModelRuntimeTail = R"MODEL(
 // The kernels run on the GPU; host threads do not matter.
 void tg_set_num_threads(int n) { (void)n; }
 
@@ -354,7 +347,7 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "const int64_t kWeightsBytes = " << plan.weights_bytes << ";\n";
   out << kernel_name_tables(kernels);
   out << "\nthread_local std::string g_last_error;\n\n}  // namespace\n\n";
-  out << t.api(kModelRuntime);
+  out << t.api(kModelRuntime) << model_info_functions() << t.api(kModelRuntimeTail);
 
   // The launch sequence, in the schedule's order on one stream, then the
   // copies back to the host.

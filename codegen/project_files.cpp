@@ -136,6 +136,18 @@ std::string kernel_name_tables(const std::vector<Kernel>& kernels) {
   return out.str();
 }
 
+std::string model_info_functions() {
+  return R"INFO(const char* tg_last_error(void) { return g_last_error.c_str(); }
+int tg_num_inputs(void) { return kNumInputs; }
+int tg_num_outputs(void) { return kNumOutputs; }
+tg_tensor_info tg_input_info(int i) { return input_info[i < 0 || i >= kNumInputs ? 0 : i]; }
+tg_tensor_info tg_output_info(int i) { return output_info[i < 0 || i >= kNumOutputs ? 0 : i]; }
+int tg_num_kernels(void) { return kNumKernels; }
+const char* tg_kernel_name(int k) { return k >= 0 && k < kNumKernels ? kKernelNames[k] : ""; }
+const char* tg_kernel_nodes(int k) { return k >= 0 && k < kNumKernels ? kKernelNodes[k] : ""; }
+)INFO";
+}
+
 std::vector<std::string> write_runtime_files(const std::string& out_dir) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);

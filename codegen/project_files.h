@@ -35,6 +35,10 @@ std::string tensor_info_table(const Graph& g, const std::vector<TensorId>& ids, 
 // for tg_kernel_name / tg_kernel_nodes.
 std::string kernel_name_tables(const std::vector<Kernel>& kernels);
 
+// The C API's table lookups (tg_last_error, tg_num_inputs, tg_input_info,
+// tg_kernel_name ...) over the tables above; inside extern "C".
+std::string model_info_functions();
+
 nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
                              const ProjectInfo& info);
 
