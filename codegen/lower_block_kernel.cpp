@@ -258,7 +258,7 @@ class BlockKernelBuilder {
     const PhasePlan& pp = plan_.phase_plans[i];
     const OpTile& tile = plan_.tiling.ops[i];
     const std::vector<int64_t> extents = extents_of(tile.region);
-    const std::string prefix = "p" + std::to_string(i) + "_";
+    const std::string prefix = str_cat("p", i, "_");
     if (op.reduction == Reduction::kNone) {
       return thread_loop({for_each_element(prefix + "e", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
         return store_result(i, local, flat, value_at(i, coords_at(i, local), {}));
@@ -376,7 +376,7 @@ class BlockKernelBuilder {
     const DType dtype = g_.tensor(in).dtype;
     const std::vector<int64_t> extents = extents_of(st.region);
     const int buffer = shared_ids_[st.buffer];
-    return thread_loop({for_each_element("p" + std::to_string(phase) + "_s" + std::to_string(st.slot), extents,
+    return thread_loop({for_each_element(str_cat("p", phase, "_s", st.slot), extents,
                                          [&](const std::vector<Expr>& local, const Expr& flat) {
       std::vector<Expr> idx;
       for (size_t d = 0; d < extents.size(); ++d) {

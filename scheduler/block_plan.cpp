@@ -104,7 +104,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     }
     if (i != last) {
       pp.buffer = static_cast<int>(p.buffers.size());
-      p.buffers.push_back({"t" + std::to_string(i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
+      p.buffers.push_back({str_cat("t", i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
       shared_writes += pp.elements * elem;
     }
     flops += static_cast<double>(pp.elements) * static_cast<double>(reduce_points(op)) *
@@ -112,7 +112,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     if (op.reduction != Reduction::kNone) max_accumulators = std::max(max_accumulators, pp.per_thread);
     if (op.reduction != Reduction::kNone && threads == 1) {
       pp.accumulator = static_cast<int>(p.buffers.size());
-      p.buffers.push_back({"a" + std::to_string(i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
+      p.buffers.push_back({str_cat("a", i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
     }
 
     // Reduce chunks staged through shared memory (GPU blocks only: on a CPU
@@ -122,8 +122,8 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     if (chunked) {
       pp.step = std::min(config.reduce_step, op.reduce_extents[0]);
       pp.chunks = ceil_div(op.reduce_extents[0], pp.step);
-      pp.chunk_var = p.tiling.vars.add("p" + std::to_string(i) + "_k", pp.chunks, true);
-      pp.chunk_local_var = p.tiling.vars.add("p" + std::to_string(i) + "_kk", pp.step, false);
+      pp.chunk_var = p.tiling.vars.add(str_cat("p", i, "_k"), pp.chunks, true);
+      pp.chunk_local_var = p.tiling.vars.add(str_cat("p", i, "_kk"), pp.step, false);
       std::vector<Expr> values = phase_axis_values(tile);
       values[tile.coords.size()] = var(pp.chunk_var) * pp.step + var(pp.chunk_local_var);
       // Per chunk, each thread reads every staged element about
@@ -143,7 +143,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
         st.region = f.region;
         st.buffer = static_cast<int>(p.buffers.size());
         const DType in_type = g.tensor(op.inputs[s]).dtype;
-        p.buffers.push_back({"s" + std::to_string(i) + "_" + std::to_string(s),
+        p.buffers.push_back({str_cat("s", i, "_", s),
                              in_type == DType::kF16 ? DType::kF32 : in_type, volume, i, i});
         shared_writes += volume * on_chip_bytes(in_type) * pp.chunks;
         shared_reads += pp.elements * reduce_points(op) * f.loads * on_chip_bytes(in_type);

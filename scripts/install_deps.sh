@@ -11,6 +11,7 @@ APT_PACKAGES=(
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   clang libclang-rt-14-dev
   python3 python3-pip
+  chromium
 )
 PIP_PACKAGES=(numpy onnx onnxruntime pytest)
 
