@@ -175,11 +175,7 @@ std::string cmake_source(const std::string& arch, const std::vector<std::string>
       << "# No -ffast-math: results must keep IEEE semantics (NaN, inf) to match onnxruntime.\n"
       << "target_compile_options(model PRIVATE -O3 -march=native -fno-math-errno -fno-trapping-math)\n"
       << "target_link_libraries(model PRIVATE OpenMP::OpenMP_CXX)\n"
-      << "add_executable(main_test";
-  for (const std::string& s : main_test_sources) out << " " << s;
-  out << ")\ntarget_compile_options(main_test PRIVATE -O2)\n"
-      << "target_link_libraries(main_test PRIVATE model)\n"
-      << "set_target_properties(main_test PROPERTIES BUILD_RPATH \"$ORIGIN\" INSTALL_RPATH \"$ORIGIN\")\n";
+      << main_test_cmake(main_test_sources);
   return out.str();
 }
 

@@ -404,11 +404,7 @@ std::string cmake_source(const std::string& arch_name, const std::string& gpu_ar
         << "set_target_properties(model PROPERTIES CUDA_RUNTIME_LIBRARY Shared)\n"
         << "target_link_libraries(model PRIVATE CUDA::cudart)\n";
   }
-  out << "add_executable(main_test";
-  for (const std::string& s : main_test_sources) out << " " << s;
-  out << ")\ntarget_compile_options(main_test PRIVATE -O2)\n"
-      << "target_link_libraries(main_test PRIVATE model)\n"
-      << "set_target_properties(main_test PROPERTIES BUILD_RPATH \"$ORIGIN\" INSTALL_RPATH \"$ORIGIN\")\n";
+  out << main_test_cmake(main_test_sources);
   return out.str();
 }
 

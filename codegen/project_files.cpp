@@ -148,6 +148,16 @@ const char* tg_kernel_nodes(int k) { return k >= 0 && k < kNumKernels ? kKernelN
 )INFO";
 }
 
+std::string main_test_cmake(const std::vector<std::string>& main_test_sources) {
+  std::ostringstream out;
+  out << "add_executable(main_test";
+  for (const std::string& s : main_test_sources) out << " " << s;
+  out << ")\ntarget_compile_options(main_test PRIVATE -O2)\n"
+      << "target_link_libraries(main_test PRIVATE model)\n"
+      << "set_target_properties(main_test PROPERTIES BUILD_RPATH \"$ORIGIN\" INSTALL_RPATH \"$ORIGIN\")\n";
+  return out.str();
+}
+
 std::vector<std::string> write_runtime_files(const std::string& out_dir) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);

@@ -42,6 +42,10 @@ std::string model_info_functions();
 nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
                              const ProjectInfo& info);
 
+// CMake lines building main_test (plain C++, the runtime sources) against
+// the project's `model` library, found next to it at run time.
+std::string main_test_cmake(const std::vector<std::string>& main_test_sources);
+
 // Creates out_dir, writes the runtime sources; returns the main_test sources.
 std::vector<std::string> write_runtime_files(const std::string& out_dir);
 

@@ -15,6 +15,7 @@
 #include "codegen/emit_cuda_project.h"
 #include "codegen/memory_plan.h"
 #include "compiler/ir/error.h"
+#include "tests/unit/lowering_test_util.h"
 
 namespace tilegraph {
 namespace {
@@ -137,16 +138,6 @@ class EmitCudaProject : public ::testing::Test {
   fs::path root_;
 };
 
-std::map<std::string, std::string> read_tree(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    files[e.path().filename().string()] =
-        std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
-  return files;
-}
 
 std::map<std::string, std::string> emit(const TwoKernelModel& m, const std::string& gpu_arch, const fs::path& dir) {
   fs::remove_all(dir);
@@ -154,7 +145,7 @@ std::map<std::string, std::string> emit(const TwoKernelModel& m, const std::stri
   info.arch = "H100";
   codegen::emit_cuda_project(m.graph, m.kernels, codegen::plan_memory(m.graph, m.kernels), info, gpu_arch,
                              dir.string());
-  return read_tree(dir);
+  return testing::read_tree(dir);
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
@@ -11,6 +12,17 @@ namespace tilegraph::testing {
 
 std::string test_model_path(const std::string& suite, const std::string& name) {
   return (std::filesystem::temp_directory_path() / "tilegraph_unit" / suite / name / "model.onnx").string();
+}
+
+std::map<std::string, std::string> read_tree(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    files[e.path().filename().string()] =
+        std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  return files;
 }
 
 std::vector<uint8_t> bytes_of(const std::vector<float>& v) {

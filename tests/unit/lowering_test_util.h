@@ -2,6 +2,7 @@
 // reference interpreter, and read outputs back as doubles.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct LoweredModel {
 // buffers in graph-input order.
 LoweredModel run_lowered(const OnnxModelBuilder& b, const std::string& path,
                          const std::vector<std::vector<uint8_t>>& inputs);
+
+// Every regular file directly in dir: name -> contents (determinism checks).
+std::map<std::string, std::string> read_tree(const std::string& dir);
 
 // Saves b to `path`, imports it and returns the UserError's message ("" if none).
 std::string import_error_of(const OnnxModelBuilder& b, const std::string& path);

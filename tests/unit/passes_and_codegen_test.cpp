@@ -16,6 +16,7 @@
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/schedule.h"
+#include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace tilegraph {
@@ -131,16 +132,6 @@ TEST(CPrinter, MatmulKernelMatchesGolden) {
   EXPECT_EQ(printed, expected);
 }
 
-std::map<std::string, std::string> read_tree(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    files[e.path().filename().string()] =
-        std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
-  return files;
-}
 
 TEST(EmitCpuProject, SameGraphGivesByteIdenticalProjects) {
   OnnxModelBuilder b(13);
@@ -159,7 +150,7 @@ TEST(EmitCpuProject, SameGraphGivesByteIdenticalProjects) {
     fs::remove_all(root / out);
     codegen::emit_cpu_project(g, kernels, codegen::plan_memory(g, kernels), info, (root / out).string());
   }
-  const auto a = read_tree(root / "p1"), b2 = read_tree(root / "p2");
+  const auto a = testing::read_tree(root / "p1"), b2 = testing::read_tree(root / "p2");
   EXPECT_EQ(a, b2);
   EXPECT_TRUE(a.count("model.cpp") && a.count("weights.bin") && a.count("manifest.json") &&
               a.count("CMakeLists.txt") && a.count("main_test.cpp"));
