@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_flag("--no-build", f.no_build, "write the project(s) but do not build them");
   tune_cmd->add_option("--jobs,-j", f.jobs, "parallel build jobs (default: all cores)");
   tune_cmd->add_option("--dump-after", f.dump_after, "print the IR after a pass: import, inline_index_maps, simplify_indices, eliminate_dead_ops, materialize_outputs, all");
-  tune_cmd->add_flag("--verbose,-v", f.verbose, "log passes and print the Kernel IR");
+  tune_cmd->add_flag("--verbose,-v", f.verbose, "log passes and every fusion decision, print the Kernel IR");
 
   std::string run_prefix, run_arch = "host";
   std::vector<std::string> run_args;

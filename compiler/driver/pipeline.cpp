@@ -126,6 +126,23 @@ bool on_path(const std::string& tool) {
   return std::system(("command -v " + tool + " > /dev/null 2>&1").c_str()) == 0;
 }
 
+// nvcc's supported architectures ("compute_75" ...) include the arch's ISA?
+// (CUDA 13 dropped sm_70: a V100 project is generated but cannot be built.)
+void check_nvcc_supports(const scheduler::ArchSpec& arch) {
+  if (arch.target != "cuda" || arch.isa.rfind("sm_", 0) != 0) return;
+  const std::string wanted = "compute_" + arch.isa.substr(3);
+  FILE* pipe = popen("nvcc --list-gpu-arch 2>/dev/null", "r");
+  if (!pipe) return;
+  std::string listed;
+  char line[128];
+  while (std::fgets(line, sizeof line, pipe)) listed += line;
+  pclose(pipe);
+  if (listed.empty() || listed.find(wanted + "\n") != std::string::npos) return;
+  throw UserError(str_cat("this nvcc cannot build ", arch.isa, " for ", arch.name,
+                          " (it lists ", listed.substr(0, listed.find('\n')), " and up); tune with --no-gpu-build "
+                          "to write the project only, and --emulate to run the ", arch.name, " schedule on the CPU"));
+}
+
 }  // namespace
 
 CompileReport compile(const CompileOptions& options) {
@@ -135,6 +152,7 @@ CompileReport compile(const CompileOptions& options) {
   const std::string gpu_compiler = arch.target == "hip" ? "hipcc" : "nvcc";
   const bool build_gpu = gpu && options.build && options.build_gpu && on_path(gpu_compiler);
   const bool build_any = options.build && (!gpu || build_gpu || options.emulate);
+  if (build_gpu) check_nvcc_supports(arch);  // before any work: a flag problem, said up front
   const int steps = build_any ? 5 : 4;
 
   const auto start = Clock::now();

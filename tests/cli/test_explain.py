@@ -140,3 +140,23 @@ def test_fused_kernel_with_several_outputs_matches_onnxruntime(tmp_path, arch):
     acc = subprocess.run(["python3", "-m", "tilegraph.test_acc", str(prefix), "--arch", arch],
                          capture_output=True, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout + acc.stderr
+
+
+def nvcc_lacks_sm70():
+    if shutil.which("nvcc") is None:
+        return False
+    listed = subprocess.run(["nvcc", "--list-gpu-arch"], capture_output=True, text=True).stdout
+    return bool(listed) and "compute_70" not in listed.split()
+
+
+@pytest.mark.skipif(not nvcc_lacks_sm70(), reason="needs an nvcc without sm_70 (CUDA 13+)")
+def test_arch_this_nvcc_cannot_build_is_a_clear_error(tmp_path):
+    # CUDA 13 has no sm_70: building a V100 project must say so up front.
+    prefix = tmp_path / "m"
+    prefix.mkdir()
+    shutil.copy(REPO / "models/NeRF_small/model.onnx", prefix / "model.onnx")
+    r = tg("tune", prefix, "--arch", "V100")
+    assert r.returncode == 1
+    assert "sm_70" in r.stderr and "--no-gpu-build" in r.stderr and "--emulate" in r.stderr
+    ok = tg("tune", prefix, "--arch", "V100", "--no-gpu-build", "--emulate")
+    assert ok.returncode == 0, ok.stderr
