@@ -156,8 +156,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
       auto it = phase_of.find(op.inputs[s]);
       if (it == phase_of.end() || it->second >= i) continue;
       p.buffers[p.phase_plans[it->second].buffer].last_phase = i;
-      int loads = 0;
-      visit(op.body, [&](const Expr& n) { loads += n->kind == ExprKind::kLoad && n->int_value == static_cast<int64_t>(s); });
+      const int loads = count_loads(op.body, static_cast<int>(s));
       shared_reads += pp.elements * reduce_points(op) * loads * elem;
     }
     p.phase_plans.push_back(std::move(pp));
@@ -186,8 +185,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     const Op& op = p.phases[i];
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       if (phase_of.count(op.inputs[s])) continue;
-      int64_t loads = 0;
-      visit(op.body, [&](const Expr& n) { loads += n->kind == ExprKind::kLoad && n->int_value == static_cast<int64_t>(s); });
+      const int64_t loads = count_loads(op.body, static_cast<int>(s));
       reads[op.inputs[s]] += num_elements({p.phase_plans[i].elements, reduce_points(op), loads});
     }
   }

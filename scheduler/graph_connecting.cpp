@@ -27,13 +27,6 @@ std::string tensor_signature(const Tensor& t) {
   return std::string(dtype_name(t.dtype)) + "[" + shape_to_string(t.shape) + "]";
 }
 
-// Loads of `slot` in e.
-int loads_of(const Expr& e, int slot) {
-  int n = 0;
-  visit(e, [&](const Expr& x) { n += x->kind == ExprKind::kLoad && x->int_value == slot; });
-  return n;
-}
-
 // A contraction (matmul, convolution): a sum over products of several inputs.
 bool is_contraction(const Op& op) {
   if (op.reduction != Reduction::kSum) return false;
@@ -197,7 +190,7 @@ class Connector {
       const Op& consumer = g_.ops[c];
       int loads = 0;  // over every slot reading out (Mul(x, x) has two)
       for (size_t s = 0; s < consumer.inputs.size(); ++s)
-        if (consumer.inputs[s] == out) loads += loads_of(consumer.body, static_cast<int>(s));
+        if (consumer.inputs[s] == out) loads += count_loads(consumer.body, static_cast<int>(s));
       if (loads != 1) continue;
       // Each producer value must be used once: the consumer's domain is no
       // bigger than the producer's output (else inlining recomputes it).

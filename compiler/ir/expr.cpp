@@ -259,6 +259,12 @@ Expr substitute_vars(const Expr& e, const std::vector<Expr>& values) {
   });
 }
 
+int count_loads(const Expr& e, int slot) {
+  int n = 0;
+  visit(e, [&](const Expr& x) { n += x->kind == ExprKind::kLoad && x->int_value == slot; });
+  return n;
+}
+
 bool has_indirect_load(const Expr& e) {
   bool found = false;
   visit(e, [&](const Expr& n) {

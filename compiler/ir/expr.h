@@ -128,6 +128,8 @@ Expr rewrite(const Expr& e, const std::function<Expr(const Expr&)>& rewrite_node
 void visit(const Expr& e, const std::function<void(const Expr&)>& visit_node);
 // Replaces Var(id) by values[id] (ids beyond values.size() stay).
 Expr substitute_vars(const Expr& e, const std::vector<Expr>& values);
+// Number of Load nodes of input `slot` in e (each evaluation site counts).
+int count_loads(const Expr& e, int slot);
 // Does e contain a Load inside an index of another Load (data-dependent index)?
 bool has_indirect_load(const Expr& e);
 
