@@ -6,12 +6,12 @@
 #include <sstream>
 #include <unordered_map>
 
-#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include "compiler/ir/error.h"
 #include "frontends/onnx/lower_util.h"
 #include "frontends/onnx/op_table.h"
+#include "frontends/onnx/schema_check.h"
 #include "frontends/onnx/tensor_proto.h"
 
 namespace tilegraph::onnx_frontend {
@@ -130,35 +130,6 @@ std::vector<int> topological_order(const onnx::GraphProto& graph,
                                 ") reads '", in, "', which no node, input or initializer defines"));
   }
   return order;
-}
-
-// libonnx's schemas (opsets <= 17 in Debian's onnx 1.12) check input and
-// output counts and attribute types, so lowerings can rely on them.
-void check_against_schema(const LoweringContext& ctx) {
-  constexpr int kNewestKnownOpset = 17;
-  if (ctx.opset() > kNewestKnownOpset) {
-    // Newer versions only add optional inputs and attributes, so the newest
-    // known schema's required inputs are still a floor.
-    const auto* newest = onnx::OpSchemaRegistry::Schema(ctx.op_type(), kNewestKnownOpset, "");
-    const int required = newest ? newest->min_input() : 0;
-    for (int i = 0; i < required; ++i)
-      if (i >= ctx.node().input_size() || ctx.node().input(i).empty())
-        ctx.fail(str_cat("needs at least ", required, " inputs, input ", i, " is missing"));
-    return;
-  }
-  const auto* schema = onnx::OpSchemaRegistry::Schema(ctx.op_type(), ctx.opset(), "");
-  if (!schema) return;
-  try {
-    schema->Verify(ctx.node());
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    // Exporters leave required-but-unused inputs empty (Resize's roi at opset
-    // 11); the lowering reports a truly missing input itself.
-    if (what.find("has an empty string in the graph") != std::string::npos) return;
-    for (char& c : what)
-      if (c == '\n') c = ' ';
-    ctx.fail("does not match the operator's schema: " + what);
-  }
 }
 
 }  // namespace

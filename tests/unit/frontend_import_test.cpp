@@ -90,6 +90,55 @@ TEST(FrontendImport, GarbageFileIsAUserError) {
   EXPECT_THROW(onnx_frontend::import_model(path + ".missing"), UserError);
 }
 
+// Imports the model and returns the UserError's message ("" if none).
+std::string import_error(const OnnxModelBuilder& b, const std::string& name) {
+  const std::string path = temp_model_path(name);
+  b.save(path);
+  try {
+    onnx_frontend::import_model(path);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(FrontendImport, InputsOfOneTypeParameterMustAgree) {
+  // Add's A and B are both "T": float + int32 are each allowed, not together.
+  OnnxModelBuilder b(13);
+  b.input("a", 1, {2, 3}).input("b", 6, {2, 3}).output("y");
+  b.node("Add", {"a", "b"}, {"y"}, "mixed_add");
+  const std::string msg = import_error(b, "mixed_add");
+  EXPECT_NE(msg.find("node 'mixed_add' (Add, opset 13)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("inputs 0 ('a', tensor(float)) and 1 ('b', tensor(int32)) share type T"),
+            std::string::npos) << msg;
+}
+
+TEST(FrontendImport, InputTypeTheSchemaRejectsIsAUserError) {
+  // Gemm's T has no bool (the fuzzer found this reaching the IR verifier).
+  OnnxModelBuilder b(13);
+  b.input("a", 1, {3, 5}).input("b", 9, {5, 4}).output("y");
+  b.node("Gemm", {"a", "b"}, {"y"}, "bool_gemm");
+  const std::string msg = import_error(b, "bool_gemm");
+  EXPECT_NE(msg.find("node 'bool_gemm' (Gemm, opset 13): input 1 ('b', B) is tensor(bool)"),
+            std::string::npos) << msg;
+}
+
+TEST(FrontendImport, VariadicAndConcreteTypesAreAccepted) {
+  // Concat's inputs are one variadic "T"; Reshape's shape is tensor(int64).
+  OnnxModelBuilder b(13);
+  b.input("a", 1, {2, 3}).input("b", 1, {2, 3}).input("c", 1, {2, 3}).output("y");
+  b.initializer_i64("shape", {1}, {18});
+  OnnxModelBuilder::attr_int(b.node("Concat", {"a", "b", "c"}, {"abc"}), "axis", 0);
+  b.node("Reshape", {"abc", "shape"}, {"y"});
+  EXPECT_EQ(import_error(b, "variadic_ok"), "");
+  OnnxModelBuilder bad(13);
+  bad.input("a", 1, {2, 3}).input("b", 1, {2, 3}).input("c", 6, {2, 3}).output("y");
+  OnnxModelBuilder::attr_int(bad.node("Concat", {"a", "b", "c"}, {"y"}, "cat"), "axis", 0);
+  const std::string msg = import_error(bad, "variadic_bad");
+  EXPECT_NE(msg.find("inputs 0 ('a', tensor(float)) and 2 ('c', tensor(int32))"),
+            std::string::npos) << msg;
+}
+
 TEST(FrontendImport, ConstantMatMulFoldsExactly) {
   OnnxModelBuilder b(13);
   b.initializer_f("a", {2, 3}, {1, 2, 3, 4, 5, 6});
