@@ -147,9 +147,10 @@ TensorId reduce(LoweringContext& ctx, const std::string& kind, TensorId in, std:
   return ctx.emit(kind, out, value->dtype, {in}, value, reduction, reduce_extents);
 }
 
-TensorId matmul(LoweringContext& ctx, TensorId a, TensorId b) {
+TensorId matmul_with(LoweringContext& ctx, TensorId a, TensorId b, DType out_dtype,
+                     const std::vector<TensorId>& extra, const ProductFn& product) {
   Shape sa = ctx.graph().tensor(a).shape, sb = ctx.graph().tensor(b).shape;
-  const DType dtype = ctx.graph().tensor(a).dtype;
+  const DType ta = ctx.graph().tensor(a).dtype, tb = ctx.graph().tensor(b).dtype;
   if (sa.empty() || sb.empty()) ctx.fail("matmul of a scalar");
   const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
   if (a_vec) sa.insert(sa.begin(), 1);
@@ -173,8 +174,11 @@ TensorId matmul(LoweringContext& ctx, TensorId a, TensorId b) {
   auto b_idx = broadcast_indices(batch_b, batch_vars);
   b_idx.push_back(kv);
   if (!b_vec) b_idx.push_back(vars[rank - 1]);
-  Expr body = load(0, dtype, a_idx) * load(1, dtype, b_idx);
-  TensorId result = ctx.emit("matmul", out, dtype, {a, b}, body, Reduction::kSum, {k});
+  std::vector<TensorId> inputs{a, b};
+  inputs.insert(inputs.end(), extra.begin(), extra.end());
+  const Expr row = a_vec ? int_imm(0) : vars[rank - 2], col = b_vec ? int_imm(0) : vars[rank - 1];
+  Expr body = product(load(0, ta, a_idx), load(1, tb, b_idx), row, col);
+  TensorId result = ctx.emit("matmul", out, out_dtype, inputs, body, Reduction::kSum, {k});
   if (a_vec || b_vec) {
     Shape final_shape = batch;
     if (!a_vec) final_shape.push_back(m);
@@ -182,6 +186,11 @@ TensorId matmul(LoweringContext& ctx, TensorId a, TensorId b) {
     result = reshape(ctx, result, final_shape);
   }
   return result;
+}
+
+TensorId matmul(LoweringContext& ctx, TensorId a, TensorId b) {
+  return matmul_with(ctx, a, b, ctx.graph().tensor(a).dtype, {},
+                     [](Expr x, Expr y, const Expr&, const Expr&) { return x * y; });
 }
 
 Expr scalar(double v, DType t) { return const_of(v, t); }

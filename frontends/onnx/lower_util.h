@@ -42,6 +42,13 @@ TensorId reduce(LoweringContext& ctx, const std::string& kind, TensorId in,
 
 // Numpy matmul (1-D promotion, batch broadcasting) of two tensors.
 TensorId matmul(LoweringContext& ctx, TensorId a, TensorId b);
+// The same iteration space with another product: body = product(load of a,
+// load of b, row, col) summed over k into out_dtype, where row / col are the
+// output's row and column vars (0 for a 1-D operand). `extra` tensors are
+// input slots 2, 3, ... for the product to load (zero points).
+using ProductFn = std::function<Expr(Expr a, Expr b, const Expr& row, const Expr& col)>;
+TensorId matmul_with(LoweringContext& ctx, TensorId a, TensorId b, DType out_dtype,
+                     const std::vector<TensorId>& extra, const ProductFn& product);
 
 // A scalar constant expression in the dtype of `like`.
 Expr scalar(double v, DType t);

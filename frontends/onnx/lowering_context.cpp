@@ -105,7 +105,7 @@ TensorId LoweringContext::emit(const std::string& kind, const Shape& shape, DTyp
   op.reduction = reduction;
   op.reduce_extents = std::move(reduce_extents);
   op.body = cast(dtype, std::move(body));
-  if (auto folded = passes::try_fold(graph_, op)) {
+  if (auto folded = fold_ ? passes::try_fold(graph_, op) : nullptr) {
     Tensor& t = graph_.tensor(out_id);
     t.kind = TensorKind::kConstant;
     t.data = std::move(folded);

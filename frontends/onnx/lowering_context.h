@@ -55,6 +55,10 @@ class LoweringContext {
   TensorId emit(const std::string& kind, const Shape& shape, DType dtype,
                 std::vector<TensorId> inputs, Expr body, Reduction reduction = Reduction::kNone,
                 std::vector<int64_t> reduce_extents = {});
+  // Emitted ops of constant inputs fold into constants unless turned off
+  // (a dequantized weight stays an op for compiler/passes/quantize_matmul,
+  // which folds what it does not use).
+  void set_folding(bool fold) { fold_ = fold; }
   TensorId constant(const Shape& shape, DType dtype, std::vector<uint8_t> bytes);
   TensorId constant_scalar(double value, DType dtype);
   TensorId constant_ints(const std::vector<int64_t>& values);  // 1-D int64
@@ -68,6 +72,7 @@ class LoweringContext {
   const onnx::NodeProto& node_;
   int opset_;
   std::vector<TensorId> inputs_;
+  bool fold_ = true;
 };
 
 using LowerFn = std::function<std::vector<TensorId>(LoweringContext&)>;

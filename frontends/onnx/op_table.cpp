@@ -15,6 +15,7 @@ const OpTable& op_table() {
     add_linalg_ops(t);
     add_conv_pool_ops(t);
     add_resize_ops(t);
+    add_quantization_ops(t);
     return t;
   }();
   return table;

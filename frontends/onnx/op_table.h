@@ -25,6 +25,7 @@ void add_normalization_ops(OpTable& table);   // ops/normalization.cpp
 void add_linalg_ops(OpTable& table);          // ops/linalg.cpp
 void add_conv_pool_ops(OpTable& table);       // ops/conv_pool.cpp
 void add_resize_ops(OpTable& table);          // ops/resize.cpp
+void add_quantization_ops(OpTable& table);    // ops/quantization.cpp
 
 const OpTable& op_table();
 // The lowering of op_type at `opset` (default domain), or nullptr.

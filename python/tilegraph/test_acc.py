@@ -263,10 +263,16 @@ def compare_all(actual: Mapping, expected: Mapping, rtol: float | None = None) -
 # ---------------------------------------------------------------------------------------------
 # running
 # ---------------------------------------------------------------------------------------------
-def run_onnxruntime(model_path: str | os.PathLike, inputs: Mapping) -> dict:
+def run_onnxruntime(model_path: str | os.PathLike, inputs: Mapping, optimize: bool = True) -> dict:
+    """onnxruntime's outputs. optimize=False turns its graph optimizations off, so
+    a QDQ model's QuantizeLinear/DequantizeLinear run as written instead of being
+    fused into integer kernels that round differently."""
     import onnxruntime as ort
 
-    sess = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in sess.get_outputs()]
     feed = {i.name: inputs[i.name] for i in sess.get_inputs()}
     return dict(zip(names, sess.run(names, feed)))
@@ -319,6 +325,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="concrete shape for an input with symbolic dimensions")
     p.add_argument("--runner", choices=["auto", "ctypes", "cli"], default="auto")
     p.add_argument("--threads", type=int, default=None, help="kernel threads (ctypes runner)")
+    p.add_argument("--reference-opt", choices=["all", "none"], default="all",
+                   help="onnxruntime graph optimizations for the reference (none: quantized "
+                        "QDQ models run their Quantize/DequantizeLinear ops literally)")
     return p
 
 
@@ -330,7 +339,7 @@ def _compiled_exists(prefix: Path, arch: str, runner: str) -> bool:
 
 
 def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=None,
-        runner="auto", threads=None, out=None) -> int:
+        runner="auto", threads=None, out=None, reference_opt="all") -> int:
     """The whole check; returns the exit status (0 pass, 1 fail). Raises UsageError."""
     out = sys.stdout if out is None else out
     prefix = Path(prefix)
@@ -378,7 +387,7 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
     if not inputs_dir or Path(inputs_dir).resolve() != input_dir.resolve():
         _save(input_dir, feed)
 
-    expected = run_onnxruntime(model_path, feed)
+    expected = run_onnxruntime(model_path, feed, optimize=reference_opt != "none")
     _save(work / "expected", expected)
 
     if compiled is not None:
@@ -412,7 +421,8 @@ def main(argv=None) -> int:
     args = _build_parser().parse_args(argv)
     try:
         return run(args.prefix, args.arch, args.seed, args.rtol, args.inputs,
-                   parse_shape_overrides(args.input_shape), args.runner, args.threads)
+                   parse_shape_overrides(args.input_shape), args.runner, args.threads,
+                   reference_opt=args.reference_opt)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -61,25 +61,29 @@ void check_kernel_shape(const LoweringContext& ctx, const Shape& kernel) {
                      shape_to_string(kernel)));
 }
 
-// X and W of Conv / ConvTranspose, checked: same float type, same rank.
+// X and W of Conv / ConvTranspose, checked: same float type (ConvInteger:
+// int8 / uint8 each, checked by its lowering), same rank.
 struct ConvOperands {
   DType dtype;
   Shape spatial;  // X's spatial dims
   Shape x, w;     // full shapes
 };
 
-ConvOperands conv_operands(const LoweringContext& ctx) {
-  require_float(ctx, 0);
-  if (ctx.dtype(1) != ctx.dtype(0)) ctx.fail("X and W must have the same type");
+ConvOperands conv_operands(const LoweringContext& ctx, bool integer = false) {
+  if (!integer) require_float(ctx, 0);
+  if (!integer && ctx.dtype(1) != ctx.dtype(0)) ctx.fail("X and W must have the same type");
   ConvOperands ops{ctx.dtype(0), spatial_dims(ctx, "X"), ctx.shape(0), ctx.shape(1)};
   if (ops.w.size() != ops.x.size())
     ctx.fail(str_cat("W ", shape_to_string(ops.w), " must have the rank of X ", shape_to_string(ops.x)));
   return ops;
 }
 
-std::vector<TensorId> lower_conv(LoweringContext& ctx) {
-  const ConvOperands ops = conv_operands(ctx);
-  const DType t = ops.dtype;
+// out[n, m, o..] = sum_{ci, k..} product(X[n, c, i..] (or `pad` in the padding), W[m, ci, k..])
+// with c = (m / Mg) * Cg + ci; `extra` inputs are slots 2, 3, ... for `product` and `pad`.
+using ConvProduct = std::function<Expr(Expr x, Expr w)>;
+TensorId conv_reduction(LoweringContext& ctx, DType out_dtype, const std::vector<TensorId>& extra,
+                        const Expr& pad, const ConvProduct& product) {
+  const ConvOperands ops = conv_operands(ctx, is_integer(out_dtype));
   const Shape& in = ops.spatial;
   const Shape& xs = ops.x;
   const Shape& ws = ops.w;
@@ -108,11 +112,41 @@ std::vector<TensorId> lower_conv(LoweringContext& ctx) {
   std::vector<Expr> x_idx{var(0), channel}, w_idx{var(1), ci};
   x_idx.insert(x_idx.end(), window.begin(), window.end());
   w_idx.insert(w_idx.end(), taps.begin(), taps.end());
-  Expr x = load(0, t, x_idx);
-  if (Expr guard = window_guard(g, window)) x = select(guard, x, scalar(0, t));
-  const TensorId y = emit_reduction(ctx, "conv", out, t, {ctx.input(0), ctx.input(1)},
-                                    x * load(1, t, w_idx), Reduction::kSum, axes);
-  return {add_bias(ctx, y, filters)};
+  Expr x = load(0, ctx.dtype(0), x_idx);
+  if (Expr guard = window_guard(g, window)) x = select(guard, x, pad);
+  const Expr value = product(x, load(1, ctx.dtype(1), w_idx));
+  std::vector<TensorId> inputs{ctx.input(0), ctx.input(1)};
+  inputs.insert(inputs.end(), extra.begin(), extra.end());
+  return emit_reduction(ctx, "conv", out, out_dtype, inputs, value, Reduction::kSum, axes);
+}
+
+std::vector<TensorId> lower_conv(LoweringContext& ctx) {
+  const DType t = conv_operands(ctx).dtype;
+  const TensorId y = conv_reduction(ctx, t, {}, scalar(0, t), [](Expr x, Expr w) { return x * w; });
+  return {add_bias(ctx, y, ctx.shape(1)[0])};
+}
+
+// sum (i32(x) - x_zp) * (i32(w) - w_zp), zero points per tensor (w_zp may be
+// per output channel).
+std::vector<TensorId> lower_conv_integer(LoweringContext& ctx) {
+  for (int i : {0, 1})
+    if (ctx.dtype(i) != DType::kI8 && ctx.dtype(i) != DType::kU8)
+      ctx.fail(str_cat("input ", i, " is ", dtype_name(ctx.dtype(i)), "; int8 and uint8 are supported"));
+  std::vector<TensorId> extra;
+  for (int i : {2, 3}) extra.push_back(ctx.has_input(i) ? ctx.input(i) : ctx.constant_scalar(0, ctx.dtype(i - 2)));
+  const Shape zx = ctx.graph().tensor(extra[0]).shape, zw = ctx.graph().tensor(extra[1]).shape;
+  const int64_t filters = ctx.shape(1)[0];
+  if (num_elements(zx) != 1) ctx.fail("x_zero_point must hold one value");
+  if (num_elements(zw) != 1 && !(zw.size() == 1 && zw[0] == filters))
+    ctx.fail(str_cat("w_zero_point must hold one value or one per output channel (", filters, ")"));
+  const DType tzx = ctx.graph().tensor(extra[0]).dtype, tzw = ctx.graph().tensor(extra[1]).dtype;
+  // The padding holds x's zero point: it adds nothing.
+  const Expr x_zp = load(2, tzx, std::vector<Expr>(zx.size(), int_imm(0)));
+  return {conv_reduction(ctx, DType::kI32, extra, x_zp, [&](Expr x, Expr w) {
+    const Expr w_zp = load(3, tzw, num_elements(zw) == 1 ? std::vector<Expr>(zw.size(), int_imm(0))
+                                                          : std::vector<Expr>{var(1)});
+    return (cast(DType::kI32, x) - cast(DType::kI32, x_zp)) * (cast(DType::kI32, w) - cast(DType::kI32, w_zp));
+  })};
 }
 
 // ConvTranspose as a gather (each output reads the inputs that scatter to it):
@@ -404,6 +438,7 @@ void add_conv_pool_ops(OpTable& t) {
   // storage_order) default to the earlier behavior, so one entry per op serves
   // every opset.
   t.push_back({"Conv", 1, lower_conv});
+  t.push_back({"ConvInteger", 10, lower_conv_integer});
   t.push_back({"ConvTranspose", 1, lower_conv_transpose});
   t.push_back({"MaxPool", 1, lower_max_pool});
   t.push_back({"AveragePool", 1, lower_average_pool});

@@ -1,0 +1,192 @@
+// Quantization ops, QDQ form (QuantizeLinear, DequantizeLinear,
+// DynamicQuantizeLinear) and QOperator form (MatMulInteger, QLinearMatMul).
+//
+// Integer products come out in one canonical form, which the scheduler
+// matches to the int8 GEMM micro-kernels (scheduler/int_gemm.h):
+//   out[.., m, n] = sum_k (i32(A[.., m, k]) - za) * (i32(B[.., k, n]) - zb)   (int32)
+// Float products of dequantized operands (QDQ) are brought to that form by
+// compiler/passes/quantize_matmul. Rounding follows onnxruntime: x / scale
+// (or acc * multiplier) in float, round half to even, add the zero point,
+// saturate to the quantized type.
+#include <algorithm>
+
+#include "frontends/onnx/lower_util.h"
+#include "frontends/onnx/op_table.h"
+
+namespace tilegraph::onnx_frontend {
+
+namespace {
+
+bool is_quantized_type(DType t) { return t == DType::kI8 || t == DType::kU8; }
+
+double lowest_of(DType t) { return t == DType::kI8 ? -128.0 : 0.0; }
+double highest_of(DType t) { return t == DType::kI8 ? 127.0 : 255.0; }
+
+// round(v) clamped to t's range, converted to t (v is float).
+Expr saturate_to(DType t, Expr v) {
+  const DType f = v->dtype;
+  return cast(t, max(min(v, scalar(highest_of(t), f)), scalar(lowest_of(t), f)));
+}
+
+// A scale or zero point: one value, or one per slice along `axis` of x
+// (reshaped so it broadcasts against x).
+TensorId per_axis_param(LoweringContext& ctx, int input, const Shape& x_shape, int axis,
+                        const char* what) {
+  const Shape s = ctx.shape(input);
+  if (num_elements(s) == 1) return s.empty() ? ctx.input(input) : reshape(ctx, ctx.input(input), {});
+  if (s.size() != 1 || x_shape.empty() || s[0] != x_shape[static_cast<size_t>(axis)])
+    ctx.fail(str_cat(what, " has shape ", shape_to_string(s), "; expected one value or ",
+                     x_shape.empty() ? 0 : x_shape[static_cast<size_t>(axis)], " (axis ", axis,
+                     " of the input ", shape_to_string(x_shape), ")"));
+  Shape target(x_shape.size(), 1);
+  target[static_cast<size_t>(axis)] = s[0];
+  return reshape(ctx, ctx.input(input), target);
+}
+
+// The axis of per-axis scales; per-tensor ones (one value) ignore it.
+int quant_axis(LoweringContext& ctx) {
+  const int rank = ctx.rank(0);
+  if (rank == 0 || num_elements(ctx.shape(1)) == 1) return 0;
+  return normalize_axis(ctx, ctx.attr_int("axis", 1), rank);
+}
+
+// The zero point input, or a constant 0 of `type` when it is absent.
+TensorId zero_point_or_zero(LoweringContext& ctx, int input, const Shape& x_shape, int axis,
+                            DType type) {
+  if (ctx.has_input(input)) return per_axis_param(ctx, input, x_shape, axis, "the zero point");
+  return ctx.constant_scalar(0, type);
+}
+
+std::vector<TensorId> lower_dequantize_linear(LoweringContext& ctx) {
+  const DType xt = ctx.dtype(0);
+  if (!is_quantized_type(xt) && xt != DType::kI32)
+    ctx.fail(str_cat("input x is ", dtype_name(xt), "; expected int8, uint8 or int32"));
+  const Shape xs = ctx.shape(0);
+  const int axis = quant_axis(ctx);
+  const DType ft = ctx.dtype(1);
+  const TensorId scale = per_axis_param(ctx, 1, xs, axis, "x_scale");
+  const TensorId zp = zero_point_or_zero(ctx, 2, xs, axis, xt);
+  ctx.set_folding(false);  // int8 weights stay visible to quantize_matmul
+  return {elementwise(ctx, "dequantize", {ctx.input(0), scale, zp}, ft,
+                      [&](const std::vector<Expr>& v) {
+                        return (cast(ft, v[0]) - cast(ft, v[2])) * v[1];
+                      })};
+}
+
+std::vector<TensorId> lower_quantize_linear(LoweringContext& ctx) {
+  const DType qt = ctx.has_input(2) ? ctx.dtype(2) : DType::kU8;
+  if (!is_quantized_type(qt))
+    ctx.fail(str_cat("y_zero_point is ", dtype_name(qt), "; int8 and uint8 are supported"));
+  const Shape xs = ctx.shape(0);
+  const int axis = quant_axis(ctx);
+  const DType ft = ctx.dtype(0);
+  const TensorId scale = per_axis_param(ctx, 1, xs, axis, "y_scale");
+  const TensorId zp = zero_point_or_zero(ctx, 2, xs, axis, qt);
+  return {elementwise(ctx, "quantize", {ctx.input(0), scale, zp}, qt,
+                      [&](const std::vector<Expr>& v) {
+                        return saturate_to(qt, unary(UnaryOp::kRound, v[0] / v[1]) + cast(ft, v[2]));
+                      })};
+}
+
+// y = saturate(round(x / scale) + zp) with scale and zp from x's range
+// (extended to include 0) mapped onto [0, 255], as onnxruntime computes them.
+std::vector<TensorId> lower_dynamic_quantize_linear(LoweringContext& ctx) {
+  const DType ft = DType::kF32;
+  if (ctx.dtype(0) != ft) ctx.fail("input x must be float32");
+  std::vector<int> all_axes(static_cast<size_t>(ctx.rank(0)));
+  for (size_t d = 0; d < all_axes.size(); ++d) all_axes[d] = static_cast<int>(d);
+  const TensorId lo = reduce(ctx, "dql_min", ctx.input(0), all_axes, false, Reduction::kMin);
+  const TensorId hi = reduce(ctx, "dql_max", ctx.input(0), all_axes, false, Reduction::kMax);
+  const Expr zero = scalar(0, ft);
+  const TensorId scale = elementwise(ctx, "dql_scale", {lo, hi}, ft, [&](const std::vector<Expr>& v) {
+    const Expr range = max(v[1], zero) - min(v[0], zero);
+    return select(binary(BinaryOp::kEq, range, zero), scalar(1, ft), range / scalar(255, ft));
+  });
+  const TensorId zp = elementwise(ctx, "dql_zero_point", {lo, scale}, DType::kU8,
+                                  [&](const std::vector<Expr>& v) {
+                                    const Expr z = zero - min(v[0], zero) / v[1];
+                                    return cast(DType::kU8, unary(UnaryOp::kRound,
+                                                                  max(min(z, scalar(255, ft)), zero)));
+                                  });
+  const TensorId y = elementwise(ctx, "dql_quantize", {ctx.input(0), scale, zp}, DType::kU8,
+                                 [&](const std::vector<Expr>& v) {
+                                   return saturate_to(DType::kU8, unary(UnaryOp::kRound, v[0] / v[1]) +
+                                                                      cast(ft, v[2]));
+                                 });
+  return {y, scale, zp};
+}
+
+// The load of a matmul zero point: one value, or one per row (A) / column (B).
+Expr zero_point_load(int slot, const Tensor& zp, const Expr& axis_var, int64_t extent,
+                     const LoweringContext& ctx, const char* what) {
+  const Expr value = [&] {
+    if (num_elements(zp.shape) == 1)
+      return load(slot, zp.dtype, std::vector<Expr>(zp.shape.size(), int_imm(0)));
+    if (zp.shape.size() != 1 || zp.shape[0] != extent)
+      ctx.fail(str_cat(what, " has shape ", shape_to_string(zp.shape), "; expected one value or ",
+                       extent));
+    return load(slot, zp.dtype, {axis_var});
+  }();
+  return cast(DType::kI32, value);
+}
+
+// sum_k (i32(a) - za) * (i32(b) - zb) over the inputs a, b and their zero
+// points (tensor ids; -1 for 0).
+TensorId integer_matmul(LoweringContext& ctx, TensorId a, TensorId b, TensorId za, TensorId zb) {
+  Graph& g = ctx.graph();
+  for (TensorId t : {a, b})
+    if (!is_quantized_type(g.tensor(t).dtype))
+      ctx.fail(str_cat("matmul operand '", g.tensor(t).name, "' is ", dtype_name(g.tensor(t).dtype),
+                       "; int8 and uint8 are supported"));
+  if (za < 0) za = ctx.constant_scalar(0, g.tensor(a).dtype);
+  if (zb < 0) zb = ctx.constant_scalar(0, g.tensor(b).dtype);
+  const Shape sa = g.tensor(a).shape, sb = g.tensor(b).shape;
+  const int64_t rows = sa.size() >= 2 ? sa[sa.size() - 2] : 1;
+  const int64_t cols = sb.size() >= 2 ? sb.back() : 1;
+  const Tensor za_t = g.tensor(za), zb_t = g.tensor(zb);
+  return matmul_with(ctx, a, b, DType::kI32, {za, zb},
+                     [&](Expr x, Expr y, const Expr& row, const Expr& col) {
+                       const Expr zx = zero_point_load(2, za_t, row, rows, ctx, "a_zero_point");
+                       const Expr zy = zero_point_load(3, zb_t, col, cols, ctx, "b_zero_point");
+                       return (cast(DType::kI32, x) - zx) * (cast(DType::kI32, y) - zy);
+                     });
+}
+
+std::vector<TensorId> lower_matmul_integer(LoweringContext& ctx) {
+  return {integer_matmul(ctx, ctx.input(0), ctx.input(1), ctx.has_input(2) ? ctx.input(2) : -1,
+                         ctx.has_input(3) ? ctx.input(3) : -1)};
+}
+
+// y = saturate(round(acc * (a_scale * b_scale / y_scale)) + y_zp): the
+// multiplier in float, as onnxruntime's requantization computes it.
+std::vector<TensorId> lower_qlinear_matmul(LoweringContext& ctx) {
+  const TensorId acc = integer_matmul(ctx, ctx.input(0), ctx.input(3), ctx.input(2), ctx.input(5));
+  const DType qt = ctx.dtype(7);
+  if (!is_quantized_type(qt)) ctx.fail("y_zero_point must be int8 or uint8");
+  for (int i : {1, 6, 7})
+    if (num_elements(ctx.shape(i)) != 1)
+      ctx.fail(str_cat("input ", i, " ('", ctx.node().input(i), "') must hold one value"));
+  const Shape b_scale = ctx.shape(4);
+  if (num_elements(b_scale) != 1 && b_scale.size() != 1)
+    ctx.fail("b_scale must hold one value or one per column");
+  const DType ft = DType::kF32;
+  auto scalar_param = [&](int i) { return ctx.shape(i).empty() ? ctx.input(i) : reshape(ctx, ctx.input(i), {}); };
+  const TensorId sa = scalar_param(1), sy = scalar_param(6), zy = scalar_param(7);
+  const TensorId sb = num_elements(b_scale) == 1 ? scalar_param(4) : ctx.input(4);
+  return {elementwise(ctx, "requantize", {acc, sa, sb, sy, zy}, qt, [&](const std::vector<Expr>& v) {
+    const Expr multiplier = v[1] * v[2] / v[3];
+    return saturate_to(qt, unary(UnaryOp::kRound, cast(ft, v[0]) * multiplier) + cast(ft, v[4]));
+  })};
+}
+
+}  // namespace
+
+void add_quantization_ops(OpTable& t) {
+  t.push_back({"DequantizeLinear", 10, lower_dequantize_linear});
+  t.push_back({"QuantizeLinear", 10, lower_quantize_linear});
+  t.push_back({"DynamicQuantizeLinear", 11, lower_dynamic_quantize_linear});
+  t.push_back({"MatMulInteger", 10, lower_matmul_integer});
+  t.push_back({"QLinearMatMul", 10, lower_qlinear_matmul});
+}
+
+}  // namespace tilegraph::onnx_frontend

@@ -1,0 +1,103 @@
+"""Builds small float models and quantizes them with onnxruntime.quantization,
+the way users quantize real models:
+
+    python3 tests/quantized/make_quantized_models.py OUT_DIR
+
+writes OUT_DIR/<name>/model.onnx (a tilegraph PREFIX) for
+  attn_dynamic    quantize_dynamic       (DynamicQuantizeLinear + MatMulInteger)
+  attn_qdq        quantize_static, QDQ   (QuantizeLinear/DequantizeLinear pairs)
+  attn_qoperator  quantize_static, QOperator (QLinearMatMul ...)
+  attn_qdq_s8     quantize_static, QDQ, int8 activations, per-channel weights
+The float model is one attention block: projections (MatMul + bias), a
+batch matmul of two activations (q @ k^T), softmax, a second batch matmul,
+an output projection with a residual add, and an MLP with Relu.
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+SEQ, DIM, HIDDEN = 16, 32, 64
+
+
+def float_model(path: Path, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    inits = []
+
+    def weight(name, *shape, scale=0.2):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    nodes = []
+
+    def node(op, inputs, output, **attrs):
+        nodes.append(helper.make_node(op, inputs, [output], name=output, **attrs))
+        return output
+
+    def linear(x, name, n_in, n_out):
+        y = node("MatMul", [x, weight(name + "_w", n_in, n_out)], name + "_mm")
+        return node("Add", [y, weight(name + "_b", n_out, scale=0.05)], name)
+
+    q = linear("x", "q", DIM, DIM)
+    k = linear("x", "k", DIM, DIM)
+    v = linear("x", "v", DIM, DIM)
+    kt = node("Transpose", [k], "kt", perm=[0, 2, 1])
+    scores = node("MatMul", [q, kt], "scores")
+    probs = node("Softmax", [scores], "probs", axis=-1)
+    ctx = node("MatMul", [probs, v], "ctx")
+    attn = linear(ctx, "o", DIM, DIM)
+    h = node("Add", ["x", attn], "h")
+    up = node("Relu", [linear(h, "up", DIM, HIDDEN)], "up_relu")
+    down = linear(up, "down", HIDDEN, DIM)
+    node("Add", [h, down], "y")
+    graph = helper.make_graph(
+        nodes, "attention_block",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, DIM])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, SEQ, DIM])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
+class Calibration:
+    """Seeded uniform inputs in [-1, 1), like test_acc draws."""
+
+    def __init__(self, count=8):
+        rng = np.random.default_rng(1)
+        self.batches = iter([{"x": rng.uniform(-1, 1, (1, SEQ, DIM)).astype(np.float32)}
+                             for _ in range(count)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def main(out_dir: str) -> None:
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_dynamic, quantize_static)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.inner = Calibration()
+
+        def get_next(self):
+            return self.inner.get_next()
+
+    out = Path(out_dir)
+    fp32 = out / "attn_fp32" / "model.onnx"
+    float_model(fp32)
+    (out / "attn_dynamic").mkdir(parents=True, exist_ok=True)
+    quantize_dynamic(str(fp32), str(out / "attn_dynamic" / "model.onnx"), weight_type=QuantType.QInt8)
+    for name, fmt, act, per_channel in [("attn_qdq", QuantFormat.QDQ, QuantType.QUInt8, False),
+                                        ("attn_qoperator", QuantFormat.QOperator, QuantType.QUInt8, False),
+                                        ("attn_qdq_s8", QuantFormat.QDQ, QuantType.QInt8, True)]:
+        (out / name).mkdir(parents=True, exist_ok=True)
+        quantize_static(str(fp32), str(out / name / "model.onnx"), Reader(), quant_format=fmt,
+                        activation_type=act, weight_type=QuantType.QInt8, per_channel=per_channel)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "build/quantized_models")
