@@ -152,8 +152,8 @@ class Printer {
               << b.name << " = reinterpret_cast<" << compute_type(b.dtype) << "*>(tg_smem + " << b.offset
               << ");\n";
         else
-          out << pad << "{\n" << pad << "  " << compute_type(b.dtype) << " " << b.name << "["
-              << b.elements << "];\n";
+          out << pad << "{\n" << pad << "  " << (b.alignment > 0 ? "alignas(" + std::to_string(b.alignment) + ") " : "")
+              << compute_type(b.dtype) << " " << b.name << "[" << b.elements << "];\n";
         for (const Stmt& c : s->body) stmt(c, depth + 1, out);
         out << pad << "}\n";
         break;
@@ -166,6 +166,17 @@ class Printer {
       case StmtKind::kBarrier:
         if (*d_.barrier) out << pad << d_.barrier << "\n";
         break;
+      case StmtKind::kCall: {
+        out << pad << s->callee << "(";
+        for (size_t i = 0; i < s->args.size(); ++i) {
+          const CallArg& a = s->args[i];
+          out << (i ? ", " : "");
+          if (a.buffer >= 0) out << k_.buffers[a.buffer].name << " + " << expr(a.value);
+          else out << expr(a.value);
+        }
+        out << ");\n";
+        break;
+      }
     }
   }
 

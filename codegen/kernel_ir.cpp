@@ -37,6 +37,13 @@ void dump(const Kernel& k, const Stmt& s, int depth, std::ostringstream& out) {
     case StmtKind::kBarrier:
       out << pad << "barrier\n";
       break;
+    case StmtKind::kCall:
+      out << pad << "call " << s->callee << "(";
+      for (size_t i = 0; i < s->args.size(); ++i)
+        out << (i ? ", " : "") << (s->args[i].buffer >= 0 ? "&" + k.buffers[s->args[i].buffer].name + "[" : "")
+            << to_string(s->args[i].value) << (s->args[i].buffer >= 0 ? "]" : "");
+      out << ")\n";
+      break;
   }
 }
 
@@ -81,6 +88,13 @@ Stmt make_if(Expr cond, std::vector<Stmt> body) {
 }
 
 Stmt make_barrier() { return make(StmtNode{StmtKind::kBarrier}); }
+
+Stmt make_call(std::string callee, std::vector<CallArg> args) {
+  StmtNode n{StmtKind::kCall};
+  n.callee = std::move(callee);
+  n.args = std::move(args);
+  return make(std::move(n));
+}
 
 std::string to_string(const Kernel& k) {
   std::ostringstream out;

@@ -23,6 +23,8 @@
 //    (registers on a GPU; the CPU emulation gives each thread its own copy).
 //  * Every Load is in bounds whatever the branch taken (codegen clamps
 //    indices of guarded loads), so printers may evaluate Select eagerly.
+//  * A Call runs a micro-kernel (codegen/ukernels) on pointers into buffers:
+//    callee(arg...), each arg either &buffer[offset] or a scalar value.
 //  * Integer Div/Rem may appear only where both operands are non-negative
 //    (codegen rewrites FloorDiv/FloorMod so), FloorDiv/FloorMod elsewhere.
 #pragma once
@@ -43,7 +45,8 @@ namespace tilegraph::codegen {
   X(Seq)                 \
   X(Allocate)            \
   X(If)                  \
-  X(Barrier)
+  X(Barrier)             \
+  X(Call)
 
 enum class StmtKind {
 #define TG_ENUM(name) k##name,
@@ -53,6 +56,13 @@ enum class StmtKind {
 
 enum class LoopKind { kSerial, kParallel, kVectorized, kUnrolled, kBlocks, kThreads };
 enum class MemoryScope { kGlobal, kShared, kLocal };
+
+// One argument of a Call: a pointer to buffer[value] (buffer >= 0), or the
+// scalar `value` (buffer < 0).
+struct CallArg {
+  int buffer = -1;
+  Expr value;
+};
 
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;
@@ -68,6 +78,8 @@ struct StmtNode {
   Expr value;                   // Store
   Expr cond;                    // If
   std::vector<Stmt> body;       // For, Seq, If, Allocate (scope of the buffer)
+  std::string callee;           // Call
+  std::vector<CallArg> args;    // Call
 };
 
 Stmt make_for(int var, Expr extent, LoopKind loop, std::vector<Stmt> body, int collapse = 1);
@@ -76,6 +88,7 @@ Stmt make_seq(std::vector<Stmt> body);
 Stmt make_allocate(int buffer, std::vector<Stmt> body);
 Stmt make_if(Expr cond, std::vector<Stmt> body);
 Stmt make_barrier();
+Stmt make_call(std::string callee, std::vector<CallArg> args);
 
 struct Buffer {
   std::string name;
@@ -83,6 +96,7 @@ struct Buffer {
   int64_t elements = 0;
   MemoryScope scope = MemoryScope::kGlobal;
   int64_t offset = 0;     // Shared: byte offset into the block's arena
+  int alignment = 0;      // Local: byte alignment (0: the element type's)
   TensorId tensor = -1;   // Global: the graph tensor
   bool written = false;   // Global: the kernel's output
 };
@@ -95,6 +109,7 @@ struct Kernel {
   Stmt body;
   scheduler::KernelSchedule schedule;
   int64_t flops = 0;                      // arithmetic per run (rough; for explain/stats)
+  std::string ukernel;                    // the micro-kernel it calls ("qgemm_avx2"), if any
   // Block/thread kernels (a kBlocks loop at the top): launch shape.
   int64_t grid = 0;                       // blocks (0: not a block kernel)
   int threads = 1;                        // threads per block

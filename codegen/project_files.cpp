@@ -7,6 +7,7 @@
 
 #include "codegen/embedded_runtime.h"
 #include "compiler/ir/error.h"
+#include "scheduler/int_gemm.h"
 
 namespace tilegraph::codegen {
 
@@ -109,6 +110,10 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
                     {"row_axis", k.schedule.row_axis},
                     {"tile_rows", k.schedule.tile_rows},
                     {"tile_cols", k.schedule.tile_cols}}}});
+    bool int8_matmul = false;
+    for (int op : k.schedule.ops) int8_matmul |= scheduler::is_int8_contraction(g, g.ops[static_cast<size_t>(op)]);
+    ks.back()["int8_matmul"] = int8_matmul;
+    if (!k.ukernel.empty()) ks.back()["ukernel"] = k.ukernel;
     if (k.schedule.block_kernel)
       ks.back()["launch"] = {{"grid", k.grid}, {"threads", k.threads}, {"shared_bytes", k.shared_bytes},
                              {"config", k.schedule.config.to_string()}};

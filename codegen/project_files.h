@@ -19,6 +19,7 @@ struct ProjectInfo {
   std::string model_path;            // for the manifest
   nlohmann::json compile_stats;      // merged into manifest["compile"]
   nlohmann::json explain;            // the scheduler's explain report (manifest["explain"])
+  std::string int_gemm_header;       // CPU: the int8 GEMM micro-kernel header to ship ("qgemm_avx2.h"), if used
 };
 
 // A C string literal for s ("a\"b" ...).

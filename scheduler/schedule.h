@@ -61,6 +61,10 @@ struct KernelSchedule {
   // (read by later kernels, or graph outputs): a fused kernel may have
   // several outputs, of different ranks.
   std::vector<int> extra_outputs;
+  // CPU: the first phase is an integer GEMM (scheduler/int_gemm.h) computed
+  // by the int8 micro-kernel; a second phase, if any, is its elementwise
+  // epilogue, applied to each accumulator tile before it is stored.
+  bool int_gemm = false;
   TileConfig config;                    // the chosen tile
   std::vector<TileConfig> candidates;   // top-k by the cost model, best first
   KernelFeatures features;              // of the chosen config

@@ -4,7 +4,9 @@
 #   2. ONNX backend node tests through the generated code (tune + main_test), for the
 #      host and through the CPU emulation of the H100 schedule
 #   3. CLI/explain tests and model tests (pytest): the model set compiled for the host,
-#      H100 (emulated; CUDA project built with nvcc) and V100 (emulated) vs onnxruntime
+#      H100 (emulated; CUDA project built with nvcc) and V100 (emulated) vs onnxruntime;
+#      INT8 models quantized by onnxruntime on every x86 int8 micro-kernel; the ARM
+#      micro-kernels cross-built and run under qemu-aarch64
 #   4. unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   5. a short libFuzzer run of the model loader
 # Set TG_SKIP_SANITIZE=1 / TG_SKIP_FUZZ=1 to leave out 4 / 5 locally.
@@ -26,7 +28,7 @@ python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph
 python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph --arch H100
 
 stage "3. CLI error tests and model tests (pytest)"
-PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/models tests/bench
+PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/models tests/bench tests/quantized tests/arm
 
 if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
   stage "4. unit tests under ASan + UBSan"

@@ -12,17 +12,21 @@
 #include "codegen/emulate_threads.h"
 #include "codegen/lower_block_kernel.h"
 #include "codegen/lower_cpu_kernel.h"
+#include "codegen/lower_int_gemm_kernel.h"
 #include "codegen/memory_plan.h"
 #include "compiler/ir/error.h"
 #include "compiler/passes/eliminate_dead_ops.h"
+#include "compiler/passes/fold_constants.h"
 #include "compiler/passes/inline_index_maps.h"
 #include "compiler/passes/materialize_outputs.h"
+#include "compiler/passes/quantize_matmul.h"
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
 #include "compiler/driver/explain.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"
+#include "scheduler/int_gemm.h"
 #include "scheduler/schedule.h"
 
 namespace tilegraph::driver {
@@ -95,6 +99,8 @@ Graph import_graph(const CompileOptions& options) {
 Graph optimize_graph(const CompileOptions& options, const Graph& imported) {
   Graph g = run_pass(options, "inline_index_maps", imported, passes::inline_index_maps);
   g = run_pass(options, "simplify_indices", g, passes::simplify_indices);
+  g = run_pass(options, "quantize_matmul", g, passes::quantize_matmul);
+  g = run_pass(options, "fold_constants", g, passes::fold_constants);
   g = run_pass(options, "eliminate_dead_ops", g, passes::eliminate_dead_ops);
   return run_pass(options, "materialize_outputs", g, passes::materialize_outputs);
 }
@@ -105,12 +111,18 @@ std::string emulation_dir(const std::string& output_dir) {
 
 namespace {
 
-std::vector<codegen::Kernel> lower_kernels(const Graph& g, const scheduler::Schedule& schedule,
+// Lowers every kernel; integer GEMM kernels get their constant B operand
+// packed into the micro-kernel's layout first (new constants in g).
+std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& schedule,
                                            const scheduler::ArchSpec& arch, bool verbose) {
   std::vector<codegen::Kernel> kernels;
+  const codegen::IntGemmVariant variant = codegen::int_gemm_variant_for(arch);
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const scheduler::KernelSchedule& ks = schedule.kernels[k];
-    if (ks.block_kernel)
+    if (ks.int_gemm)
+      kernels.push_back(codegen::lower_int_gemm_kernel(g, ks, variant,
+                                                       codegen::prepack_int_gemm_weights(g, ks, variant)));
+    else if (ks.block_kernel)
       kernels.push_back(codegen::lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch)));
     else
       kernels.push_back(codegen::lower_cpu_kernel(g, ks));
@@ -179,10 +191,14 @@ CompileReport compile(const CompileOptions& options) {
   tg_options.log_merges = options.verbose;
   scheduler::TileGraphOptions unfused_options = tg_options;
   unfused_options.fusion = false;
-  const scheduler::Schedule schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
+  scheduler::Schedule schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
+  const int int_gemms = gpu ? 0 : scheduler::use_int_gemm_ukernels(g, schedule);
   const scheduler::Schedule unfused = options.fusion ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
                                                      : schedule;
   cache.save(cache_path);
+  if (int_gemms > 0)
+    std::cerr << "      " << int_gemms << " integer GEMMs on the int8 micro-kernel (qgemm_"
+              << codegen::int_gemm_variant_for(arch).name << ")" << std::endl;
   const nlohmann::json explain = explain_json(g, schedule, unfused, arch);
   report.num_kernels_unfused = static_cast<int>(unfused.kernels.size());
   report.dram_bytes = explain["dram_bytes"];
@@ -203,6 +219,7 @@ CompileReport compile(const CompileOptions& options) {
   info.model_path = fs::path(options.model_path).filename().string();
   info.compile_stats = {{"kernels", kernels.size()}, {"ops_after_passes", g.ops.size()}};
   info.explain = explain;
+  if (int_gemms > 0) info.int_gemm_header = codegen::int_gemm_variant_for(arch).header();
   if (gpu) {
     codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, options.output_dir);
     if (options.emulate) {

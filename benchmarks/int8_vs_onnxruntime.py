@@ -1,0 +1,141 @@
+"""INT8 models on the host CPU: tilegraph vs onnxruntime, measured in the same run.
+
+    python3 benchmarks/int8_vs_onnxruntime.py [--models vit,bert] [--small] \
+        [--threads 2] [--iters 20] [--work build/int8_bench]
+
+For each model: export fp32 with tilegraph.torch2onnx (opset 17), quantize it with
+onnxruntime.quantization three ways (quantize_dynamic; quantize_static QDQ;
+quantize_static QOperator; uint8 activations, int8 weights, calibration on 4 seeded
+inputs), compile each with `tilegraph tune`, and time both engines on the same
+input with the same thread count: interleaved rounds, median of per-round medians.
+Prints one table row per (model, form): our ms, onnxruntime's ms, the ratio, the
+integer-GEMM micro-kernel used, and the share of our time outside integer
+matmuls (from the kernel profile). Not a test: timing is noisy on a shared box.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+
+from tilegraph._common import find_tilegraph_bin  # noqa: E402
+from tilegraph.runner import CompiledModel  # noqa: E402
+from tilegraph.test_acc import generate_inputs, load_input_ranges, model_inputs  # noqa: E402
+
+
+def sh(cmd, **kw):
+    print("+", " ".join(map(str, cmd)), flush=True)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def export(model, prefix, small):
+    if (prefix / "model.onnx").is_file():
+        return
+    cmd = [sys.executable, "-m", "tilegraph.torch2onnx", model, "--prefix", str(prefix), "--opset", "17"]
+    sh(cmd + (["--small"] if small else []), env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+
+
+def quantize(fp32, out_dir, inputs_for):
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_dynamic, quantize_static)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.items = iter([inputs_for(seed) for seed in range(4)])
+
+        def get_next(self):
+            return next(self.items, None)
+
+    forms = {}
+    for form in ("dynamic", "qdq", "qoperator"):
+        prefix = out_dir / form
+        prefix.mkdir(parents=True, exist_ok=True)
+        path = prefix / "model.onnx"
+        for extra in fp32.parent.glob("input_ranges.json"):
+            (prefix / extra.name).write_bytes(extra.read_bytes())
+        if not path.is_file():
+            if form == "dynamic":
+                quantize_dynamic(str(fp32), str(path), weight_type=QuantType.QInt8)
+            else:
+                quantize_static(str(fp32), str(path), Reader(),
+                                quant_format=QuantFormat.QDQ if form == "qdq" else QuantFormat.QOperator,
+                                activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+        forms[form] = prefix
+    return forms
+
+
+def time_pair(ours, sess, feed, iters, rounds=5):
+    names = [o.name for o in sess.get_outputs()]
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(ours.benchmark(feed, warmup=3, iters=iters)["median_ms"])
+        for _ in range(3):
+            sess.run(names, feed)
+        t = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            sess.run(names, feed)
+            t.append((time.perf_counter() - t0) * 1e3)
+        b.append(float(np.median(t)))
+    return float(np.median(a)), float(np.median(b))
+
+
+def outside_int_matmul_share(ours, prefix, feed):
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    int8 = {k["name"] for k in manifest["kernels"] if k.get("ukernel")}
+    prof = ours.profile(feed, iters=5)  # [(kernel, ms, nodes)]
+    total = sum(ms for _, ms, _ in prof) or 1.0
+    return sum(ms for name, ms, _ in prof if name not in int8) / total
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="vit,bert")
+    p.add_argument("--small", action="store_true", help="tiny configurations (a quick check)")
+    p.add_argument("--threads", type=int, default=os.cpu_count())
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--work", default=str(REPO / "build" / "int8_bench"))
+    args = p.parse_args()
+    import onnxruntime as ort
+
+    exe = find_tilegraph_bin()
+    rows = []
+    for model in args.models.split(","):
+        base = Path(args.work) / (model + ("_small" if args.small else ""))
+        fp32 = base / "fp32"
+        export(model, fp32, args.small)
+        specs = model_inputs(fp32 / "model.onnx")
+
+        def inputs_for(seed, fp32=fp32, specs=specs):
+            return generate_inputs(specs, seed=seed, ranges=load_input_ranges(fp32))
+
+        for form, prefix in quantize(fp32 / "model.onnx", base, inputs_for).items():
+            sh([str(exe), "tune", str(prefix)])
+            feed = inputs_for(0)
+            ours = CompiledModel(prefix, "host", num_threads=args.threads)
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = args.threads
+            sess = ort.InferenceSession(str(prefix / "model.onnx"), so, providers=["CPUExecutionProvider"])
+            ms, ort_ms = time_pair(ours, sess, feed, args.iters)
+            manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+            ukernels = sorted({k["ukernel"] for k in manifest["kernels"] if k.get("ukernel")})
+            naive = sum(1 for k in manifest["kernels"] if k["int8_matmul"] and not k.get("ukernel"))
+            share = outside_int_matmul_share(ours, prefix, feed)
+            rows.append((model, form, ms, ort_ms, ukernels, naive, share))
+    print(f"\nthreads {args.threads}; median ms (interleaved rounds); ratio = onnxruntime / tilegraph")
+    print(f"{'model':10} {'form':10} {'tilegraph':>10} {'onnxrt':>10} {'ratio':>7}  {'ukernel':20} "
+          f"{'naive int8 mm':>13} {'outside int mm':>14}")
+    for model, form, ms, ort_ms, uk, naive, share in rows:
+        print(f"{model:10} {form:10} {ms:10.3f} {ort_ms:10.3f} {ort_ms / ms:7.2f}  {','.join(uk):20} "
+              f"{naive:13d} {share * 100:13.1f}%")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+#include "codegen/int_gemm_variant.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "compiler/ir/error.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+// Mirrors the constants in codegen/ukernels/qgemm_*.h.
+const std::vector<IntGemmVariant>& variants() {
+  static const std::vector<IntGemmVariant> table = {
+      {"avx512vnni", 8, 32, 4, true}, {"avx2", 6, 8, 4, false},  {"i8mm", 8, 8, 8, false},
+      {"dotprod", 8, 8, 4, false},    {"neon", 4, 4, 16, false}, {"scalar", 4, 4, 4, false},
+  };
+  return table;
+}
+
+std::set<std::string> host_cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::string w;
+    while (words >> w) flags.insert(w);
+    break;
+  }
+  return flags;
+}
+
+}  // namespace
+
+IntGemmVariant int_gemm_variant_named(const std::string& name) {
+  std::string known;
+  for (const IntGemmVariant& v : variants()) {
+    if (v.name == name) return v;
+    known += (known.empty() ? "" : ", ") + v.name;
+  }
+  throw UserError(str_cat("unknown int8 GEMM micro-kernel '", name, "' (known: ", known, ")"));
+}
+
+IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
+  if (const char* forced = std::getenv("TILEGRAPH_QGEMM_VARIANT"); forced && *forced)
+    return int_gemm_variant_named(forced);
+  const std::string& isa = arch.isa;
+  if (arch.name == "host") {
+    const std::set<std::string> f = host_cpu_flags();
+    if (f.count("avx512_vnni") && f.count("avx512bw")) return int_gemm_variant_named("avx512vnni");
+    if (f.count("avx2")) return int_gemm_variant_named("avx2");
+    if (f.count("i8mm")) return int_gemm_variant_named("i8mm");
+    if (f.count("asimddp")) return int_gemm_variant_named("dotprod");
+    if (isa.rfind("armv8", 0) == 0) return int_gemm_variant_named("neon");
+    return int_gemm_variant_named("scalar");
+  }
+  if (isa.find("+i8mm") != std::string::npos) return int_gemm_variant_named("i8mm");
+  if (isa.find("+dotprod") != std::string::npos) return int_gemm_variant_named("dotprod");
+  if (isa.rfind("armv8", 0) == 0) return int_gemm_variant_named("neon");
+  if (isa.find("avx512") != std::string::npos) return int_gemm_variant_named("avx512vnni");
+  if (isa.find("avx2") != std::string::npos) return int_gemm_variant_named("avx2");
+  return int_gemm_variant_named("scalar");
+}
+
+}  // namespace tilegraph::codegen

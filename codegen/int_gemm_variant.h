@@ -1,0 +1,26 @@
+// Which int8 GEMM micro-kernel (codegen/ukernels/qgemm_<name>.h) a CPU
+// target gets, and its tile shape. The packing loops and the prepacked
+// weights are generated for that shape, so it is decided at compile time;
+// the generated code static_asserts that the header agrees.
+#pragma once
+#include <string>
+
+#include "scheduler/arch_spec.h"
+
+namespace tilegraph::codegen {
+
+struct IntGemmVariant {
+  std::string name;    // "avx512vnni", "avx2", "i8mm", "dotprod", "neon", "scalar"
+  int mr = 4, nr = 4, ku = 4;
+  bool a_unsigned = false;
+  std::string header() const { return "qgemm_" + name + ".h"; }
+};
+
+// The best variant for the arch: the host's CPU flags (/proc/cpuinfo), or the
+// ISA of an arch spec (armv8.6-a+dotprod+i8mm -> i8mm). TILEGRAPH_QGEMM_VARIANT
+// overrides the choice (tests run every variant the machine can execute).
+IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch);
+// The variant of that name; a user error listing the known names otherwise.
+IntGemmVariant int_gemm_variant_named(const std::string& name);
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,341 @@
+#include "codegen/lower_int_gemm_kernel.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "codegen/kernel_exprs.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/evaluate.h"
+#include "compiler/ir/simplify.h"
+#include "scheduler/int_gemm.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+bool reads_only_constants(const Graph& g, const Op& op, const Expr& e) {
+  bool ok = true;
+  visit(e, [&](const Expr& n) {
+    if (n->kind == ExprKind::kLoad && g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).kind != TensorKind::kConstant)
+      ok = false;
+  });
+  return ok;
+}
+
+// The GEMM's shape in micro-kernel terms.
+struct Geometry {
+  scheduler::IntGemm m;
+  IntGemmVariant v;
+  int64_t k_groups = 0;      // ceil(K / KU)
+  int64_t col_panels = 0;    // ceil(N / NR)
+  int64_t a_panel = 0;       // bytes of one packed A panel (MR rows), padded to 64
+  int64_t b_panel = 0;       // bytes of one packed B panel (NR columns), padded to 64
+  int64_t row_panels = 0;    // A panels per row block
+  int64_t row_blocks = 0;    // ceil(M / (row_panels * MR))
+  int a_offset = 0;          // added to A's values when packing (uint8 <-> int8)
+  int b_offset = 0;
+  DType a_packed = DType::kI8;
+
+  Geometry(const scheduler::IntGemm& gemm, const IntGemmVariant& variant) : m(gemm), v(variant) {
+    k_groups = (m.k + v.ku - 1) / v.ku;
+    col_panels = (m.cols() + v.nr - 1) / v.nr;
+    a_panel = round_up(k_groups * v.mr * v.ku, 64);
+    b_panel = round_up(k_groups * v.nr * v.ku, 64);
+    // A row block of ~48 rows, its packed panels within 64 KiB of scratch.
+    row_panels = std::clamp<int64_t>(65536 / a_panel, 1, std::max(1, 48 / v.mr));
+    row_panels = std::min(row_panels, (m.rows() + v.mr - 1) / v.mr);
+    row_blocks = (m.rows() + row_panels * v.mr - 1) / (row_panels * v.mr);
+    const bool a_u8 = m.a->dtype == DType::kU8;
+    a_offset = v.a_unsigned ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
+    b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
+    a_packed = v.a_unsigned ? DType::kU8 : DType::kI8;
+  }
+  int64_t b_batches() const { return m.batch_axes > 0 ? m.batches() : 1; }
+  int rank() const { return static_cast<int>(m.out_shape.size()); }
+
+  // Coordinates of the output (and op vars 0..rank-1) for flat batch b, row r, column c.
+  std::vector<Expr> coords(const Expr& b, const Expr& r, const Expr& c) const {
+    std::vector<Expr> out(static_cast<size_t>(rank()));
+    Expr rest_b = b, rest_r = r;
+    for (int d = m.batch_axes; d-- > 0;) {
+      const int64_t e = m.out_shape[static_cast<size_t>(d)];
+      out[static_cast<size_t>(d)] = d == 0 ? rest_b : floormod(rest_b, e);
+      rest_b = floordiv(rest_b, e);
+    }
+    for (int d = rank() - 1; d-- > m.batch_axes;) {
+      const int64_t e = m.out_shape[static_cast<size_t>(d)];
+      out[static_cast<size_t>(d)] = d == m.batch_axes ? rest_r : floormod(rest_r, e);
+      rest_r = floordiv(rest_r, e);
+    }
+    out.back() = c;
+    return out;
+  }
+  // The op's vars for an operand value at (b, r, c) and reduce index k.
+  std::vector<Expr> op_vars(const Expr& b, const Expr& r, const Expr& c, const Expr& k) const {
+    std::vector<Expr> vars = coords(b, r, c);
+    vars.push_back(k);
+    return vars;
+  }
+};
+
+Op single_gemm_phase(const Graph& g, const scheduler::KernelSchedule& ks, std::vector<Op>* phases) {
+  *phases = scheduler::phase_ops(g, ks);
+  TG_CHECK(!phases->empty() && phases->size() <= 2, "an int GEMM kernel has 1 or 2 phases, got ",
+           phases->size());
+  return phases->front();
+}
+
+}  // namespace
+
+PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule& ks,
+                                       const IntGemmVariant& variant) {
+  std::vector<Op> phases;
+  const Op gemm = single_gemm_phase(g, ks, &phases);
+  const auto match = scheduler::match_int_gemm(g, gemm);
+  TG_CHECK(match.has_value(), "kernel ", gemm.name, " is not an int GEMM");
+  if (!reads_only_constants(g, gemm, match->b)) return {};
+  const Geometry geo(*match, variant);
+  const int64_t nr = variant.nr, ku = variant.ku;
+  const int64_t panel_values = geo.k_groups * nr * ku;
+  // packed[e]: e = (bb * col_panels + panel) * b_panel + (group * NR + j) * KU + u
+  Op pack;
+  pack.name = gemm.name + "_pack_b";
+  pack.inputs = gemm.inputs;
+  const Expr e = var(0);
+  const Expr panel_flat = floordiv(e, geo.b_panel), within = floormod(e, geo.b_panel);
+  const Expr bb = floordiv(panel_flat, geo.col_panels), panel = floormod(panel_flat, geo.col_panels);
+  const Expr group = floordiv(within, nr * ku), j = floormod(floordiv(within, ku), nr), u = floormod(within, ku);
+  const Expr k = group * ku + u, n = panel * nr + j;
+  const Expr value = substitute_vars(match->b, geo.op_vars(bb, int_imm(0), n, k));
+  const Expr valid = logical_and(logical_and(lt(within, int_imm(panel_values)), lt(k, int_imm(match->k))),
+                                 lt(n, int_imm(match->cols())));
+  pack.body = select(valid, cast(DType::kI8, cast(DType::kI32, value) + int_imm(geo.b_offset, DType::kI32)),
+                     int_imm(0, DType::kI8));
+  Tensor packed_t;
+  packed_t.name = pack.name;
+  packed_t.dtype = DType::kI8;
+  packed_t.shape = {geo.b_batches() * geo.col_panels * geo.b_panel};
+  packed_t.kind = TensorKind::kConstant;
+  pack.output = g.add_tensor(packed_t);
+  drop_unused_inputs(pack);
+  auto bytes = evaluate_op(g, pack);
+  // Column sums of the packed values, for the zero-point correction.
+  std::vector<uint8_t> sums(static_cast<size_t>(geo.b_batches() * geo.col_panels * nr * 4));
+  for (int64_t p = 0; p < geo.b_batches() * geo.col_panels; ++p)
+    for (int64_t jj = 0; jj < nr; ++jj) {
+      int32_t s = 0;
+      for (int64_t gg = 0; gg < geo.k_groups; ++gg)
+        for (int64_t uu = 0; uu < ku; ++uu)
+          s += static_cast<int8_t>((*bytes)[static_cast<size_t>(p * geo.b_panel + (gg * nr + jj) * ku + uu)]);
+      std::memcpy(&sums[static_cast<size_t>((p * nr + jj) * 4)], &s, 4);
+    }
+  g.tensor(pack.output).data = bytes;
+  Tensor colsum_t;
+  colsum_t.name = gemm.name + "_colsum_b";
+  colsum_t.dtype = DType::kI32;
+  colsum_t.shape = {geo.b_batches() * geo.col_panels * nr};
+  colsum_t.kind = TensorKind::kConstant;
+  colsum_t.data = std::make_shared<const std::vector<uint8_t>>(std::move(sums));
+  return {pack.output, g.add_tensor(colsum_t)};
+}
+
+namespace {
+
+class IntGemmLowering {
+ public:
+  IntGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
+                  const PackedWeights& packed)
+      : g_(g), gemm_(single_gemm_phase(g, ks, &phases_)),
+        geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed) {
+    const Op& root = phases_.back();
+    kernel_.name = root.name;
+    for (const Op& p : phases_)
+      kernel_.source_nodes.insert(kernel_.source_nodes.end(), p.source_nodes.begin(), p.source_nodes.end());
+    kernel_.schedule = ks;
+    kernel_.ukernel = "qgemm_" + v.name;
+    for (TensorId t : gemm_.inputs) add_global_buffer(kernel_, g, t, false);
+    if (phases_.size() == 2)
+      for (TensorId t : phases_[1].inputs)
+        epilogue_buffers_.push_back(t == gemm_.output ? -1 : add_global_buffer(kernel_, g, t, false));
+    if (packed_.panels >= 0) {
+      panels_ = add_global_buffer(kernel_, g, packed_.panels, false);
+      colsums_ = add_global_buffer(kernel_, g, packed_.colsums, false);
+    }
+    output_ = add_global_buffer(kernel_, g, root.output, true);
+  }
+
+  Kernel build() {
+    const scheduler::IntGemm& m = geo_.m;
+    const IntGemmVariant& v = geo_.v;
+    kernel_.flops = 2 * m.batches() * m.rows() * m.cols() * m.k;
+    const int vb = new_var("b", m.batches()), vm = new_var("mb", geo_.row_blocks);
+    const Expr row0 = var(vm) * (geo_.row_panels * v.mr);
+    const int apack = add_local("a_panels", geo_.a_packed, geo_.row_panels * geo_.a_panel);
+    const int rowsum = add_local("a_rowsums", DType::kI32, geo_.row_panels * v.mr);
+    const int ctile = add_local("c_tile", DType::kI32, v.mr * v.nr);
+    std::vector<Stmt> block{pack_a(vb, row0, apack), row_sums(apack, rowsum)};
+
+    const int vn = new_var("nb", geo_.col_panels);
+    CallArg b_arg;
+    Expr colsum;  // of column j (var) of panel vn
+    const int vj = new_var("j", v.nr);
+    std::vector<Stmt> panel_body;
+    int bpack = -1, bsum = -1;
+    if (panels_ >= 0) {
+      const Expr bb = m.batch_axes > 0 ? var(vb) : int_imm(0);
+      b_arg = {panels_, (bb * geo_.col_panels + var(vn)) * geo_.b_panel};
+      colsum = load(colsums_, DType::kI32, {(bb * geo_.col_panels + var(vn)) * v.nr + var(vj)});
+    } else {
+      bpack = add_local("b_panel", DType::kI8, geo_.b_panel);
+      bsum = add_local("b_colsums", DType::kI32, v.nr);
+      panel_body.push_back(pack_b(vb, vn, bpack));
+      panel_body.push_back(col_sums(bpack, bsum));
+      b_arg = {bpack, int_imm(0)};
+      colsum = load(bsum, DType::kI32, {var(vj)});
+    }
+    const int vp = new_var("p", geo_.row_panels), vi = new_var("i", v.mr);
+    const Expr row = row0 + var(vp) * v.mr + var(vi), col = var(vn) * v.nr + var(vj);
+    // za' and zb' include the packing offsets.
+    const Expr za = op_value(gemm_, geo_.m.za, geo_.op_vars(var(vb), min(row, int_imm(m.rows() - 1)), int_imm(0),
+                                                             int_imm(0))) + int_imm(geo_.a_offset, DType::kI32);
+    const Expr zb = op_value(gemm_, geo_.m.zb, geo_.op_vars(var(vb), int_imm(0), min(col, int_imm(m.cols() - 1)),
+                                                             int_imm(0))) + int_imm(geo_.b_offset, DType::kI32);
+    const Expr c = load(ctile, DType::kI32, {var(vi) * v.nr + var(vj)});
+    const Expr rs = load(rowsum, DType::kI32, {var(vp) * v.mr + var(vi)});
+    const Expr acc = c - zb * rs - za * colsum + int_imm(m.k, DType::kI32) * za * zb;
+    Stmt store = make_if(logical_and(lt(row, int_imm(m.rows())), lt(col, int_imm(m.cols()))),
+                         {output_store(var(vb), row, col, acc)});
+    Stmt tile_loops = make_for(vi, int_imm(v.mr), LoopKind::kUnrolled,
+                               {make_for(vj, int_imm(v.nr), LoopKind::kSerial, {store})});
+    Stmt call = make_call("tg_qgemm::tile", {{-1, int_imm(geo_.k_groups)},
+                                             {apack, var(vp) * geo_.a_panel},
+                                             b_arg,
+                                             {ctile, int_imm(0)}});
+    Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
+    panel_body.push_back(make_for(vp, int_imm(geo_.row_panels), LoopKind::kSerial, {panel}));
+    Stmt panels = make_for(vn, int_imm(geo_.col_panels), LoopKind::kSerial, panel_body);
+    if (bpack >= 0) panels = make_allocate(bpack, {make_allocate(bsum, {panels})});
+    block.push_back(make_allocate(ctile, {panels}));
+    Stmt body = make_allocate(apack, {make_allocate(rowsum, block)});
+    body = make_for(vm, int_imm(geo_.row_blocks), LoopKind::kSerial, {body});
+    kernel_.body = make_for(vb, int_imm(m.batches()), LoopKind::kParallel, {body}, 2);
+    return std::move(kernel_);
+  }
+
+ private:
+  int new_var(const std::string& name, int64_t extent) {
+    kernel_.var_names.push_back(name);
+    bounds_.push_back(Interval::range(extent));
+    return static_cast<int>(kernel_.var_names.size() - 1);
+  }
+
+  int add_local(const std::string& name, DType dtype, int64_t elements) {
+    Buffer b;
+    b.name = name;
+    b.dtype = dtype;
+    b.elements = elements;
+    b.scope = MemoryScope::kLocal;
+    b.alignment = 64;  // packed panels: the micro-kernel's vector loads
+    kernel_.buffers.push_back(b);
+    return static_cast<int>(kernel_.buffers.size() - 1);
+  }
+
+  // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
+  Expr op_value(const Op& op, const Expr& e, const std::vector<Expr>& vars) {
+    return finalize_indices(to_kernel_loads(g_, op, substitute_vars(e, vars), bounds_), bounds_);
+  }
+
+  // a_panels[(p * a_panel) + (g * MR + i) * KU + u] = A(row0 + p*MR + i, g*KU + u) + offset
+  Stmt pack_a(int vb, const Expr& row0, int apack) {
+    const IntGemmVariant& v = geo_.v;
+    const int vp = new_var("pa", geo_.row_panels), vg = new_var("ga", geo_.k_groups);
+    const int vi = new_var("ia", v.mr), vu = new_var("ua", v.ku);
+    const Expr row = min(row0 + var(vp) * v.mr + var(vi), int_imm(geo_.m.rows() - 1));
+    const Expr k = var(vg) * v.ku + var(vu);
+    const Expr a = op_value(gemm_, geo_.m.a, geo_.op_vars(var(vb), row, int_imm(0), min(k, int_imm(geo_.m.k - 1))));
+    Expr value = cast(geo_.a_packed, cast(DType::kI32, a) + int_imm(geo_.a_offset, DType::kI32));
+    if (geo_.k_groups * v.ku != geo_.m.k) value = select(lt(k, int_imm(geo_.m.k)), value, int_imm(0, geo_.a_packed));
+    const Expr index = var(vp) * geo_.a_panel + (var(vg) * v.mr + var(vi)) * v.ku + var(vu);
+    Stmt s = make_store(apack, finalize_indices(index, bounds_), value);
+    s = make_for(vu, int_imm(v.ku), LoopKind::kSerial, {s});
+    s = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {s});
+    s = make_for(vg, int_imm(geo_.k_groups), LoopKind::kSerial, {s});
+    return make_for(vp, int_imm(geo_.row_panels), LoopKind::kSerial, {s});
+  }
+
+  // Sums along k of each packed row (of each packed column for B).
+  Stmt sums(int packed, DType packed_type, int sum_buffer, int64_t panels, int64_t panel_bytes, int64_t lanes,
+            const std::string& tag) {
+    const IntGemmVariant& v = geo_.v;
+    const int vp = new_var("p" + tag, panels), vl = new_var("l" + tag, lanes);
+    const int vg = new_var("g" + tag, geo_.k_groups), vu = new_var("u" + tag, v.ku);
+    const Expr slot = var(vp) * lanes + var(vl);
+    const Expr value = load(packed, packed_type,
+                            {var(vp) * panel_bytes + (var(vg) * lanes + var(vl)) * v.ku + var(vu)});
+    Stmt add = make_store(sum_buffer, slot, load(sum_buffer, DType::kI32, {slot}) + cast(DType::kI32, value));
+    add = make_for(vu, int_imm(v.ku), LoopKind::kSerial, {add});
+    add = make_for(vg, int_imm(geo_.k_groups), LoopKind::kSerial, {add});
+    Stmt lane = make_for(vl, int_imm(lanes), LoopKind::kSerial,
+                         {make_store(sum_buffer, slot, int_imm(0, DType::kI32)), add});
+    return make_for(vp, int_imm(panels), LoopKind::kSerial, {lane});
+  }
+  Stmt row_sums(int apack, int rowsum) {
+    return sums(apack, geo_.a_packed, rowsum, geo_.row_panels, geo_.a_panel, geo_.v.mr, "r");
+  }
+  Stmt col_sums(int bpack, int bsum) { return sums(bpack, DType::kI8, bsum, 1, geo_.b_panel, geo_.v.nr, "c"); }
+
+  // b_panel[(g * NR + j) * KU + u] = B(g*KU + u, nb*NR + j) + offset
+  Stmt pack_b(int vb, int vn, int bpack) {
+    const IntGemmVariant& v = geo_.v;
+    const int vg = new_var("gb", geo_.k_groups), vj = new_var("jb", v.nr), vu = new_var("ub", v.ku);
+    const Expr col = var(vn) * v.nr + var(vj), k = var(vg) * v.ku + var(vu);
+    const Expr b = op_value(gemm_, geo_.m.b, geo_.op_vars(var(vb), int_imm(0), min(col, int_imm(geo_.m.cols() - 1)),
+                                                           min(k, int_imm(geo_.m.k - 1))));
+    Expr value = cast(DType::kI8, cast(DType::kI32, b) + int_imm(geo_.b_offset, DType::kI32));
+    value = select(logical_and(lt(k, int_imm(geo_.m.k)), lt(col, int_imm(geo_.m.cols()))), value,
+                   int_imm(0, DType::kI8));
+    Stmt s = make_store(bpack, finalize_indices((var(vg) * v.nr + var(vj)) * v.ku + var(vu), bounds_),
+                        simplify(value, bounds_));
+    s = make_for(vu, int_imm(v.ku), LoopKind::kSerial, {s});
+    s = make_for(vj, int_imm(v.nr), LoopKind::kSerial, {s});
+    return make_for(vg, int_imm(geo_.k_groups), LoopKind::kSerial, {s});
+  }
+
+  // out[b, row, col] = epilogue(acc), or acc itself.
+  Stmt output_store(const Expr& b, const Expr& row, const Expr& col, const Expr& acc) {
+    const std::vector<Expr> coords = geo_.coords(b, row, col);
+    const Expr index = finalize_indices(linear_index(geo_.m.out_shape, coords), bounds_);
+    if (phases_.size() == 1) return make_store(output_, index, acc);
+    const Op& epi = phases_[1];
+    Expr e = to_kernel_loads(g_, epi, substitute_vars(epi.body, coords), bounds_);
+    e = rewrite(e, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kLoad) return nullptr;
+      const int buffer = epilogue_buffers_.at(static_cast<size_t>(n->int_value));
+      if (buffer < 0) return acc;
+      return load(buffer, n->dtype, n->args);
+    });
+    return make_store(output_, index, finalize_indices(e, bounds_));
+  }
+
+  const Graph& g_;
+  std::vector<Op> phases_;
+  Op gemm_;
+  Geometry geo_;
+  PackedWeights packed_;
+  Kernel kernel_;
+  std::vector<Interval> bounds_;
+  std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
+  int panels_ = -1, colsums_ = -1, output_ = -1;
+};
+
+}  // namespace
+
+Kernel lower_int_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
+                             const PackedWeights& packed) {
+  return IntGemmLowering(g, ks, v, packed).build();
+}
+
+}  // namespace tilegraph::codegen

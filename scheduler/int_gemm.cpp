@@ -1,0 +1,199 @@
+#include "scheduler/int_gemm.h"
+
+#include <algorithm>
+#include <set>
+
+#include "compiler/ir/error.h"
+
+namespace tilegraph::scheduler {
+
+namespace {
+
+std::set<int> vars_of(const Expr& e) {
+  std::set<int> ids;
+  visit(e, [&](const Expr& n) {
+    if (n->kind == ExprKind::kVar) ids.insert(static_cast<int>(n->int_value));
+  });
+  return ids;
+}
+
+bool uses_any(const Expr& e, int lo, int hi) {
+  for (int v : vars_of(e))
+    if (v >= lo && v < hi) return true;
+  return false;
+}
+
+bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
+
+// (i32(E) - Z) or i32(E): the quantized operand E and its zero point Z.
+bool match_operand(const Expr& e, Expr* value, Expr* zero_point) {
+  Expr x = e;
+  *zero_point = int_imm(0, DType::kI32);
+  if (x->kind == ExprKind::kBinary && x->binary_op == BinaryOp::kSub) {
+    *zero_point = x->args[1];
+    x = x->args[0];
+  }
+  if (x->kind != ExprKind::kCast || x->dtype != DType::kI32 || !is_int8(x->args[0]->dtype)) return false;
+  *value = x->args[0];
+  return !has_indirect_load(*value);
+}
+
+}  // namespace
+
+int64_t IntGemm::batches() const {
+  int64_t n = 1;
+  for (int d = 0; d < batch_axes; ++d) n *= out_shape[static_cast<size_t>(d)];
+  return n;
+}
+
+int64_t IntGemm::rows() const {
+  int64_t n = 1;
+  for (size_t d = static_cast<size_t>(batch_axes); d + 1 < out_shape.size(); ++d) n *= out_shape[d];
+  return n;
+}
+
+std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
+  const Tensor& out = g.tensor(op.output);
+  const int rank = static_cast<int>(out.shape.size());
+  if (op.reduction != Reduction::kSum || op.reduce_extents.size() != 1 || out.dtype != DType::kI32 ||
+      rank < 1 || op.body->kind != ExprKind::kBinary || op.body->binary_op != BinaryOp::kMul)
+    return std::nullopt;
+  IntGemm m;
+  m.out_shape = out.shape;
+  m.k_var = rank;
+  m.k = op.reduce_extents[0];
+  Expr x, y, zx, zy;
+  if (!match_operand(op.body->args[0], &x, &zx) || !match_operand(op.body->args[1], &y, &zy))
+    return std::nullopt;
+  const int n_var = rank - 1;
+  // B is the operand that reads N.
+  if (uses_any(x, n_var, n_var + 1)) {
+    std::swap(x, y);
+    std::swap(zx, zy);
+  }
+  if (uses_any(x, n_var, n_var + 1)) return std::nullopt;
+  // Batch axes: up to the last leading axis B reads.
+  int batch = 0;
+  for (int d = 0; d < n_var; ++d)
+    if (uses_any(y, d, d + 1)) batch = d + 1;
+  if (batch == n_var && n_var > 0) {
+    // B reads every leading axis: the last one is M (a 1-row GEMM per batch).
+    batch = n_var;
+  }
+  m.batch_axes = batch;
+  if (uses_any(zx, m.k_var, m.k_var + 1) || uses_any(zx, n_var, n_var + 1) ||
+      uses_any(zy, m.k_var, m.k_var + 1) || uses_any(zy, batch, n_var))
+    return std::nullopt;
+  m.a = x;
+  m.b = y;
+  m.za = zx;
+  m.zb = zy;
+  return m;
+}
+
+bool is_int8_contraction(const Graph& g, const Op& op) {
+  if (op.reduction != Reduction::kSum || op.reduce_extents.empty()) return false;
+  bool int8 = false;
+  visit(op.body, [&](const Expr& n) {
+    if (n->kind == ExprKind::kCast && is_int8(n->args[0]->dtype)) int8 = true;
+    if (n->kind == ExprKind::kLoad && is_int8(g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).dtype) &&
+        n->dtype != DType::kBool)
+      int8 = true;
+  });
+  return int8;
+}
+
+namespace {
+
+// Does `op` read tensor `t` only at its own output index (v0, ..., vr-1;
+// 0 along dims of extent 1, as broadcasting spells it)?
+bool reads_at_identity(const Op& op, TensorId t, const Shape& shape) {
+  const int rank = static_cast<int>(shape.size());
+  bool ok = true, any = false;
+  for (size_t s = 0; s < op.inputs.size(); ++s) {
+    if (op.inputs[s] != t) continue;
+    visit(op.body, [&](const Expr& n) {
+      if (n->kind != ExprKind::kLoad || n->int_value != static_cast<int64_t>(s)) return;
+      any = true;
+      if (static_cast<int>(n->args.size()) != rank) { ok = false; return; }
+      for (int d = 0; d < rank; ++d)
+        if ((n->args[d]->kind != ExprKind::kVar || n->args[d]->int_value != d) &&
+            !(shape[static_cast<size_t>(d)] == 1 && is_const_int(n->args[d])))
+          ok = false;
+    });
+  }
+  return ok && any;
+}
+
+}  // namespace
+
+int use_int_gemm_ukernels(const Graph& g, Schedule& schedule) {
+  std::vector<int> consumers_of(g.tensors.size(), 0);
+  for (const Op& op : g.ops)
+    for (TensorId t : std::set<TensorId>(op.inputs.begin(), op.inputs.end())) ++consumers_of[t];
+  std::vector<int> kernel_of_op(g.ops.size(), -1);
+  for (size_t k = 0; k < schedule.kernels.size(); ++k)
+    for (int op : schedule.kernels[k].ops) kernel_of_op[static_cast<size_t>(op)] = static_cast<int>(k);
+  // Moving a consumer into kernel k is safe when everything else it reads
+  // is ready before kernel k runs.
+  auto ready_before = [&](const KernelSchedule& consumer, size_t k, TensorId acc) {
+    for (int op : consumer.ops)
+      for (TensorId t : g.ops[static_cast<size_t>(op)].inputs) {
+        if (t == acc) continue;
+        const int producer = g.producer(t);
+        if (producer >= 0 && kernel_of_op[static_cast<size_t>(producer)] >= static_cast<int>(k) &&
+            std::find(consumer.ops.begin(), consumer.ops.end(), producer) == consumer.ops.end())
+          return false;
+      }
+    return true;
+  };
+  std::vector<bool> removed(schedule.kernels.size(), false);
+  int count = 0;
+  for (size_t k = 0; k < schedule.kernels.size(); ++k) {
+    KernelSchedule& ks = schedule.kernels[k];
+    if (removed[k] || ks.block_kernel) continue;
+    const std::vector<Op> phases = phase_ops(g, ks);
+    if (phases.size() != 1 || !match_int_gemm(g, phases[0])) continue;
+    ks.int_gemm = true;
+    ++count;
+    const TensorId acc = phases[0].output;
+    if (consumers_of[acc] != 1 ||
+        std::find(g.outputs.begin(), g.outputs.end(), acc) != g.outputs.end())
+      continue;
+    // The consumer kernel: elementwise ops only, which become one expression
+    // (every internal edge kept in registers) of the accumulator's shape.
+    for (size_t c = k + 1; c < schedule.kernels.size(); ++c) {
+      if (removed[c]) continue;
+      KernelSchedule consumer = schedule.kernels[c];
+      bool reads_acc = false, elementwise = consumer.extra_outputs.empty();
+      for (int op : consumer.ops) {
+        const Op& o = g.ops[static_cast<size_t>(op)];
+        reads_acc |= std::find(o.inputs.begin(), o.inputs.end(), acc) != o.inputs.end();
+        elementwise &= o.reduction == Reduction::kNone;
+      }
+      if (!reads_acc) continue;
+      if (!elementwise) break;
+      for (FusedEdge& e : consumer.edges) e.level = Connection::kRegister;
+      const std::vector<Op> cphases = phase_ops(g, consumer);
+      if (cphases.size() != 1) break;
+      const Op& epi = cphases[0];
+      const Tensor& out = g.tensor(epi.output);
+      if (out.shape == g.tensor(acc).shape && reads_at_identity(epi, acc, out.shape) &&
+          ready_before(consumer, k, acc)) {
+        const int gemm_op = ks.ops.back();
+        ks.ops.insert(ks.ops.end(), consumer.ops.begin(), consumer.ops.end());
+        ks.edges.insert(ks.edges.end(), consumer.edges.begin(), consumer.edges.end());
+        ks.edges.push_back({gemm_op, consumer.ops.back(), Connection::kShared});
+        removed[c] = true;
+      }
+      break;
+    }
+  }
+  std::vector<KernelSchedule> kept;
+  for (size_t k = 0; k < schedule.kernels.size(); ++k)
+    if (!removed[k]) kept.push_back(std::move(schedule.kernels[k]));
+  schedule.kernels = std::move(kept);
+  return count;
+}
+
+}  // namespace tilegraph::scheduler

@@ -1,0 +1,82 @@
+"""INT8 models quantized by onnxruntime.quantization, compiled for the host CPU:
+
+* outputs match onnxruntime: exactly (max_rel 0) for the dynamic and QOperator
+  forms and, for QDQ, against onnxruntime with graph optimizations off (which
+  runs Quantize/DequantizeLinear as written; with them on, onnxruntime fuses
+  QDQ into integer kernels that round requantization differently, by a few
+  quantization steps of the output);
+* every quantized matmul / batch matmul runs on the int8 micro-kernel
+  (asserted from manifest.json: no kernel with `int8_matmul` lacks `ukernel`);
+* every x86 micro-kernel variant the CPU can run (TILEGRAPH_QGEMM_VARIANT).
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from tilegraph._common import find_tilegraph_bin
+
+pytest.importorskip("onnxruntime.quantization")
+import make_quantized_models  # noqa: E402
+
+
+def _cpu_flags():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+FLAGS = _cpu_flags()
+VARIANTS = ["scalar"] + (["avx2"] if "avx2" in FLAGS else []) + \
+           (["avx512vnni"] if {"avx512_vnni", "avx512bw"} <= FLAGS else [])
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quantized")
+    make_quantized_models.main(str(out))
+    return out
+
+
+def _cases():
+    for v in VARIANTS:
+        yield "attn_dynamic", v
+    for name in ("attn_qdq", "attn_qdq_s8"):
+        yield name, VARIANTS[-1]
+
+
+@pytest.mark.parametrize("name,variant", list(_cases()))
+def test_quantized_model(models, name, variant, tmp_path):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / name
+    prefix.mkdir()
+    (prefix / "model.onnx").write_bytes((models / name / "model.onnx").read_bytes())
+    env = dict(os.environ, TILEGRAPH_QGEMM_VARIANT=variant,
+               PYTHONPATH=str(REPO / "python"))
+    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    assert f"on the int8 micro-kernel (qgemm_{variant})" in tune.stdout
+
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    int8 = [k for k in manifest["kernels"] if k["int8_matmul"]]
+    assert int8, "the model's quantized matmuls were not recognized"
+    naive = [k["name"] for k in int8 if k.get("ukernel") != f"qgemm_{variant}"]
+    assert not naive, f"quantized matmuls off the micro-kernel path: {naive}"
+
+    reference = ["--reference-opt", "none"] if "qdq" in name else []
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "1e-5",
+                          *reference], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=env, timeout=600)
+    print(acc.stdout)
+    assert acc.returncode == 0, acc.stdout
