@@ -53,31 +53,38 @@ struct Geometry {
     b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
     a_packed = v.a_unsigned ? DType::kU8 : DType::kI8;
   }
-  int64_t b_batches() const { return m.batch_axes > 0 ? m.batches() : 1; }
+  int64_t b_batches() const { return m.batches(); }
   int rank() const { return static_cast<int>(m.out_shape.size()); }
 
-  // Coordinates of the output (and op vars 0..rank-1) for flat batch b, row r, column c.
+  // Output coordinates (= op vars 0..rank-1) for flat batch b, row r, column c.
   std::vector<Expr> coords(const Expr& b, const Expr& r, const Expr& c) const {
-    std::vector<Expr> out(static_cast<size_t>(rank()));
-    Expr rest_b = b, rest_r = r;
-    for (int d = m.batch_axes; d-- > 0;) {
-      const int64_t e = m.out_shape[static_cast<size_t>(d)];
-      out[static_cast<size_t>(d)] = d == 0 ? rest_b : floormod(rest_b, e);
-      rest_b = floordiv(rest_b, e);
-    }
-    for (int d = rank() - 1; d-- > m.batch_axes;) {
-      const int64_t e = m.out_shape[static_cast<size_t>(d)];
-      out[static_cast<size_t>(d)] = d == m.batch_axes ? rest_r : floormod(rest_r, e);
-      rest_r = floordiv(rest_r, e);
-    }
-    out.back() = c;
+    std::vector<Expr> out(static_cast<size_t>(rank()), int_imm(0));
+    unflatten(b, m.batch_axes, m.out_shape, &out);
+    unflatten(r, m.row_axes, m.out_shape, &out);
+    unflatten(c, m.col_axes, m.out_shape, &out);
     return out;
   }
-  // The op's vars for an operand value at (b, r, c) and reduce index k.
+  // The op's vars for an operand value at (b, r, c) and flat reduce index k.
   std::vector<Expr> op_vars(const Expr& b, const Expr& r, const Expr& c, const Expr& k) const {
     std::vector<Expr> vars = coords(b, r, c);
-    vars.push_back(k);
+    std::vector<int> k_axes;
+    for (size_t i = 0; i < m.k_extents.size(); ++i) k_axes.push_back(static_cast<int>(i));
+    std::vector<Expr> ks(m.k_extents.size());
+    unflatten(k, k_axes, m.k_extents, &ks);
+    vars.insert(vars.end(), ks.begin(), ks.end());
     return vars;
+  }
+
+ private:
+  // Splits flat index x (row-major over `axes` of `shape`) into (*out)[axis].
+  static void unflatten(const Expr& x, const std::vector<int>& axes, const Shape& shape,
+                        std::vector<Expr>* out) {
+    Expr rest = x;
+    for (size_t i = axes.size(); i-- > 0;) {
+      const int64_t e = shape[static_cast<size_t>(axes[i])];
+      (*out)[static_cast<size_t>(axes[i])] = i == 0 ? rest : floormod(rest, e);
+      rest = floordiv(rest, e);
+    }
   }
 };
 
@@ -185,7 +192,7 @@ class IntGemmLowering {
     std::vector<Stmt> panel_body;
     int bpack = -1, bsum = -1;
     if (panels_ >= 0) {
-      const Expr bb = m.batch_axes > 0 ? var(vb) : int_imm(0);
+      const Expr bb = var(vb);
       b_arg = {panels_, (bb * geo_.col_panels + var(vn)) * geo_.b_panel};
       colsum = load(colsums_, DType::kI32, {(bb * geo_.col_panels + var(vn)) * v.nr + var(vj)});
     } else {

@@ -40,50 +40,48 @@ bool match_operand(const Expr& e, Expr* value, Expr* zero_point) {
 
 }  // namespace
 
-int64_t IntGemm::batches() const {
+int64_t IntGemm::extent(const std::vector<int>& axes) const {
   int64_t n = 1;
-  for (int d = 0; d < batch_axes; ++d) n *= out_shape[static_cast<size_t>(d)];
-  return n;
-}
-
-int64_t IntGemm::rows() const {
-  int64_t n = 1;
-  for (size_t d = static_cast<size_t>(batch_axes); d + 1 < out_shape.size(); ++d) n *= out_shape[d];
+  for (int d : axes) n *= out_shape[static_cast<size_t>(d)];
   return n;
 }
 
 std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
   const Tensor& out = g.tensor(op.output);
   const int rank = static_cast<int>(out.shape.size());
-  if (op.reduction != Reduction::kSum || op.reduce_extents.size() != 1 || out.dtype != DType::kI32 ||
-      rank < 1 || op.body->kind != ExprKind::kBinary || op.body->binary_op != BinaryOp::kMul)
+  const int reduce_rank = static_cast<int>(op.reduce_extents.size());
+  if (op.reduction != Reduction::kSum || reduce_rank < 1 || out.dtype != DType::kI32 || rank < 1 ||
+      op.body->kind != ExprKind::kBinary || op.body->binary_op != BinaryOp::kMul)
     return std::nullopt;
   IntGemm m;
   m.out_shape = out.shape;
-  m.k_var = rank;
-  m.k = op.reduce_extents[0];
+  m.k_extents = op.reduce_extents;
+  m.k = 1;
+  for (int64_t e : op.reduce_extents) m.k *= e;
   Expr x, y, zx, zy;
   if (!match_operand(op.body->args[0], &x, &zx) || !match_operand(op.body->args[1], &y, &zy))
     return std::nullopt;
-  const int n_var = rank - 1;
-  // B is the operand that reads N.
-  if (uses_any(x, n_var, n_var + 1)) {
+  auto reads = [](const Expr& e, int axis) { return uses_any(e, axis, axis + 1); };
+  // B is the operand reading the last axis, or the only one reading some axis.
+  bool x_has_own_axis = false, y_has_own_axis = false;
+  for (int d = 0; d < rank; ++d) {
+    x_has_own_axis |= reads(x, d) && !reads(y, d);
+    y_has_own_axis |= reads(y, d) && !reads(x, d);
+  }
+  if ((reads(x, rank - 1) && !reads(y, rank - 1)) || (x_has_own_axis && !y_has_own_axis)) {
     std::swap(x, y);
     std::swap(zx, zy);
   }
-  if (uses_any(x, n_var, n_var + 1)) return std::nullopt;
-  // Batch axes: up to the last leading axis B reads.
-  int batch = 0;
-  for (int d = 0; d < n_var; ++d)
-    if (uses_any(y, d, d + 1)) batch = d + 1;
-  if (batch == n_var && n_var > 0) {
-    // B reads every leading axis: the last one is M (a 1-row GEMM per batch).
-    batch = n_var;
+  for (int d = 0; d < rank; ++d) {
+    const bool by_a = reads(x, d) || reads(zx, d), by_b = reads(y, d) || reads(zy, d);
+    (by_b ? (by_a ? m.batch_axes : m.col_axes) : m.row_axes).push_back(d);
   }
-  m.batch_axes = batch;
-  if (uses_any(zx, m.k_var, m.k_var + 1) || uses_any(zx, n_var, n_var + 1) ||
-      uses_any(zy, m.k_var, m.k_var + 1) || uses_any(zy, batch, n_var))
-    return std::nullopt;
+  if (m.col_axes.empty()) return std::nullopt;  // not a product of two matrices
+  for (int d : m.col_axes)
+    if (reads(zx, d)) return std::nullopt;
+  for (int d : m.row_axes)
+    if (reads(zy, d)) return std::nullopt;
+  if (uses_any(zx, rank, rank + reduce_rank) || uses_any(zy, rank, rank + reduce_rank)) return std::nullopt;
   m.a = x;
   m.b = y;
   m.za = zx;

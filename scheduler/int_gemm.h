@@ -2,15 +2,19 @@
 // them, and fusing each one's elementwise consumer into it as the epilogue,
 // so int32 accumulators never reach memory.
 //
-// The canonical form (what the ONNX frontend emits for MatMulInteger and
-// QLinearMatMul, and compiler/passes/quantize_matmul for QDQ matmuls):
-//   out[v0..vr-1] = sum_k (i32(EA) - ZA) * (i32(EB) - ZB)        (int32)
-// EA / EB are int8 or uint8 expressions (usually a load; a fused quantize
-// producer also fits: packing evaluates it once per element), ZA / ZB the
-// zero points (absent means 0). The output's last axis is the GEMM's N; the
-// leading axes B depends on are batch axes; the axes between form M
-// (flattened). EA may not depend on N, EB not on M; ZA not on k or N, ZB not
-// on k or M.
+// The canonical form (what the ONNX frontend emits for MatMulInteger,
+// QLinearMatMul, ConvInteger and QLinearConv, and compiler/passes/
+// quantize_matmul for QDQ matmuls and convs):
+//   out[v..] = sum over the reduce axes (i32(EA) - ZA) * (i32(EB) - ZB)   (int32)
+// EA / EB are int8 or uint8 expressions (a load; a fused quantize producer or
+// a convolution window with its padding select fit too: packing evaluates
+// them once per element), ZA / ZB the zero points (absent means 0).
+// Output axes split three ways: N axes (read by B, not by A), batch axes
+// (read by both), M axes (not read by B). A GEMM is then, per flattened
+// batch, rows = flattened M axes x cols = flattened N axes, and K = all
+// reduce axes flattened: a matmul [.., M, N] has N = its last axis, a conv
+// [n, f, oh, ow] has N = {f} and M = {n, oh, ow}. ZA may not read k or N
+// axes, ZB not k or M axes.
 #pragma once
 #include <optional>
 #include <vector>
@@ -21,15 +25,18 @@
 namespace tilegraph::scheduler {
 
 struct IntGemm {
-  Expr a, b;            // EA, EB (dtype int8 / uint8), over the op's vars
-  Expr za, zb;          // int32 zero points (IntImm 0 when absent)
-  int batch_axes = 0;   // output axes [0, batch_axes) are batch
-  int k_var = -1;       // the reduce axis' var id (= output rank)
-  int64_t k = 0;        // reduce extent
+  Expr a, b;                     // EA, EB (dtype int8 / uint8), over the op's vars
+  Expr za, zb;                   // int32 zero points (IntImm 0 when absent)
+  std::vector<int> batch_axes;   // output axes of each role, in axis order
+  std::vector<int> row_axes;
+  std::vector<int> col_axes;
+  std::vector<int64_t> k_extents;  // the reduce axes (vars rank, rank+1, ...)
+  int64_t k = 0;                 // product of k_extents
   Shape out_shape;
-  int64_t batches() const;  // product of the batch extents
-  int64_t rows() const;     // M: product of the axes in [batch_axes, rank - 1)
-  int64_t cols() const { return out_shape.back(); }
+  int64_t batches() const { return extent(batch_axes); }
+  int64_t rows() const { return extent(row_axes); }
+  int64_t cols() const { return extent(col_axes); }
+  int64_t extent(const std::vector<int>& axes) const;
 };
 
 // The int GEMM `op` computes, if it has the canonical form.

@@ -10,9 +10,12 @@ namespace {
 
 bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
 
-bool uses_var(const Expr& e, int id) {
+// Does e read any var in [lo, hi) (the reduce axes)?
+bool uses_vars(const Expr& e, int lo, int hi) {
   bool found = false;
-  visit(e, [&](const Expr& n) { found |= n->kind == ExprKind::kVar && n->int_value == id; });
+  visit(e, [&](const Expr& n) {
+    found |= n->kind == ExprKind::kVar && n->int_value >= lo && n->int_value < hi;
+  });
   return found;
 }
 
@@ -23,7 +26,18 @@ struct Dequantized {
   Expr scale;  // float
 };
 
-bool match_dequantized(const Expr& e, int k_var, Dequantized* out) {
+bool match_dequantized(const Expr& e, int k_lo, int k_hi, Dequantized* out) {
+  // A convolution window's padding: select(in window, dequantized x, 0) is
+  // the dequantized select(in window, x, zero point).
+  if (e->kind == ExprKind::kSelect && is_const(e->args[2]) && is_float(e->dtype)) {
+    const Expr zero = e->args[2];
+    if (zero->kind != ExprKind::kFloatImm || zero->float_value != 0.0) return false;
+    Dequantized inner;
+    if (!match_dequantized(e->args[1], k_lo, k_hi, &inner)) return false;
+    const Expr pad = inner.zp ? inner.zp : int_imm(0, inner.q->dtype);
+    *out = {select(e->args[0], inner.q, pad), inner.zp, inner.scale};
+    return true;
+  }
   if (e->kind != ExprKind::kBinary || e->binary_op != BinaryOp::kMul) return false;
   for (int side = 0; side < 2; ++side) {
     Expr value = e->args[static_cast<size_t>(side)], scale = e->args[static_cast<size_t>(1 - side)];
@@ -35,7 +49,7 @@ bool match_dequantized(const Expr& e, int k_var, Dequantized* out) {
       zp = zp->args[0];
     }
     if (value->kind != ExprKind::kCast || !is_float(value->dtype) || !is_int8(value->args[0]->dtype)) continue;
-    if (uses_var(scale, k_var) || (zp && uses_var(zp, k_var)) || !is_float(scale->dtype)) continue;
+    if (uses_vars(scale, k_lo, k_hi) || (zp && uses_vars(zp, k_lo, k_hi)) || !is_float(scale->dtype)) continue;
     *out = {value->args[0], zp, scale};
     return true;
   }
@@ -63,7 +77,8 @@ Graph quantize_matmul(const Graph& g) {
   bool changed = false;
   for (const Op& op : g.ops) {
     const int rank = static_cast<int>(g.tensor(op.output).shape.size());
-    const bool float_matmul = op.reduction == Reduction::kSum && op.reduce_extents.size() == 1 &&
+    const int k_hi = rank + static_cast<int>(op.reduce_extents.size());
+    const bool float_matmul = op.reduction == Reduction::kSum && !op.reduce_extents.empty() &&
                               is_float(g.tensor(op.output).dtype) && op.body->kind == ExprKind::kBinary &&
                               op.body->binary_op == BinaryOp::kMul;
     if (!float_matmul) {
@@ -79,8 +94,8 @@ Graph quantize_matmul(const Graph& g) {
     }
     Dequantized a, b;
     if (inlined.body->kind != ExprKind::kBinary || inlined.body->binary_op != BinaryOp::kMul ||
-        !match_dequantized(inlined.body->args[0], rank, &a) ||
-        !match_dequantized(inlined.body->args[1], rank, &b)) {
+        !match_dequantized(inlined.body->args[0], rank, k_hi, &a) ||
+        !match_dequantized(inlined.body->args[1], rank, k_hi, &b)) {
       result.ops.push_back(op);
       continue;
     }

@@ -4,7 +4,7 @@
 
 namespace tilegraph::passes {
 
-// A float matmul or batch matmul whose operands are dequantized int8/uint8
+// A float matmul, batch matmul or convolution whose operands are dequantized int8/uint8
 // values, sum_k (sa*(a - za)) * (sb*(b - zb)) with scales and zero points
 // constant along k (per tensor, per row of A, per column of B), becomes
 //   acc = sum_k (i32(a) - za) * (i32(b) - zb)      (int32, scheduler/int_gemm.h)
