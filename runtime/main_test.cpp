@@ -38,6 +38,7 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <sched.h>
 #include <unistd.h>
 #endif
 
@@ -93,6 +94,22 @@ std::string describe(int dtype, const std::vector<int64_t>& shape) {
 
 // Two ONNX names may sanitize to the same file name; refuse rather than let
 // one file silently stand for two tensors.
+// Restricts the process to `cpus` before the kernels' thread pool starts
+// (its threads inherit the mask), like `taskset -c`.
+void pin_to_cpus(const std::vector<int>& cpus) {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0)
+    throw Failure(std::string("--cpu-ids: cannot run on those CPUs (") + std::strerror(errno) + ")", 2);
+  std::printf("pinned to %zu CPU(s)\n", cpus.size());
+#else
+  (void)cpus;
+  throw Failure("--cpu-ids is supported on Linux only", 2);
+#endif
+}
+
 void check_unique_files(const std::vector<TensorSpec>& specs, const char* kind) {
   std::map<std::string, std::string> seen;
   for (const TensorSpec& s : specs) {
@@ -493,7 +510,9 @@ int run(int argc, char** argv) {
   RunReport report;
   report.weights = find_weights(o, argv[0]);
   std::printf("weights: %s\n", report.weights.c_str());
-  if (o.threads > 0) tg_set_num_threads(o.threads);
+  if (!o.cpu_ids.empty()) pin_to_cpus(o.cpu_ids);
+  const int threads = o.threads > 0 ? o.threads : int(o.cpu_ids.size());
+  if (threads > 0) tg_set_num_threads(threads);
   Session session;
   tg_model* raw = nullptr;
   int rc = tg_model_create(report.weights.c_str(), &raw);

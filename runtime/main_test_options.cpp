@@ -30,6 +30,9 @@ const char kMainTestUsage[] =
     "  --iters N           timed iterations (default 100)\n"
     "  --duration SECONDS  run timed iterations for this long instead (at least one)\n"
     "  --threads N         threads the kernels use (tg_set_num_threads)\n"
+    "  --cpu-ids LIST      run on these CPUs only, e.g. 4-7 or 0,2 (sched_setaffinity;\n"
+    "                      the big cores of a big.LITTLE phone, like taskset); the\n"
+    "                      thread count defaults to the number of CPUs listed\n"
     "  --profile           after timing, run the same number of iterations with per-kernel\n"
     "                      profiling and print the kernels sorted by time\n"
     "  --export-json FILE  write statistics, profile, accuracy and tensor shapes as JSON\n"
@@ -69,6 +72,7 @@ void set_valued(MainTestOptions& o, const std::string& flag, const std::string& 
   else if (flag == "--warmup") o.warmup = parse_int(flag, value, 0, INT64_MAX);
   else if (flag == "--iters") o.iters = parse_int(flag, value, 1, INT64_MAX);
   else if (flag == "--threads") o.threads = int(parse_int(flag, value, 0, INT_MAX));
+  else if (flag == "--cpu-ids") o.cpu_ids = parse_cpu_list(value);
   else if (flag == "--seed") o.seed = uint64_t(parse_int(flag, value, 0, INT64_MAX));
   else if (flag == "--rtol") o.rtol = parse_non_negative(flag, value);
   else if (flag == "--duration") {
@@ -80,7 +84,7 @@ void set_valued(MainTestOptions& o, const std::string& flag, const std::string& 
 bool is_valued(const std::string& flag) {
   static const char* const kValued[] = {"--weights", "--inputs", "--outputs", "--expected",
                                         "--save-inputs", "--export-json", "--warmup", "--iters",
-                                        "--duration", "--threads", "--seed", "--rtol"};
+                                        "--duration", "--threads", "--seed", "--rtol", "--cpu-ids"};
   for (const char* known : kValued) {
     if (flag == known) return true;
   }
@@ -88,6 +92,24 @@ bool is_valued(const std::string& flag) {
 }
 
 }  // namespace
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (part.empty()) bad("--cpu-ids has an empty entry in '" + text + "'");
+    const size_t dash = part.find('-');
+    const int64_t lo = parse_int("--cpu-ids", dash == std::string::npos ? part : part.substr(0, dash), 0, 4095);
+    const int64_t hi = dash == std::string::npos ? lo : parse_int("--cpu-ids", part.substr(dash + 1), 0, 4095);
+    if (hi < lo) bad("--cpu-ids range '" + part + "' runs backwards");
+    for (int64_t c = lo; c <= hi; ++c) cpus.push_back(int(c));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return cpus;
+}
 
 MainTestOptions parse_main_test_options(int argc, const char* const* argv) {
   MainTestOptions o;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tilegraph::rt {
 
@@ -13,12 +14,16 @@ struct MainTestOptions {
   int64_t warmup = 10;
   int64_t iters = 100;
   double duration_s = 0;  // > 0: time iterations for this long instead of `iters`
-  int threads = 0;        // 0: the model's default
+  int threads = 0;        // 0: the model's default (one per --cpu-ids entry if given)
+  std::vector<int> cpu_ids;  // --cpu-ids: pin the process (and its threads) to these CPUs
   uint64_t seed = 0;
   double rtol = 1e-4;
   bool profile = false;
   bool help = false;
 };
+
+// "0,2,4-7" -> {0, 2, 4, 5, 6, 7}; throws std::invalid_argument naming the bad part.
+std::vector<int> parse_cpu_list(const std::string& text);
 
 // The --help text.
 extern const char kMainTestUsage[];

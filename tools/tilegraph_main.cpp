@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
 
   std::string run_prefix, run_arch = "host";
   std::vector<std::string> run_args;
-  auto* run_cmd = app.add_subcommand("run", "run the compiled model with main_test (flags after PREFIX go to main_test: --inputs DIR --outputs DIR --warmup N --iters N --duration S --threads N --profile --expected DIR --export-json FILE)");
+  auto* run_cmd = app.add_subcommand("run", "run the compiled model with main_test (flags after PREFIX go to main_test: --inputs DIR --outputs DIR --warmup N --iters N --duration S --threads N --cpu-ids LIST --profile --expected DIR --export-json FILE)");
   run_cmd->add_option("prefix", run_prefix, "model folder given to tune")->required();
   run_cmd->add_option("--arch", run_arch, "target the project was tuned for")->capture_default_str();
   run_cmd->allow_extras();

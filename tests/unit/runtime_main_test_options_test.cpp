@@ -79,12 +79,22 @@ TEST(MainTestOptions, OneLineErrors) {
   EXPECT_EQ(error_of({"--rtol", "-1"}), "--rtol expects a non-negative number, got '-1'");
   EXPECT_EQ(error_of({"--rtol", "inf"}), "--rtol expects a non-negative number, got 'inf'");
   EXPECT_EQ(error_of({"--profile=1"}), "--profile takes no value");
+  EXPECT_EQ(error_of({"--cpu-ids", "3-1"}), "--cpu-ids range '3-1' runs backwards");
+  EXPECT_EQ(error_of({"--cpu-ids", "0,x"}), "--cpu-ids expects an integer, got 'x'");
+  EXPECT_EQ(error_of({"--cpu-ids", "0,,1"}), "--cpu-ids has an empty entry in '0,,1'");
+}
+
+TEST(MainTestOptions, CpuIdsListsAndRanges) {
+  EXPECT_EQ(parse({"--cpu-ids", "4-7"}).cpu_ids, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(parse({"--cpu-ids=0,2,5-6"}).cpu_ids, (std::vector<int>{0, 2, 5, 6}));
+  EXPECT_EQ(parse({"--cpu-ids", "3"}).cpu_ids, (std::vector<int>{3}));
+  EXPECT_TRUE(parse({}).cpu_ids.empty());
 }
 
 TEST(MainTestOptions, UsageMentionsEveryFlag) {
   std::string usage = kMainTestUsage;
   for (const char* flag : {"--weights", "--inputs", "--seed", "--save-inputs", "--outputs", "--expected", "--rtol",
-                           "--warmup", "--iters", "--duration", "--threads", "--profile", "--export-json",
+                           "--warmup", "--iters", "--duration", "--threads", "--cpu-ids", "--profile", "--export-json",
                            "--help"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
