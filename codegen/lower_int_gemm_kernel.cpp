@@ -154,9 +154,9 @@ namespace {
 class IntGemmLowering {
  public:
   IntGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
-                  const PackedWeights& packed)
+                  const PackedWeights& packed, int cores)
       : g_(g), gemm_(single_gemm_phase(g, ks, &phases_)),
-        geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed) {
+        geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed), cores_(std::max(1, cores)) {
     const Op& root = phases_.back();
     kernel_.name = root.name;
     for (const Op& p : phases_)
@@ -185,7 +185,14 @@ class IntGemmLowering {
     const int ctile = add_local("c_tile", DType::kI32, v.mr * v.nr);
     std::vector<Stmt> block{pack_a(vb, row0, apack), row_sums(apack, rowsum)};
 
-    const int vn = new_var("nb", geo_.col_panels);
+    // Column panels in chunks, so that (batch, row block, chunk) gives every
+    // core a few tasks; each chunk packs its own copy of the A block.
+    const int64_t tasks = m.batches() * geo_.row_blocks;
+    const int64_t chunks = std::clamp<int64_t>((4 * cores_ + tasks - 1) / tasks, 1, geo_.col_panels);
+    const int64_t chunk_panels = (geo_.col_panels + chunks - 1) / chunks;
+    const int vc = new_var("nc", (geo_.col_panels + chunk_panels - 1) / chunk_panels);
+    const int vnl = new_var("nb", chunk_panels);
+    const Expr nb = var(vc) * chunk_panels + var(vnl);
     CallArg b_arg;
     Expr colsum;  // of column j (var) of panel vn
     const int vj = new_var("j", v.nr);
@@ -193,18 +200,18 @@ class IntGemmLowering {
     int bpack = -1, bsum = -1;
     if (panels_ >= 0) {
       const Expr bb = var(vb);
-      b_arg = {panels_, (bb * geo_.col_panels + var(vn)) * geo_.b_panel};
-      colsum = load(colsums_, DType::kI32, {(bb * geo_.col_panels + var(vn)) * v.nr + var(vj)});
+      b_arg = {panels_, (bb * geo_.col_panels + nb) * geo_.b_panel};
+      colsum = load(colsums_, DType::kI32, {(bb * geo_.col_panels + nb) * v.nr + var(vj)});
     } else {
       bpack = add_local("b_panel", DType::kI8, geo_.b_panel);
       bsum = add_local("b_colsums", DType::kI32, v.nr);
-      panel_body.push_back(pack_b(vb, vn, bpack));
+      panel_body.push_back(pack_b(vb, nb, bpack));
       panel_body.push_back(col_sums(bpack, bsum));
       b_arg = {bpack, int_imm(0)};
       colsum = load(bsum, DType::kI32, {var(vj)});
     }
     const int vp = new_var("p", geo_.row_panels), vi = new_var("i", v.mr);
-    const Expr row = row0 + var(vp) * v.mr + var(vi), col = var(vn) * v.nr + var(vj);
+    const Expr row = row0 + var(vp) * v.mr + var(vi), col = nb * v.nr + var(vj);
     // za' and zb' include the packing offsets.
     const Expr za = op_value(gemm_, geo_.m.za, geo_.op_vars(var(vb), min(row, int_imm(m.rows() - 1)), int_imm(0),
                                                              int_imm(0))) + int_imm(geo_.a_offset, DType::kI32);
@@ -213,22 +220,28 @@ class IntGemmLowering {
     const Expr c = load(ctile, DType::kI32, {var(vi) * v.nr + var(vj)});
     const Expr rs = load(rowsum, DType::kI32, {var(vp) * v.mr + var(vi)});
     const Expr acc = c - zb * rs - za * colsum + int_imm(m.k, DType::kI32) * za * zb;
-    Stmt store = make_if(logical_and(lt(row, int_imm(m.rows())), lt(col, int_imm(m.cols()))),
-                         {output_store(var(vb), row, col, acc)});
-    Stmt tile_loops = make_for(vi, int_imm(v.mr), LoopKind::kUnrolled,
-                               {make_for(vj, int_imm(v.nr), LoopKind::kSerial, {store})});
+    // Guards only where a dimension has a tail; without one the column loop
+    // (the epilogue: requantize, scale, bias) vectorizes.
+    const bool col_tail = m.cols() % v.nr != 0;
+    Stmt store = output_store(var(vb), row, col, acc);
+    if (col_tail) store = make_if(lt(col, int_imm(m.cols())), {store});
+    Stmt cols = make_for(vj, int_imm(v.nr), col_tail ? LoopKind::kSerial : LoopKind::kVectorized, {store});
+    Stmt tile_loops = make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
     Stmt call = make_call("tg_qgemm::tile", {{-1, int_imm(geo_.k_groups)},
                                              {apack, var(vp) * geo_.a_panel},
                                              b_arg,
                                              {ctile, int_imm(0)}});
     Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
     panel_body.push_back(make_for(vp, int_imm(geo_.row_panels), LoopKind::kSerial, {panel}));
-    Stmt panels = make_for(vn, int_imm(geo_.col_panels), LoopKind::kSerial, panel_body);
+    Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
+                                                        : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
+    Stmt panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
     if (bpack >= 0) panels = make_allocate(bpack, {make_allocate(bsum, {panels})});
     block.push_back(make_allocate(ctile, {panels}));
     Stmt body = make_allocate(apack, {make_allocate(rowsum, block)});
+    body = make_for(vc, int_imm((geo_.col_panels + chunk_panels - 1) / chunk_panels), LoopKind::kSerial, {body});
     body = make_for(vm, int_imm(geo_.row_blocks), LoopKind::kSerial, {body});
-    kernel_.body = make_for(vb, int_imm(m.batches()), LoopKind::kParallel, {body}, 2);
+    kernel_.body = make_for(vb, int_imm(m.batches()), LoopKind::kParallel, {body}, 3);
     return std::move(kernel_);
   }
 
@@ -295,10 +308,10 @@ class IntGemmLowering {
   Stmt col_sums(int bpack, int bsum) { return sums(bpack, DType::kI8, bsum, 1, geo_.b_panel, geo_.v.nr, "c"); }
 
   // b_panel[(g * NR + j) * KU + u] = B(g*KU + u, nb*NR + j) + offset
-  Stmt pack_b(int vb, int vn, int bpack) {
+  Stmt pack_b(int vb, const Expr& nb, int bpack) {
     const IntGemmVariant& v = geo_.v;
     const int vg = new_var("gb", geo_.k_groups), vj = new_var("jb", v.nr), vu = new_var("ub", v.ku);
-    const Expr col = var(vn) * v.nr + var(vj), k = var(vg) * v.ku + var(vu);
+    const Expr col = nb * v.nr + var(vj), k = var(vg) * v.ku + var(vu);
     const Expr b = op_value(gemm_, geo_.m.b, geo_.op_vars(var(vb), int_imm(0), min(col, int_imm(geo_.m.cols() - 1)),
                                                            min(k, int_imm(geo_.m.k - 1))));
     Expr value = cast(DType::kI8, cast(DType::kI32, b) + int_imm(geo_.b_offset, DType::kI32));
@@ -336,13 +349,14 @@ class IntGemmLowering {
   std::vector<Interval> bounds_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
   int panels_ = -1, colsums_ = -1, output_ = -1;
+  int cores_ = 1;
 };
 
 }  // namespace
 
 Kernel lower_int_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
-                             const PackedWeights& packed) {
-  return IntGemmLowering(g, ks, v, packed).build();
+                             const PackedWeights& packed, int cores) {
+  return IntGemmLowering(g, ks, v, packed, cores).build();
 }
 
 }  // namespace tilegraph::codegen

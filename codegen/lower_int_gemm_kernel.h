@@ -27,7 +27,8 @@ struct PackedWeights {
 PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule& schedule,
                                        const IntGemmVariant& variant);
 
+// `cores`: the target's core count, for how finely the work is split.
 Kernel lower_int_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
-                             const IntGemmVariant& variant, const PackedWeights& packed);
+                             const IntGemmVariant& variant, const PackedWeights& packed, int cores);
 
 }  // namespace tilegraph::codegen

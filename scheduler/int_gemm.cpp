@@ -73,10 +73,10 @@ std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
     std::swap(zx, zy);
   }
   for (int d = 0; d < rank; ++d) {
+    if (out.shape[static_cast<size_t>(d)] == 1) continue;  // coordinate 0, no role
     const bool by_a = reads(x, d) || reads(zx, d), by_b = reads(y, d) || reads(zy, d);
     (by_b ? (by_a ? m.batch_axes : m.col_axes) : m.row_axes).push_back(d);
   }
-  if (m.col_axes.empty()) return std::nullopt;  // not a product of two matrices
   for (int d : m.col_axes)
     if (reads(zx, d)) return std::nullopt;
   for (int d : m.row_axes)

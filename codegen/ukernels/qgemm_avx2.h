@@ -90,7 +90,9 @@ inline void store_row(int32_t* c_row, const RowAcc& acc) {
 // c[r * kNR + j] = sum over k < k_groups * kKU of A(r, k) * B(k, j).
 //   a: A(r, k) at a[((k / kKU) * kMR + r) * kKU + k % kKU], int8
 //   b: B(k, j) at b[((k / kKU) * kNR + j) * kKU + k % kKU], int8
-inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+// Not inlined: inside a big generated loop nest GCC 12 shuffles the
+// accumulators between registers every iteration; alone it keeps them put.
+__attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   static_assert(kMR == 6 && kNR == 8 && kKU == 4, "the code below is written out for 6 x 8 x 4");
   const int8_t* pa = static_cast<const int8_t*>(a);
   const __m256i zero = _mm256_setzero_si256();

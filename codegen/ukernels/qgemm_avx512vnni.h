@@ -56,7 +56,9 @@ inline __m512i broadcast_a_row(const uint8_t* p) {
 // c[r * kNR + j] = sum over k < k_groups * kKU of A(r, k) * B(k, j).
 //   a: A(r, k) at a[((k / kKU) * kMR + r) * kKU + k % kKU], uint8
 //   b: B(k, j) at b[((k / kKU) * kNR + j) * kKU + k % kKU], int8
-inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+// Not inlined: inside a big generated loop nest GCC 12 shuffles the
+// accumulators between registers every iteration; alone it keeps them put.
+__attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   static_assert(kKU == 4 && kNR % 16 == 0, "one zmm lane holds the 4 k of one column");
   constexpr int kVecs = kNR / 16;  // zmm per row
   const uint8_t* pa = static_cast<const uint8_t*>(a);

@@ -56,7 +56,9 @@ inline int32x4_t reduce_row(int32x4_t s0, int32x4_t s1, int32x4_t s2, int32x4_t 
 
 }  // namespace detail
 
-inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+// Not inlined: inside a big generated loop nest GCC 12 shuffles the
+// accumulators between registers every iteration; alone it keeps them put.
+__attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   const int8_t* pa = static_cast<const int8_t*>(a);
   const int8_t* pb = b;
   int64_t groups_left = k_groups;  // >= 1 by contract: the loop runs at least once

@@ -121,7 +121,8 @@ std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& 
     const scheduler::KernelSchedule& ks = schedule.kernels[k];
     if (ks.int_gemm)
       kernels.push_back(codegen::lower_int_gemm_kernel(g, ks, variant,
-                                                       codegen::prepack_int_gemm_weights(g, ks, variant)));
+                                                       codegen::prepack_int_gemm_weights(g, ks, variant),
+                                                       arch.compute_units));
     else if (ks.block_kernel)
       kernels.push_back(codegen::lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch)));
     else
