@@ -20,6 +20,7 @@ struct ProjectInfo {
   nlohmann::json compile_stats;      // merged into manifest["compile"]
   nlohmann::json explain;            // the scheduler's explain report (manifest["explain"])
   std::string int_gemm_header;       // CPU: the int8 GEMM micro-kernel header to ship ("qgemm_avx2.h"), if used
+  std::string cpu_isa;               // CPU: the arch spec's ISA ("armv8.6-a+dotprod+i8mm"); empty: -march=native
 };
 
 // A C string literal for s ("a\"b" ...).

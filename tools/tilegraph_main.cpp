@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compiler/driver/aarch64_target.h"
 #include "compiler/driver/explain.h"
 #include "compiler/driver/pipeline.h"
 #include "compiler/ir/error.h"
@@ -137,18 +138,29 @@ int explain(const std::string& prefix, const std::string& arch, bool json, bool 
   return 0;
 }
 
-// Replaces this process with main_test, forwarding the run flags.
+// Replaces this process with main_test, forwarding the run flags. An AArch64
+// arch's main_test runs under qemu-aarch64 on another host.
 int run(const std::string& prefix, const std::string& arch, const std::vector<std::string>& args) {
   const fs::path dir = runnable_project(prefix, arch);
   const fs::path exe = dir / "build" / "main_test";
-  std::vector<std::string> argv_storage{exe.string(), "--weights", (dir / "weights.bin").string()};
+  const scheduler::ArchSpec spec = scheduler::arch_by_name(arch);
+  std::vector<std::string> argv_storage;
+  if (driver::needs_aarch64_cross(spec)) {
+    if (!driver::is_aarch64_elf(exe.string()))
+      throw UserError("'" + exe.string() + "' is not an AArch64 executable (built by an older tilegraph?); run "
+                      "`tilegraph tune " + prefix + " --arch " + spec.name + "` again");
+    argv_storage = driver::aarch64_emulator_command(spec);
+    std::cout << "note: " << spec.name << " is AArch64: main_test runs under qemu-aarch64 -cpu max, an emulator; "
+              << "its latencies are not real-time\n";
+  }
+  argv_storage.insert(argv_storage.end(), {exe.string(), "--weights", (dir / "weights.bin").string()});
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::cout.flush();
-  execv(exe.c_str(), argv.data());
-  throw UserError("cannot execute '" + exe.string() + "'");
+  execv(argv[0], argv.data());
+  throw UserError("cannot execute '" + argv_storage[0] + "'");
 }
 
 }  // namespace
@@ -165,7 +177,7 @@ int main(int argc, char** argv) {
   auto* tune_cmd = app.add_subcommand("tune", "compile PREFIX/model.onnx into PREFIX/tilegraph_rt/<arch>/ and build it");
   tune_cmd->add_option("prefix", prefix, "model folder holding model.onnx (and its external data)")->required();
   tune_cmd->add_option("--model", f.model, "ONNX file to compile instead of PREFIX/model.onnx");
-  tune_cmd->add_option("--arch", arch, "target: " + arch_names + " (host: the CPU this runs on)")->capture_default_str();
+  tune_cmd->add_option("--arch", arch, "target: " + arch_names + " (host: the CPU this runs on; an AArch64 arch is cross-compiled with aarch64-linux-gnu-g++ on other hosts)")->capture_default_str();
   tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
   tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
   tune_cmd->add_flag("--emulate", f.emulate, "GPU archs: also write and build the CPU emulation of the GPU kernels (PREFIX/tilegraph_rt/<arch>/emulation), which `run` and test_acc use where there is no such GPU");
@@ -181,7 +193,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> run_args;
   auto* run_cmd = app.add_subcommand("run", "run the compiled model with main_test (flags after PREFIX go to main_test: --inputs DIR --outputs DIR --warmup N --iters N --duration S --threads N --cpu-ids LIST --profile --expected DIR --export-json FILE)");
   run_cmd->add_option("prefix", run_prefix, "model folder given to tune")->required();
-  run_cmd->add_option("--arch", run_arch, "target the project was tuned for")->capture_default_str();
+  run_cmd->add_option("--arch", run_arch, "target the project was tuned for (an AArch64 arch runs under qemu-aarch64 on other hosts)")->capture_default_str();
   run_cmd->allow_extras();
 
   std::string explain_prefix, explain_arch = "host";

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "codegen/emit_cpu_project.h"
 #include "codegen/emit_cuda_project.h"
@@ -22,6 +23,7 @@
 #include "compiler/passes/quantize_matmul.h"
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
+#include "compiler/driver/aarch64_target.h"
 #include "compiler/driver/explain.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/block_plan.h"
@@ -66,12 +68,33 @@ void progress(int step, int total, const std::string& what, Clock::time_point st
   std::cerr << "[" << step << "/" << total << " " << elapsed << " s] " << what << std::endl;
 }
 
+// The toolchain file a configured build folder was set up with ("" for none),
+// from its CMakeCache.txt; nullopt when the folder was never configured.
+std::optional<std::string> configured_toolchain(const fs::path& build_dir) {
+  std::ifstream in(build_dir / "CMakeCache.txt");
+  if (!in) return std::nullopt;
+  std::string line;
+  const std::string key = "CMAKE_TOOLCHAIN_FILE:";
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) return line.substr(line.find('=') + 1);
+  return std::string();
+}
+
 // Builds the generated project with CMake; the full log goes to build.log.
-void build_project(const std::string& dir, int jobs) {
+// A non-empty `toolchain` (a CMake toolchain file) cross-compiles it; a build
+// folder configured with another toolchain (or none) is configured afresh,
+// since CMake cannot switch compilers in place.
+void build_project(const std::string& dir, int jobs, const std::string& toolchain = "") {
   const fs::path log = fs::path(dir) / "build.log";
+  const fs::path build_dir = fs::path(dir) / "build";
+  if (const std::optional<std::string> cached = configured_toolchain(build_dir); cached && *cached != toolchain) {
+    fs::remove(build_dir / "CMakeCache.txt");
+    fs::remove_all(build_dir / "CMakeFiles");
+  }
   const std::string quoted_dir = "'" + dir + "'";
-  const std::string configure = "cmake -S " + quoted_dir + " -B " + quoted_dir +
-                                "/build -DCMAKE_BUILD_TYPE=Release > '" + log.string() + "' 2>&1";
+  const std::string toolchain_flag = toolchain.empty() ? "" : " -DCMAKE_TOOLCHAIN_FILE='" + toolchain + "'";
+  const std::string configure = "cmake -S " + quoted_dir + " -B " + quoted_dir + "/build -DCMAKE_BUILD_TYPE=Release" +
+                                toolchain_flag + " > '" + log.string() + "' 2>&1";
   const std::string build = "cmake --build " + quoted_dir + "/build -j " + std::to_string(jobs) +
                             " >> '" + log.string() + "' 2>&1";
   if (std::system(configure.c_str()) != 0 || std::system(build.c_str()) != 0) {
@@ -166,6 +189,9 @@ CompileReport compile(const CompileOptions& options) {
   const bool build_gpu = gpu && options.build && options.build_gpu && on_path(gpu_compiler);
   const bool build_any = options.build && (!gpu || build_gpu || options.emulate);
   if (build_gpu) check_nvcc_supports(arch);  // before any work: a flag problem, said up front
+  // An AArch64 arch on another host: cross-compiled (the project's toolchain file).
+  const bool cross = needs_aarch64_cross(arch);
+  if (cross && options.build) require_aarch64_cross_compiler(arch);
   const int steps = build_any ? 5 : 4;
 
   const auto start = Clock::now();
@@ -221,6 +247,7 @@ CompileReport compile(const CompileOptions& options) {
   info.compile_stats = {{"kernels", kernels.size()}, {"ops_after_passes", g.ops.size()}};
   info.explain = explain;
   if (int_gemms > 0) info.int_gemm_header = codegen::int_gemm_variant_for(arch).header();
+  if (!gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native
   if (gpu) {
     codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, options.output_dir);
     if (options.emulate) {
@@ -240,8 +267,12 @@ CompileReport compile(const CompileOptions& options) {
     t = Clock::now();
     const int jobs = options.build_jobs > 0 ? options.build_jobs : scheduler::host_arch().cores;
     if (!gpu || build_gpu) {
-      progress(5, steps, str_cat("building with cmake (-j ", jobs, "), log in ", options.output_dir, "/build.log"), start);
-      build_project(options.output_dir, jobs);
+      const std::string toolchain =
+          cross ? (fs::absolute(options.output_dir) / codegen::kAarch64ToolchainFile).string() : "";
+      progress(5, steps, str_cat(cross ? "cross-building for aarch64 (" + std::string(kAarch64CrossCompiler) + ")"
+                                       : std::string("building"),
+                                 " with cmake (-j ", jobs, "), log in ", options.output_dir, "/build.log"), start);
+      build_project(options.output_dir, jobs, toolchain);
     }
     if (gpu && options.emulate) {
       const std::string dir = emulation_dir(options.output_dir);

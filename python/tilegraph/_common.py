@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import re
 import shutil
 from pathlib import Path
@@ -83,6 +84,27 @@ def project_dir(prefix: str | os.PathLike, arch: str = "host") -> Path:
     if (emulation / "build").is_dir() and (not native or not has_nvidia_gpu()):
         return emulation
     return proj
+
+
+_ELF_MACHINES = {62: "x86_64", 183: "aarch64"}
+
+
+def elf_machine(path: str | os.PathLike) -> str:
+    """The CPU an ELF file (main_test, libmodel.so) is built for: x86_64, aarch64, or 'unknown'."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+    except OSError:
+        return "unknown"
+    if len(header) < 20 or header[:4] != b"\x7fELF":
+        return "unknown"
+    return _ELF_MACHINES.get(int.from_bytes(header[18:20], "little"), "unknown")
+
+
+def host_machine() -> str:
+    """This machine's CPU in elf_machine's words (x86_64, aarch64, ...)."""
+    m = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
 
 
 def np_dtype(onnx_elem_type: int) -> np.dtype:

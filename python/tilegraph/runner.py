@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ._common import UsageError, np_dtype, project_dir, sanitize_name
+from ._common import UsageError, elf_machine, host_machine, np_dtype, project_dir, sanitize_name
 
 
 class _TensorInfo(ctypes.Structure):
@@ -142,6 +142,13 @@ class CompiledModel:
             os.environ.setdefault("OMP_WAIT_POLICY", "passive")
             self._lib = ctypes.CDLL(str(lib.resolve()))
         except OSError as e:
+            machine = elf_machine(lib)
+            if machine not in ("unknown", host_machine()):  # a cross-compiled ARM project
+                where = f"{prefix} --arch {arch}" if prefix is not None else "PREFIX --arch ARCH"
+                raise UsageError(f"{lib} is built for {machine}, not this {host_machine()} machine, so it "
+                                 f"cannot be loaded here: run it with `tilegraph run {where}` (under "
+                                 f"qemu-aarch64), or check it with `python -m tilegraph.test_acc {where}` "
+                                 f"(which falls back to that)") from None
             raise UsageError(f"cannot load {lib}: {e}") from None
         _declare(self._lib)
         if num_threads is not None:

@@ -19,7 +19,9 @@ Steps:
 3. Compiled model: ``PREFIX/tilegraph_rt/<arch>/build/libmodel.so`` through ctypes
    (:mod:`tilegraph.runner`), or ``tilegraph run PREFIX --arch A --inputs ...
    --outputs ... --warmup 0 --iters 1`` (``--runner cli``; ``auto`` uses ctypes
-   when the library loads in this process, else the CLI). Written to
+   when the library loads in this process, else the CLI: an ARM project
+   cross-compiled on x86 runs its main_test under qemu-aarch64, its input shapes
+   read from ``manifest.json``). Written to
    ``PREFIX/test_acc/outputs/``. NAME is the ONNX value name with every character
    outside ``[A-Za-z0-9_.-]`` replaced by ``_``.
 
@@ -338,6 +340,16 @@ def _compiled_exists(prefix: Path, arch: str, runner: str) -> bool:
     return {"ctypes": lib, "cli": exe}.get(runner, lib or exe)
 
 
+def _manifest_input_shapes(prefix: Path, arch: str) -> dict:
+    """The compiled input shapes from manifest.json, for the CLI runner (which,
+    unlike the ctypes one, cannot ask the library, e.g. a cross-compiled one)."""
+    try:
+        manifest = json.loads((project_dir(prefix, arch) / "manifest.json").read_text())
+        return {t["name"]: tuple(t["shape"]) for t in manifest.get("inputs", [])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=None,
         runner="auto", threads=None, out=None, reference_opt="all") -> int:
     """The whole check; returns the exit status (0 pass, 1 fail). Raises UsageError."""
@@ -380,7 +392,8 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
                 raise UsageError(f"input file {f} not found")
             feed[s.name] = np.load(f, allow_pickle=False)
     else:
-        compiled_shapes = {t.name: t.shape for t in compiled.inputs} if compiled else {}
+        compiled_shapes = ({t.name: t.shape for t in compiled.inputs} if compiled
+                           else _manifest_input_shapes(prefix, arch))
         shapes = {s.name: resolve_shape(s, input_shapes, compiled_shapes) for s in specs}
         feed = generate_inputs(specs, seed, load_input_ranges(prefix), shapes)
     input_dir = work / "inputs"
