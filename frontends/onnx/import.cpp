@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -29,24 +30,39 @@ onnx::ModelProto parse_model_proto(const std::string& bytes, const std::string& 
   return model;
 }
 
-int default_opset(const onnx::ModelProto& model, const std::string& path) {
-  for (const auto& o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") return static_cast<int>(o.version());
-  if (model.opset_import_size() == 0) return 1;
-  throw UserError(str_cat("'", path, "' imports no default-domain opset"));
-}
+// The model's opset_import: version per (normalized) domain. A default-domain
+// version is required unless the model imports nothing (then opset 1).
+class OpsetVersions {
+ public:
+  OpsetVersions(const onnx::ModelProto& model, const std::string& path) {
+    for (const auto& o : model.opset_import())
+      versions_.emplace(normalize_domain(o.domain()), static_cast<int>(o.version()));
+    if (model.opset_import_size() == 0) versions_[""] = 1;
+    if (!versions_.count(""))
+      throw UserError(str_cat("'", path, "' imports no default-domain opset"));
+  }
+  // The version of `domain` (normalized); 0 when the model does not import it.
+  int of(const std::string& domain) const {
+    auto it = versions_.find(domain);
+    return it == versions_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::string, int> versions_;
+};
 
 std::string node_label(const onnx::NodeProto& node) {
   return node.name().empty() ? (node.output_size() ? node.output(0) : std::string("?")) : node.name();
 }
 
-void check_all_ops_supported(const onnx::GraphProto& graph, int opset) {
+void check_all_ops_supported(const onnx::GraphProto& graph, const OpsetVersions& opsets) {
   std::vector<std::string> unsupported;
   std::set<std::string> types;
   for (const auto& node : graph.node()) {
-    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (default_domain && find_lowering(node.op_type(), opset)) continue;
-    std::string type = default_domain ? node.op_type() : node.domain() + "." + node.op_type();
+    const std::string domain = normalize_domain(node.domain());
+    const int opset = opsets.of(domain);
+    if (find_lowering(node.op_type(), opset, domain)) continue;
+    std::string type = domain.empty() ? node.op_type() : domain + "." + node.op_type();
     unsupported.push_back(str_cat("node '", node_label(node), "' (", type, ", opset ", opset, ")"));
     types.insert(type);
   }
@@ -163,8 +179,8 @@ Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
                          const std::string& path, const ImportOptions& options) {
   const onnx::ModelProto model = parse_model_proto(bytes, path);
   const onnx::GraphProto& gp = model.graph();
-  const int opset = default_opset(model, path);
-  check_all_ops_supported(gp, opset);
+  const OpsetVersions opsets(model, path);
+  check_all_ops_supported(gp, opsets);
 
   Graph graph;
   graph.name = gp.name().empty() ? std::filesystem::path(path).stem().string() : gp.name();
@@ -234,9 +250,10 @@ Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
     const auto& node = gp.node(index);
     std::vector<TensorId> inputs;
     for (const auto& in : node.input()) inputs.push_back(in.empty() ? -1 : values.at(in));
-    LoweringContext ctx(graph, node, opset, inputs);
+    const std::string domain = normalize_domain(node.domain());
+    LoweringContext ctx(graph, node, opsets.of(domain), inputs);
     check_against_schema(ctx);
-    const OpLowering* lowering = find_lowering(node.op_type(), opset);
+    const OpLowering* lowering = find_lowering(node.op_type(), ctx.opset(), domain);
     TG_CHECK(lowering, "op checked as supported has no lowering: ", node.op_type());
     const TensorId first_new = static_cast<TensorId>(graph.tensors.size());
     std::vector<TensorId> outputs;

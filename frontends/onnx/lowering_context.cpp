@@ -12,9 +12,11 @@ LoweringContext::LoweringContext(Graph& graph, const onnx::NodeProto& node, int 
     : graph_(graph), node_(node), opset_(opset), inputs_(std::move(inputs)) {}
 
 std::string LoweringContext::describe() const {
+  const bool default_domain = node_.domain().empty() || node_.domain() == "ai.onnx";
   return str_cat("node '", node_.name().empty() ? node_.output_size() ? node_.output(0) : "?"
                                                  : node_.name(),
-                 "' (", node_.op_type(), ", opset ", opset_, ")");
+                 "' (", default_domain ? "" : node_.domain() + ".", node_.op_type(), ", opset ",
+                 opset_, ")");
 }
 
 void LoweringContext::fail(const std::string& message) const {

@@ -22,7 +22,7 @@ class LoweringContext {
 
   Graph& graph() { return graph_; }
   const onnx::NodeProto& node() const { return node_; }
-  int opset() const { return opset_; }
+  int opset() const { return opset_; }  // of the node's domain
   const std::string& op_type() const { return node_.op_type(); }
 
   // ---- inputs (an optional input left empty in the model is "absent")
@@ -63,7 +63,8 @@ class LoweringContext {
   TensorId constant_scalar(double value, DType dtype);
   TensorId constant_ints(const std::vector<int64_t>& values);  // 1-D int64
 
-  // A user error: "node 'NAME' (OpType, opset N): message".
+  // A user error: "node 'NAME' (OpType, opset N): message" (contrib ops:
+  // "com.microsoft.OpType").
   [[noreturn]] void fail(const std::string& message) const;
   std::string describe() const;
 

@@ -16,15 +16,20 @@ const OpTable& op_table() {
     add_conv_pool_ops(t);
     add_resize_ops(t);
     add_quantization_ops(t);
+    add_quantization_contrib_ops(t);
     return t;
   }();
   return table;
 }
 
-const OpLowering* find_lowering(const std::string& op_type, int opset) {
+std::string normalize_domain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+
+const OpLowering* find_lowering(const std::string& op_type, int opset, const std::string& domain) {
   const OpLowering* best = nullptr;
   for (const OpLowering& entry : op_table())
-    if (entry.op_type == op_type && entry.since_opset <= opset &&
+    if (entry.op_type == op_type && entry.domain == domain && entry.since_opset <= opset &&
         (!best || entry.since_opset > best->since_opset))
       best = &entry;
   return best;
@@ -32,7 +37,8 @@ const OpLowering* find_lowering(const std::string& op_type, int opset) {
 
 std::vector<std::string> supported_op_types() {
   std::vector<std::string> names;
-  for (const OpLowering& entry : op_table()) names.push_back(entry.op_type);
+  for (const OpLowering& entry : op_table())
+    names.push_back(entry.domain.empty() ? entry.op_type : entry.domain + "." + entry.op_type);
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;

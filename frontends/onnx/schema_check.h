@@ -9,6 +9,7 @@ namespace tilegraph::onnx_frontend {
 // the schema of its opset: counts and attribute types (libonnx Verify), and
 // input element types — each must be one the schema allows, and inputs bound
 // to the same type parameter (Gemm's A, B, C are all "T") must agree.
+// Default-domain nodes only: libonnx has no com.microsoft schemas.
 void check_against_schema(const LoweringContext& ctx);
 
 }  // namespace tilegraph::onnx_frontend

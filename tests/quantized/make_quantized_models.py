@@ -6,11 +6,21 @@ the way users quantize real models:
 writes OUT_DIR/<name>/model.onnx (a tilegraph PREFIX) for
   attn_dynamic    quantize_dynamic       (DynamicQuantizeLinear + MatMulInteger)
   attn_qdq        quantize_static, QDQ   (QuantizeLinear/DequantizeLinear pairs)
-  attn_qoperator  quantize_static, QOperator (QLinearMatMul ...)
+  attn_qoperator  quantize_static, QOperator (QLinearMatMul, com.microsoft
+                  QLinearAdd / QLinearSoftmax)
   attn_qdq_s8     quantize_static, QDQ, int8 activations, per-channel weights
-The float model is one attention block: projections (MatMul + bias), a
-batch matmul of two activations (q @ k^T), softmax, a second batch matmul,
-an output projection with a residual add, and an MLP with Relu.
+  cnn_qoperator   quantize_static, QOperator (QLinearConv, com.microsoft
+                  QLinearLeakyRelu / QLinearAdd / QLinearGlobalAveragePool /
+                  QGemm / QLinearSigmoid / QLinearMul / QLinearConcat /
+                  QLinearSoftmax)
+  cnn_qdq         its QDQ twin (the same float model and calibration)
+The attention float model is one attention block: projections (MatMul +
+bias), a batch matmul of two activations (q @ k^T), softmax, a second batch
+matmul, an output projection with a residual add, and an MLP with Relu. The
+CNN is two 3x3 convs (Relu, LeakyRelu) with a strided 1x1 shortcut added in,
+a squeeze-and-excitation gate (GlobalAveragePool, Gemm, Relu, Gemm, Sigmoid,
+Mul), the gated and ungated maps concatenated, then GlobalAveragePool,
+Flatten, a Gemm classifier and Softmax.
 """
 import sys
 from pathlib import Path
@@ -63,12 +73,58 @@ def float_model(path: Path, seed: int = 0) -> None:
     onnx.save(model, str(path))
 
 
+CNN_INPUT = (1, 3, 16, 16)
+
+
+def cnn_float_model(path: Path, seed: int = 2) -> None:
+    rng = np.random.default_rng(seed)
+    inits = []
+
+    def weight(name, *shape, scale=0.3):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    nodes = []
+
+    def node(op, inputs, output, **attrs):
+        nodes.append(helper.make_node(op, inputs, [output], name=output, **attrs))
+        return output
+
+    def conv(x, name, c_in, c_out, k, **attrs):
+        return node("Conv", [x, weight(name + "_w", c_out, c_in, k, k), weight(name + "_b", c_out, scale=0.05)],
+                    name, **attrs)
+
+    def gemm(x, name, n_in, n_out):
+        return node("Gemm", [x, weight(name + "_w", n_out, n_in), weight(name + "_b", n_out, scale=0.05)],
+                    name, transB=1)
+
+    r1 = node("Relu", [conv("x", "c1", 3, 8, 3, pads=[1, 1, 1, 1])], "r1")
+    l2 = node("LeakyRelu", [conv(r1, "c2", 8, 16, 3, pads=[1, 1, 1, 1], strides=[2, 2])], "l2", alpha=0.1)
+    s = node("Add", [l2, conv(r1, "c3", 8, 16, 1, strides=[2, 2])], "s")
+    squeeze = node("Flatten", [node("GlobalAveragePool", [s], "g1")], "f1")
+    excite = gemm(node("Relu", [gemm(squeeze, "e1", 16, 4)], "e1_relu"), "e2", 4, 16)
+    inits.append(numpy_helper.from_array(np.array([1, 16, 1, 1], np.int64), "gate_shape"))
+    gate = node("Reshape", [node("Sigmoid", [excite], "gate"), "gate_shape"], "gate_4d")
+    cat = node("Concat", [node("Mul", [s, gate], "gated"), s], "cat", axis=1)
+    logits = gemm(node("Flatten", [node("GlobalAveragePool", [cat], "g2")], "f2"), "logits", 32, 10)
+    node("Softmax", [logits], "y", axis=-1)
+    graph = helper.make_graph(
+        nodes, "small_cnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(CNN_INPUT))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
 class Calibration:
     """Seeded uniform inputs in [-1, 1), like test_acc draws."""
 
-    def __init__(self, count=8):
+    def __init__(self, shape=(1, SEQ, DIM), count=8):
         rng = np.random.default_rng(1)
-        self.batches = iter([{"x": rng.uniform(-1, 1, (1, SEQ, DIM)).astype(np.float32)}
+        self.batches = iter([{"x": rng.uniform(-1, 1, shape).astype(np.float32)}
                              for _ in range(count)])
 
     def get_next(self):
@@ -80,8 +136,8 @@ def main(out_dir: str) -> None:
                                           quantize_dynamic, quantize_static)
 
     class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.inner = Calibration()
+        def __init__(self, shape=(1, SEQ, DIM)):
+            self.inner = Calibration(shape)
 
         def get_next(self):
             return self.inner.get_next()
@@ -97,6 +153,13 @@ def main(out_dir: str) -> None:
         (out / name).mkdir(parents=True, exist_ok=True)
         quantize_static(str(fp32), str(out / name / "model.onnx"), Reader(), quant_format=fmt,
                         activation_type=act, weight_type=QuantType.QInt8, per_channel=per_channel)
+
+    cnn_fp32 = out / "cnn_fp32" / "model.onnx"
+    cnn_float_model(cnn_fp32)
+    for name, fmt in [("cnn_qoperator", QuantFormat.QOperator), ("cnn_qdq", QuantFormat.QDQ)]:
+        (out / name).mkdir(parents=True, exist_ok=True)
+        quantize_static(str(cnn_fp32), str(out / name / "model.onnx"), Reader(CNN_INPUT), quant_format=fmt,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@
 #include "frontends/onnx/lower_util.h"
 #include "frontends/onnx/op_table.h"
 #include "frontends/onnx/ops/conv_window.h"
+#include "frontends/onnx/ops/quantization_util.h"
 
 namespace tilegraph::onnx_frontend {
 
@@ -126,8 +127,10 @@ std::vector<TensorId> lower_conv(LoweringContext& ctx) {
   return {add_bias(ctx, y, ctx.shape(1)[0])};
 }
 
+}  // namespace
+
 // sum (i32(x) - x_zp) * (i32(w) - w_zp), zero points per tensor (w_zp may be
-// per output channel).
+// per output channel). Shared with QLinearConv (ops/quantization_util.h).
 std::vector<TensorId> lower_conv_integer(LoweringContext& ctx) {
   for (int i : {0, 1})
     if (ctx.dtype(i) != DType::kI8 && ctx.dtype(i) != DType::kU8)
@@ -148,6 +151,8 @@ std::vector<TensorId> lower_conv_integer(LoweringContext& ctx) {
     return (cast(DType::kI32, x) - cast(DType::kI32, x_zp)) * (cast(DType::kI32, w) - cast(DType::kI32, w_zp));
   })};
 }
+
+namespace {
 
 // ConvTranspose as a gather (each output reads the inputs that scatter to it):
 //   out[n, m, o..] = Σ_{ci, k..} [q % s == 0 and 0 <= q / s < in] X[n, c, q / s ..] * W[c, m % Mg, k..]

@@ -1,5 +1,8 @@
 // Quantization ops, QDQ form (QuantizeLinear, DequantizeLinear,
-// DynamicQuantizeLinear) and QOperator form (MatMulInteger, QLinearMatMul).
+// DynamicQuantizeLinear) and QOperator form (MatMulInteger, QLinearMatMul,
+// QLinearConv). onnxruntime's contrib QOperator ops are in
+// ops/quantization_contrib.cpp; the arithmetic both share is in
+// ops/quantization_util.h.
 //
 // Integer products come out in one canonical form, which the scheduler
 // matches to the int8 GEMM micro-kernels (scheduler/int_gemm.h):
@@ -12,21 +15,11 @@
 
 #include "frontends/onnx/lower_util.h"
 #include "frontends/onnx/op_table.h"
+#include "frontends/onnx/ops/quantization_util.h"
 
 namespace tilegraph::onnx_frontend {
 
 namespace {
-
-bool is_quantized_type(DType t) { return t == DType::kI8 || t == DType::kU8; }
-
-double lowest_of(DType t) { return t == DType::kI8 ? -128.0 : 0.0; }
-double highest_of(DType t) { return t == DType::kI8 ? 127.0 : 255.0; }
-
-// round(v) clamped to t's range, converted to t (v is float).
-Expr saturate_to(DType t, Expr v) {
-  const DType f = v->dtype;
-  return cast(t, max(min(v, scalar(highest_of(t), f)), scalar(lowest_of(t), f)));
-}
 
 // A scale or zero point: one value, or one per slice along `axis` of x
 // (reshaped so it broadcasts against x).
@@ -116,42 +109,6 @@ std::vector<TensorId> lower_dynamic_quantize_linear(LoweringContext& ctx) {
   return {y, scale, zp};
 }
 
-// The load of a matmul zero point: one value, or one per row (A) / column (B).
-Expr zero_point_load(int slot, const Tensor& zp, const Expr& axis_var, int64_t extent,
-                     const LoweringContext& ctx, const char* what) {
-  const Expr value = [&] {
-    if (num_elements(zp.shape) == 1)
-      return load(slot, zp.dtype, std::vector<Expr>(zp.shape.size(), int_imm(0)));
-    if (zp.shape.size() != 1 || zp.shape[0] != extent)
-      ctx.fail(str_cat(what, " has shape ", shape_to_string(zp.shape), "; expected one value or ",
-                       extent));
-    return load(slot, zp.dtype, {axis_var});
-  }();
-  return cast(DType::kI32, value);
-}
-
-// sum_k (i32(a) - za) * (i32(b) - zb) over the inputs a, b and their zero
-// points (tensor ids; -1 for 0).
-TensorId integer_matmul(LoweringContext& ctx, TensorId a, TensorId b, TensorId za, TensorId zb) {
-  Graph& g = ctx.graph();
-  for (TensorId t : {a, b})
-    if (!is_quantized_type(g.tensor(t).dtype))
-      ctx.fail(str_cat("matmul operand '", g.tensor(t).name, "' is ", dtype_name(g.tensor(t).dtype),
-                       "; int8 and uint8 are supported"));
-  if (za < 0) za = ctx.constant_scalar(0, g.tensor(a).dtype);
-  if (zb < 0) zb = ctx.constant_scalar(0, g.tensor(b).dtype);
-  const Shape sa = g.tensor(a).shape, sb = g.tensor(b).shape;
-  const int64_t rows = sa.size() >= 2 ? sa[sa.size() - 2] : 1;
-  const int64_t cols = sb.size() >= 2 ? sb.back() : 1;
-  const Tensor za_t = g.tensor(za), zb_t = g.tensor(zb);
-  return matmul_with(ctx, a, b, DType::kI32, {za, zb},
-                     [&](Expr x, Expr y, const Expr& row, const Expr& col) {
-                       const Expr zx = zero_point_load(2, za_t, row, rows, ctx, "a_zero_point");
-                       const Expr zy = zero_point_load(3, zb_t, col, cols, ctx, "b_zero_point");
-                       return (cast(DType::kI32, x) - zx) * (cast(DType::kI32, y) - zy);
-                     });
-}
-
 std::vector<TensorId> lower_matmul_integer(LoweringContext& ctx) {
   return {integer_matmul(ctx, ctx.input(0), ctx.input(1), ctx.has_input(2) ? ctx.input(2) : -1,
                          ctx.has_input(3) ? ctx.input(3) : -1)};
@@ -169,14 +126,44 @@ std::vector<TensorId> lower_qlinear_matmul(LoweringContext& ctx) {
   const Shape b_scale = ctx.shape(4);
   if (num_elements(b_scale) != 1 && b_scale.size() != 1)
     ctx.fail("b_scale must hold one value or one per column");
-  const DType ft = DType::kF32;
   auto scalar_param = [&](int i) { return ctx.shape(i).empty() ? ctx.input(i) : reshape(ctx, ctx.input(i), {}); };
   const TensorId sa = scalar_param(1), sy = scalar_param(6), zy = scalar_param(7);
   const TensorId sb = num_elements(b_scale) == 1 ? scalar_param(4) : ctx.input(4);
   return {elementwise(ctx, "requantize", {acc, sa, sb, sy, zy}, qt, [&](const std::vector<Expr>& v) {
-    const Expr multiplier = v[1] * v[2] / v[3];
-    return saturate_to(qt, unary(UnaryOp::kRound, cast(ft, v[0]) * multiplier) + cast(ft, v[4]));
+    return requantize_value(qt, v[0], v[1] * v[2] / v[3], v[4]);
   })};
+}
+
+// The integer conv (ConvInteger's lowering: padding holds x_zero_point),
+// then per output channel m
+//   y = saturate(round(f32(acc + B[m]) * (x_scale * w_scale[m] / y_scale)) + y_zp)
+// as onnxruntime's QLinearConv requantizes (MlasRequantizeOutput).
+std::vector<TensorId> lower_qlinear_conv(LoweringContext& ctx) {
+  const DType qt = ctx.dtype(7);
+  const Shape ws = ctx.shape(3);
+  if (ws.size() < 3) ctx.fail(str_cat("w must be M x C/group x k1 x ..., got ", shape_to_string(ws)));
+  const int64_t filters = ws[0];
+  const int out_rank = ctx.rank(0);
+  // A per-channel parameter ([M]) reshaped to broadcast along axis 1 of y.
+  auto per_channel = [&](int input, const char* what) {
+    const Shape s = ctx.shape(input);
+    if (num_elements(s) == 1) return scalar_input(ctx, input, what);
+    if (s != Shape{filters})
+      ctx.fail(str_cat(what, " has shape ", shape_to_string(s), "; expected one value or ", filters));
+    Shape target(static_cast<size_t>(out_rank), 1);
+    target[1] = filters;
+    return reshape(ctx, ctx.input(input), target);
+  };
+  const TensorId sx = scale_input(ctx, 1, "x_scale"), sw = per_channel(4, "w_scale");
+  const TensorId sy = scale_input(ctx, 6, "y_scale"), zy = scalar_input(ctx, 7, "y_zero_point");
+  const TensorId bias = ctx.has_input(8) ? per_channel(8, "B") : ctx.constant_scalar(0, DType::kI32);
+  LoweringContext conv(ctx.graph(), ctx.node(), ctx.opset(),
+                       {ctx.input(0), ctx.input(3), ctx.input(2), ctx.has_input(5) ? ctx.input(5) : -1});
+  const TensorId acc = lower_conv_integer(conv).front();
+  return {elementwise(ctx, "requantize", {acc, bias, sx, sw, sy, zy}, qt,
+                      [&](const std::vector<Expr>& v) {
+                        return requantize_value(qt, v[0] + v[1], v[2] * v[3] / v[4], v[5]);
+                      })};
 }
 
 }  // namespace
@@ -187,6 +174,7 @@ void add_quantization_ops(OpTable& t) {
   t.push_back({"DynamicQuantizeLinear", 11, lower_dynamic_quantize_linear});
   t.push_back({"MatMulInteger", 10, lower_matmul_integer});
   t.push_back({"QLinearMatMul", 10, lower_qlinear_matmul});
+  t.push_back({"QLinearConv", 10, lower_qlinear_conv});
 }
 
 }  // namespace tilegraph::onnx_frontend
