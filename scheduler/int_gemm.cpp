@@ -62,13 +62,19 @@ std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
   if (!match_operand(op.body->args[0], &x, &zx) || !match_operand(op.body->args[1], &y, &zy))
     return std::nullopt;
   auto reads = [](const Expr& e, int axis) { return uses_any(e, axis, axis + 1); };
-  // B is the operand reading the last axis, or the only one reading some axis.
-  bool x_has_own_axis = false, y_has_own_axis = false;
-  for (int d = 0; d < rank; ++d) {
-    x_has_own_axis |= reads(x, d) && !reads(y, d);
-    y_has_own_axis |= reads(y, d) && !reads(x, d);
-  }
-  if ((reads(x, rank - 1) && !reads(y, rank - 1)) || (x_has_own_axis && !y_has_own_axis)) {
+  // B is the weights (the operand reading only constants: packed at compile
+  // time), else the operand reading the last axis (a matmul's columns).
+  auto constant = [&](const Expr& e) {
+    bool all = true;
+    visit(e, [&](const Expr& n) {
+      if (n->kind == ExprKind::kLoad &&
+          g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).kind != TensorKind::kConstant)
+        all = false;
+    });
+    return all;
+  };
+  const bool x_const = constant(x), y_const = constant(y);
+  if (x_const != y_const ? x_const : (reads(x, rank - 1) && !reads(y, rank - 1))) {
     std::swap(x, y);
     std::swap(zx, zy);
   }
@@ -91,14 +97,22 @@ std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
 
 bool is_int8_contraction(const Graph& g, const Op& op) {
   if (op.reduction != Reduction::kSum || op.reduce_extents.empty()) return false;
-  bool int8 = false;
+  auto reads_int8 = [&](const Expr& e) {
+    bool found = false;
+    visit(e, [&](const Expr& n) {
+      found |= n->kind == ExprKind::kLoad && is_int8(g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).dtype);
+    });
+    return found;
+  };
+  // A product of two int8-derived factors (not a sum of int8 values, such as
+  // a quantized average pool's).
+  bool product = false;
   visit(op.body, [&](const Expr& n) {
-    if (n->kind == ExprKind::kCast && is_int8(n->args[0]->dtype)) int8 = true;
-    if (n->kind == ExprKind::kLoad && is_int8(g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).dtype) &&
-        n->dtype != DType::kBool)
-      int8 = true;
+    if (n->kind == ExprKind::kBinary && n->binary_op == BinaryOp::kMul && reads_int8(n->args[0]) &&
+        reads_int8(n->args[1]))
+      product = true;
   });
-  return int8;
+  return product;
 }
 
 namespace {

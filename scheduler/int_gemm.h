@@ -9,6 +9,8 @@
 // EA / EB are int8 or uint8 expressions (a load; a fused quantize producer or
 // a convolution window with its padding select fit too: packing evaluates
 // them once per element), ZA / ZB the zero points (absent means 0).
+// B is the operand of constant weights if there is one (it is packed at
+// compile time), else the one reading the last axis (a matmul's columns).
 // Output axes split three ways: N axes (read by B, not by A), batch axes
 // (read by both), M axes (not read by B). A GEMM is then, per flattened
 // batch, rows = flattened M axes x cols = flattened N axes, and K = all
@@ -42,8 +44,9 @@ struct IntGemm {
 // The int GEMM `op` computes, if it has the canonical form.
 std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op);
 
-// Is op a sum of products of int8/uint8 values (an integer matmul or conv,
-// or a float one over dequantized int8 operands)? For the manifest's check
+// Is op a sum of products of two factors that both read int8/uint8 tensors
+// (an integer matmul or conv, or a float one over dequantized int8
+// operands)? For the manifest's check
 // that every quantized product takes the micro-kernel path.
 bool is_int8_contraction(const Graph& g, const Op& op);
 

@@ -1,7 +1,8 @@
 """INT8 models quantized by onnxruntime.quantization, compiled for the host CPU:
 
-* outputs match onnxruntime: exactly (max_rel 0) for the dynamic and QOperator
-  forms and, for QDQ, against onnxruntime with graph optimizations off (which
+* outputs match onnxruntime: exactly (max_rel 0; rtol 1e-5 allows float
+  reassociation in float outputs) for the dynamic and QOperator forms
+  (com.microsoft contrib ops included) and, for QDQ, against onnxruntime with graph optimizations off (which
   runs Quantize/DequantizeLinear as written; with them on, onnxruntime fuses
   QDQ into integer kernels that round requantization differently, by a few
   quantization steps of the output);
@@ -48,8 +49,9 @@ def models(tmp_path_factory):
 
 def _cases():
     for v in VARIANTS:
-        yield "attn_dynamic", v
-    for name in ("attn_qdq", "attn_qdq_s8"):
+        for name in ("attn_dynamic", "attn_qoperator", "cnn_qoperator"):
+            yield name, v
+    for name in ("attn_qdq", "attn_qdq_s8", "cnn_qdq"):
         yield name, VARIANTS[-1]
 
 

@@ -57,6 +57,16 @@ OnnxModelBuilder& OnnxModelBuilder::initializer_i64(const std::string& name,
   return *this;
 }
 
+OnnxModelBuilder& OnnxModelBuilder::initializer_8bit(const std::string& name, int elem_type,
+                                                     std::vector<int64_t> dims, std::vector<int> values) {
+  auto* t = model_.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(elem_type);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int v : values) t->add_int32_data(v);  // ONNX stores 8-bit values in int32_data
+  return *this;
+}
+
 onnx::NodeProto& OnnxModelBuilder::node(const std::string& op_type, std::vector<std::string> inputs,
                                         std::vector<std::string> outputs, const std::string& name) {
   auto* n = model_.mutable_graph()->add_node();

@@ -19,6 +19,9 @@ class OnnxModelBuilder {
                                   std::vector<float> values);
   OnnxModelBuilder& initializer_i64(const std::string& name, std::vector<int64_t> dims,
                                     std::vector<int64_t> values);
+  // An 8-bit integer initializer (elem_type 2 = uint8, 3 = int8), values in range.
+  OnnxModelBuilder& initializer_8bit(const std::string& name, int elem_type, std::vector<int64_t> dims,
+                                     std::vector<int> values);
   // Adds a node; returns it so attributes can be set with the helpers below.
   onnx::NodeProto& node(const std::string& op_type, std::vector<std::string> inputs,
                         std::vector<std::string> outputs, const std::string& name = "");

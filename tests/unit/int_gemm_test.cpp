@@ -1,0 +1,157 @@
+// Integer GEMMs: the frontend's canonical form, the QDQ rewrite, the
+// matcher's axis roles, and epilogue fusion in the CPU schedule.
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "compiler/driver/pipeline.h"
+#include "compiler/ir/evaluate.h"
+#include "compiler/passes/quantize_matmul.h"
+#include "frontends/onnx/import.h"
+#include "scheduler/arch_spec.h"
+#include "scheduler/graph_connecting.h"
+#include "scheduler/int_gemm.h"
+#include "tests/unit/onnx_model_builder.h"
+
+namespace tilegraph {
+namespace {
+
+using testing::OnnxModelBuilder;
+
+Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
+  b.save(path);
+  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
+}
+
+// The only op of g that is an integer GEMM.
+scheduler::IntGemm only_gemm(const Graph& g) {
+  std::optional<scheduler::IntGemm> found;
+  for (const Op& op : g.ops)
+    if (auto m = scheduler::match_int_gemm(g, op)) {
+      EXPECT_FALSE(found.has_value()) << "two integer GEMMs";
+      found = m;
+    }
+  EXPECT_TRUE(found.has_value()) << to_string(g);
+  return found.value_or(scheduler::IntGemm{});
+}
+
+std::vector<int> ramp(int n, int lo, int hi) {
+  std::vector<int> v;
+  for (int i = 0; i < n; ++i) v.push_back(lo + (i * 37) % (hi - lo + 1));
+  return v;
+}
+
+TEST(IntGemm, MatMulIntegerRowsAreTheLeadingAxes) {
+  OnnxModelBuilder b(13);
+  b.input("a", 2, {2, 3, 5}).output("y", 6);
+  b.initializer_8bit("w", 3, {5, 4}, ramp(20, -128, 127));
+  b.initializer_8bit("za", 2, {}, {3});
+  b.node("MatMulInteger", {"a", "w", "za"}, {"y"});
+  const scheduler::IntGemm m = only_gemm(import_and_optimize(b, "mmi_roles"));
+  EXPECT_EQ(m.row_axes, (std::vector<int>{0, 1}));
+  EXPECT_EQ(m.col_axes, (std::vector<int>{2}));
+  EXPECT_TRUE(m.batch_axes.empty());
+  EXPECT_EQ(m.k, 5);
+  EXPECT_EQ(m.a->dtype, DType::kU8);
+  EXPECT_EQ(m.b->dtype, DType::kI8);
+}
+
+TEST(IntGemm, BatchMatMulOfTwoActivationsHasBatchAxes) {
+  OnnxModelBuilder b(13);
+  b.input("a", 3, {2, 3, 5}).input("c", 3, {2, 5, 4}).output("y", 6);
+  b.node("MatMulInteger", {"a", "c"}, {"y"});
+  const scheduler::IntGemm m = only_gemm(import_and_optimize(b, "mmi_batch"));
+  EXPECT_EQ(m.batch_axes, (std::vector<int>{0}));
+  EXPECT_EQ(m.row_axes, (std::vector<int>{1}));
+  EXPECT_EQ(m.col_axes, (std::vector<int>{2}));
+}
+
+TEST(IntGemm, ConvIntegerIsAnImplicitGemmOverFilters) {
+  OnnxModelBuilder b(13);
+  b.input("x", 2, {1, 2, 5, 5}).output("y", 6);
+  b.initializer_8bit("w", 3, {3, 2, 3, 3}, ramp(54, -100, 100));
+  OnnxModelBuilder::attr_ints(b.node("ConvInteger", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  const scheduler::IntGemm m = only_gemm(import_and_optimize(b, "conv_integer_roles"));
+  EXPECT_EQ(m.col_axes, (std::vector<int>{1}));     // filters
+  EXPECT_EQ(m.row_axes, (std::vector<int>{2, 3}));  // output pixels; batch 1 takes no role
+  EXPECT_EQ(m.k_extents, (std::vector<int64_t>{2, 3, 3}));
+}
+
+// x (uint8, per-tensor) and w (int8, per output column) dequantized, then MatMul.
+OnnxModelBuilder qdq_matmul() {
+  OnnxModelBuilder b(13);
+  b.input("xq", 2, {3, 8}).output("y");
+  b.initializer_f("sx", {}, {0.05f});
+  b.initializer_8bit("zx", 2, {}, {121});
+  b.initializer_8bit("w", 3, {8, 4}, ramp(32, -128, 127));
+  b.initializer_f("sw", {4}, {0.01f, 0.02f, 0.03f, 0.04f});
+  b.initializer_8bit("zw", 3, {4}, {0, 0, 0, 0});
+  b.node("DequantizeLinear", {"xq", "sx", "zx"}, {"x"});
+  OnnxModelBuilder::attr_int(b.node("DequantizeLinear", {"w", "sw", "zw"}, {"wf"}), "axis", 1);
+  b.node("MatMul", {"x", "wf"}, {"y"});
+  return b;
+}
+
+std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
+  std::vector<float> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), bytes.size());
+  return v;
+}
+
+TEST(QuantizeMatmul, QdqMatMulBecomesIntegerGemmTimesScales) {
+  const OnnxModelBuilder b = qdq_matmul();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tilegraph_unit" / "qdq_mm" / "model.onnx").string();
+  b.save(path);
+  const Graph before = onnx_frontend::import_model(path);
+  const Graph after = passes::quantize_matmul(before);
+  ASSERT_NE(to_string(after), to_string(before));
+  const scheduler::IntGemm m = only_gemm(after);
+  EXPECT_EQ(m.k, 8);
+  // Same values as the float product of dequantized operands (the scales
+  // move out of the sum: equal up to float rounding).
+  std::vector<uint8_t> x(24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>((i * 53) % 256);
+  const auto want = as_floats(evaluate_graph(before, {x})[0]);
+  const auto got = as_floats(evaluate_graph(after, {x})[0]);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-5 * std::max(1.0f, std::fabs(want[i]))) << i;
+}
+
+TEST(QuantizeMatmul, FloatMatMulIsLeftAlone) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {3, 8}).output("y");
+  b.initializer_f("w", {8, 2}, std::vector<float>(16, 0.5f));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tilegraph_unit" / "float_mm" / "model.onnx").string();
+  b.save(path);
+  const Graph g = onnx_frontend::import_model(path);
+  const Graph same = passes::quantize_matmul(g);
+  EXPECT_EQ(to_string(same), to_string(g));
+}
+
+TEST(IntGemm, RequantizeIsFusedAsTheEpilogue) {
+  OnnxModelBuilder b(13);
+  b.input("a", 2, {4, 16}).output("y", 2);
+  for (const char* s : {"sa", "sb", "sy"}) b.initializer_f(s, {}, {0.1f});
+  b.initializer_8bit("za", 2, {}, {128});
+  b.initializer_8bit("w", 3, {16, 8}, ramp(128, -128, 127));
+  b.initializer_8bit("zb", 3, {}, {0});
+  b.initializer_8bit("zy", 2, {}, {100});
+  b.node("QLinearMatMul", {"a", "sa", "za", "w", "sb", "zb", "sy", "zy"}, {"y"});
+  const Graph g = import_and_optimize(b, "qlinear_epilogue");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  EXPECT_EQ(scheduler::use_int_gemm_ukernels(g, s), 1);
+  ASSERT_EQ(s.kernels.size(), 1u) << "the requantize op should be the GEMM's epilogue";
+  EXPECT_TRUE(s.kernels[0].int_gemm);
+  EXPECT_EQ(g.tensor(g.ops[static_cast<size_t>(s.kernels[0].ops.back())].output).dtype, DType::kU8);
+}
+
+}  // namespace
+}  // namespace tilegraph
