@@ -18,6 +18,17 @@ int add_global_buffer(Kernel& k, const Graph& g, TensorId id, bool written) {
   return static_cast<int>(k.buffers.size() - 1);
 }
 
+int add_local_buffer(Kernel& k, const std::string& name, DType dtype, int64_t elements, int alignment) {
+  Buffer b;
+  b.name = name;
+  b.dtype = dtype;
+  b.elements = elements;
+  b.scope = MemoryScope::kLocal;
+  b.alignment = alignment;
+  k.buffers.push_back(b);
+  return static_cast<int>(k.buffers.size() - 1);
+}
+
 Expr linear_index(const Shape& shape, const std::vector<Expr>& idx) {
   Expr flat = int_imm(0);
   for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];

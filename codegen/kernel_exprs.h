@@ -15,6 +15,10 @@ namespace tilegraph::codegen {
 // named "out" (then "out1", "out2"...) when written, else "in<N>". Returns its buffer id.
 int add_global_buffer(Kernel& k, const Graph& g, TensorId id, bool written);
 
+// Appends a per-thread scratch buffer (registers / stack) of `elements`
+// values, aligned to `alignment` bytes when > 0. Returns its buffer id.
+int add_local_buffer(Kernel& k, const std::string& name, DType dtype, int64_t elements, int alignment = 0);
+
 // Σ idx[d] * stride[d] for a row-major tensor of `shape`.
 Expr linear_index(const Shape& shape, const std::vector<Expr>& idx);
 

@@ -88,14 +88,9 @@ class BlockKernelBuilder {
     return static_cast<int>(kernel_.var_names.size() - 1);
   }
 
+  // Half values are computed (and accumulated) in float.
   int add_local(const std::string& name, DType dtype, int64_t elements) {
-    Buffer b;
-    b.name = name;
-    b.dtype = dtype == DType::kF16 ? DType::kF32 : dtype;
-    b.elements = elements;
-    b.scope = MemoryScope::kLocal;
-    kernel_.buffers.push_back(b);
-    return static_cast<int>(kernel_.buffers.size() - 1);
+    return add_local_buffer(kernel_, name, dtype == DType::kF16 ? DType::kF32 : dtype, elements);
   }
 
   Stmt block_loops(Stmt body) {

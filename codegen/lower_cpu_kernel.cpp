@@ -42,13 +42,7 @@ class KernelBuilder {
   int add_global(TensorId id, bool written) { return add_global_buffer(kernel_, g_, id, written); }
 
   int add_local(const std::string& name, DType dtype, int64_t elements) {
-    Buffer b;
-    b.name = name;
-    b.dtype = dtype;
-    b.elements = elements;
-    b.scope = MemoryScope::kLocal;
-    kernel_.buffers.push_back(b);
-    return static_cast<int>(kernel_.buffers.size() - 1);
+    return add_local_buffer(kernel_, name, dtype, elements);
   }
 
   int new_var(const std::string& name, int64_t extent) {

@@ -252,15 +252,9 @@ class IntGemmLowering {
     return static_cast<int>(kernel_.var_names.size() - 1);
   }
 
+  // Packed panels are aligned for the micro-kernel's vector loads.
   int add_local(const std::string& name, DType dtype, int64_t elements) {
-    Buffer b;
-    b.name = name;
-    b.dtype = dtype;
-    b.elements = elements;
-    b.scope = MemoryScope::kLocal;
-    b.alignment = 64;  // packed panels: the micro-kernel's vector loads
-    kernel_.buffers.push_back(b);
-    return static_cast<int>(kernel_.buffers.size() - 1);
+    return add_local_buffer(kernel_, name, dtype, elements, 64);
   }
 
   // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.

@@ -30,25 +30,44 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 SEQ, DIM, HIDDEN = 16, 32, 64
+CNN_INPUT = (1, 3, 16, 16)
+
+
+class FloatGraph:
+    """Nodes and seeded random weights of a float model; save() writes it."""
+
+    def __init__(self, seed: int, weight_scale: float):
+        self.rng = np.random.default_rng(seed)
+        self.weight_scale = weight_scale
+        self.nodes, self.inits = [], []
+
+    def weight(self, name, *shape, scale=None):
+        values = self.rng.standard_normal(shape) * (self.weight_scale if scale is None else scale)
+        self.inits.append(numpy_helper.from_array(values.astype(np.float32), name))
+        return name
+
+    def node(self, op, inputs, output, **attrs):
+        self.nodes.append(helper.make_node(op, inputs, [output], name=output, **attrs))
+        return output
+
+    def save(self, path: Path, name: str, x_shape, y_shape) -> None:
+        graph = helper.make_graph(
+            self.nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y_shape))], self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 8
+        onnx.checker.check_model(model)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(model, str(path))
 
 
 def float_model(path: Path, seed: int = 0) -> None:
-    rng = np.random.default_rng(seed)
-    inits = []
-
-    def weight(name, *shape, scale=0.2):
-        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
-        return name
-
-    nodes = []
-
-    def node(op, inputs, output, **attrs):
-        nodes.append(helper.make_node(op, inputs, [output], name=output, **attrs))
-        return output
+    f = FloatGraph(seed, 0.2)
+    node = f.node
 
     def linear(x, name, n_in, n_out):
-        y = node("MatMul", [x, weight(name + "_w", n_in, n_out)], name + "_mm")
-        return node("Add", [y, weight(name + "_b", n_out, scale=0.05)], name)
+        y = node("MatMul", [x, f.weight(name + "_w", n_in, n_out)], name + "_mm")
+        return node("Add", [y, f.weight(name + "_b", n_out, scale=0.05)], name)
 
     q = linear("x", "q", DIM, DIM)
     k = linear("x", "k", DIM, DIM)
@@ -62,40 +81,19 @@ def float_model(path: Path, seed: int = 0) -> None:
     up = node("Relu", [linear(h, "up", DIM, HIDDEN)], "up_relu")
     down = linear(up, "down", HIDDEN, DIM)
     node("Add", [h, down], "y")
-    graph = helper.make_graph(
-        nodes, "attention_block",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, SEQ, DIM])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, SEQ, DIM])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
-
-
-CNN_INPUT = (1, 3, 16, 16)
+    f.save(path, "attention_block", [1, SEQ, DIM], [1, SEQ, DIM])
 
 
 def cnn_float_model(path: Path, seed: int = 2) -> None:
-    rng = np.random.default_rng(seed)
-    inits = []
-
-    def weight(name, *shape, scale=0.3):
-        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
-        return name
-
-    nodes = []
-
-    def node(op, inputs, output, **attrs):
-        nodes.append(helper.make_node(op, inputs, [output], name=output, **attrs))
-        return output
+    f = FloatGraph(seed, 0.3)
+    node = f.node
 
     def conv(x, name, c_in, c_out, k, **attrs):
-        return node("Conv", [x, weight(name + "_w", c_out, c_in, k, k), weight(name + "_b", c_out, scale=0.05)],
+        return node("Conv", [x, f.weight(name + "_w", c_out, c_in, k, k), f.weight(name + "_b", c_out, scale=0.05)],
                     name, **attrs)
 
     def gemm(x, name, n_in, n_out):
-        return node("Gemm", [x, weight(name + "_w", n_out, n_in), weight(name + "_b", n_out, scale=0.05)],
+        return node("Gemm", [x, f.weight(name + "_w", n_out, n_in), f.weight(name + "_b", n_out, scale=0.05)],
                     name, transB=1)
 
     r1 = node("Relu", [conv("x", "c1", 3, 8, 3, pads=[1, 1, 1, 1])], "r1")
@@ -103,20 +101,12 @@ def cnn_float_model(path: Path, seed: int = 2) -> None:
     s = node("Add", [l2, conv(r1, "c3", 8, 16, 1, strides=[2, 2])], "s")
     squeeze = node("Flatten", [node("GlobalAveragePool", [s], "g1")], "f1")
     excite = gemm(node("Relu", [gemm(squeeze, "e1", 16, 4)], "e1_relu"), "e2", 4, 16)
-    inits.append(numpy_helper.from_array(np.array([1, 16, 1, 1], np.int64), "gate_shape"))
+    f.inits.append(numpy_helper.from_array(np.array([1, 16, 1, 1], np.int64), "gate_shape"))
     gate = node("Reshape", [node("Sigmoid", [excite], "gate"), "gate_shape"], "gate_4d")
     cat = node("Concat", [node("Mul", [s, gate], "gated"), s], "cat", axis=1)
     logits = gemm(node("Flatten", [node("GlobalAveragePool", [cat], "g2")], "f2"), "logits", 32, 10)
     node("Softmax", [logits], "y", axis=-1)
-    graph = helper.make_graph(
-        nodes, "small_cnn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(CNN_INPUT))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(model, str(path))
+    f.save(path, "small_cnn", CNN_INPUT, [1, 10])
 
 
 class Calibration:
