@@ -18,8 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
-from tilegraph._common import find_tilegraph_bin
+# Not a conftest.py: tests/models' conftest is imported by name ("conftest") when
+# both folders run in one pytest session.
+REPO = Path(__file__).resolve().parents[2]
+for _p in (REPO / "python", Path(__file__).resolve().parent):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+from tilegraph._common import find_tilegraph_bin  # noqa: E402
 
 pytest.importorskip("onnxruntime.quantization")
 import make_quantized_models  # noqa: E402
