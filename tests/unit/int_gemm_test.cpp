@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/driver/pipeline.h"
+#include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
 #include "compiler/passes/quantize_matmul.h"
 #include "frontends/onnx/import.h"
@@ -79,6 +80,22 @@ TEST(IntGemm, ConvIntegerIsAnImplicitGemmOverFilters) {
   EXPECT_EQ(m.col_axes, (std::vector<int>{1}));     // filters
   EXPECT_EQ(m.row_axes, (std::vector<int>{2, 3}));  // output pixels; batch 1 takes no role
   EXPECT_EQ(m.k_extents, (std::vector<int64_t>{2, 3, 3}));
+}
+
+TEST(IntGemm, ConvIntegerWithAScalarWeightIsAUserError) {
+  // Found by the fuzzer: the filter count was read before the ranks were checked.
+  OnnxModelBuilder b(13);
+  b.input("x", 2, {1, 1, 3, 3}).input("w", 2, {}).output("y", 6);
+  b.node("ConvInteger", {"x", "w"}, {"y"}, "bad_conv");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tilegraph_unit" / "conv_int_rank" / "model.onnx").string();
+  b.save(path);
+  try {
+    onnx_frontend::import_model(path);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'bad_conv' (ConvInteger"), std::string::npos) << e.what();
+  }
 }
 
 // x (uint8, per-tensor) and w (int8, per output column) dequantized, then MatMul.

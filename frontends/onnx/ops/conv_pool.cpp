@@ -138,7 +138,7 @@ std::vector<TensorId> lower_conv_integer(LoweringContext& ctx) {
   std::vector<TensorId> extra;
   for (int i : {2, 3}) extra.push_back(ctx.has_input(i) ? ctx.input(i) : ctx.constant_scalar(0, ctx.dtype(i - 2)));
   const Shape zx = ctx.graph().tensor(extra[0]).shape, zw = ctx.graph().tensor(extra[1]).shape;
-  const int64_t filters = ctx.shape(1)[0];
+  const int64_t filters = conv_operands(ctx, /*integer=*/true).w[0];  // checks the ranks first
   if (num_elements(zx) != 1) ctx.fail("x_zero_point must hold one value");
   if (num_elements(zw) != 1 && !(zw.size() == 1 && zw[0] == filters))
     ctx.fail(str_cat("w_zero_point must hold one value or one per output channel (", filters, ")"));
