@@ -5,6 +5,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
 #include "frontends/onnx/import.h"
+#include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace tilegraph {
@@ -90,16 +91,9 @@ TEST(FrontendImport, GarbageFileIsAUserError) {
   EXPECT_THROW(onnx_frontend::import_model(path + ".missing"), UserError);
 }
 
-// Imports the model and returns the UserError's message ("" if none).
+// The UserError's message of importing model `name` ("" if none).
 std::string import_error(const OnnxModelBuilder& b, const std::string& name) {
-  const std::string path = temp_model_path(name);
-  b.save(path);
-  try {
-    onnx_frontend::import_model(path);
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::import_error_of(b, temp_model_path(name));
 }
 
 TEST(FrontendImport, InputsOfOneTypeParameterMustAgree) {
