@@ -16,15 +16,6 @@ namespace {
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-bool reads_only_constants(const Graph& g, const Op& op, const Expr& e) {
-  bool ok = true;
-  visit(e, [&](const Expr& n) {
-    if (n->kind == ExprKind::kLoad && g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).kind != TensorKind::kConstant)
-      ok = false;
-  });
-  return ok;
-}
-
 // The GEMM's shape in micro-kernel terms.
 struct Geometry {
   scheduler::IntGemm m;
@@ -53,7 +44,6 @@ struct Geometry {
     b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
     a_packed = v.a_unsigned ? DType::kU8 : DType::kI8;
   }
-  int64_t b_batches() const { return m.batches(); }
   int rank() const { return static_cast<int>(m.out_shape.size()); }
 
   // Output coordinates (= op vars 0..rank-1) for flat batch b, row r, column c.
@@ -103,7 +93,7 @@ PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule
   const Op gemm = single_gemm_phase(g, ks, &phases);
   const auto match = scheduler::match_int_gemm(g, gemm);
   TG_CHECK(match.has_value(), "kernel ", gemm.name, " is not an int GEMM");
-  if (!reads_only_constants(g, gemm, match->b)) return {};
+  if (!scheduler::reads_only_constants(g, gemm, match->b)) return {};
   const Geometry geo(*match, variant);
   const int64_t nr = variant.nr, ku = variant.ku;
   const int64_t panel_values = geo.k_groups * nr * ku;
@@ -124,14 +114,14 @@ PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule
   Tensor packed_t;
   packed_t.name = pack.name;
   packed_t.dtype = DType::kI8;
-  packed_t.shape = {geo.b_batches() * geo.col_panels * geo.b_panel};
+  packed_t.shape = {geo.m.batches() * geo.col_panels * geo.b_panel};
   packed_t.kind = TensorKind::kConstant;
   pack.output = g.add_tensor(packed_t);
   drop_unused_inputs(pack);
   auto bytes = evaluate_op(g, pack);
   // Column sums of the packed values, for the zero-point correction.
-  std::vector<uint8_t> sums(static_cast<size_t>(geo.b_batches() * geo.col_panels * nr * 4));
-  for (int64_t p = 0; p < geo.b_batches() * geo.col_panels; ++p)
+  std::vector<uint8_t> sums(static_cast<size_t>(geo.m.batches() * geo.col_panels * nr * 4));
+  for (int64_t p = 0; p < geo.m.batches() * geo.col_panels; ++p)
     for (int64_t jj = 0; jj < nr; ++jj) {
       int32_t s = 0;
       for (int64_t gg = 0; gg < geo.k_groups; ++gg)
@@ -143,7 +133,7 @@ PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule
   Tensor colsum_t;
   colsum_t.name = gemm.name + "_colsum_b";
   colsum_t.dtype = DType::kI32;
-  colsum_t.shape = {geo.b_batches() * geo.col_panels * nr};
+  colsum_t.shape = {geo.m.batches() * geo.col_panels * nr};
   colsum_t.kind = TensorKind::kConstant;
   colsum_t.data = std::make_shared<const std::vector<uint8_t>>(std::move(sums));
   return {pack.output, g.add_tensor(colsum_t)};

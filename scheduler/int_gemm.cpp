@@ -46,6 +46,16 @@ int64_t IntGemm::extent(const std::vector<int>& axes) const {
   return n;
 }
 
+bool reads_only_constants(const Graph& g, const Op& op, const Expr& e) {
+  bool all = true;
+  visit(e, [&](const Expr& n) {
+    if (n->kind == ExprKind::kLoad &&
+        g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).kind != TensorKind::kConstant)
+      all = false;
+  });
+  return all;
+}
+
 std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
   const Tensor& out = g.tensor(op.output);
   const int rank = static_cast<int>(out.shape.size());
@@ -64,16 +74,7 @@ std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
   auto reads = [](const Expr& e, int axis) { return uses_any(e, axis, axis + 1); };
   // B is the weights (the operand reading only constants: packed at compile
   // time), else the operand reading the last axis (a matmul's columns).
-  auto constant = [&](const Expr& e) {
-    bool all = true;
-    visit(e, [&](const Expr& n) {
-      if (n->kind == ExprKind::kLoad &&
-          g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).kind != TensorKind::kConstant)
-        all = false;
-    });
-    return all;
-  };
-  const bool x_const = constant(x), y_const = constant(y);
+  const bool x_const = reads_only_constants(g, op, x), y_const = reads_only_constants(g, op, y);
   if (x_const != y_const ? x_const : (reads(x, rank - 1) && !reads(y, rank - 1))) {
     std::swap(x, y);
     std::swap(zx, zy);

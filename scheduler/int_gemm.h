@@ -41,6 +41,10 @@ struct IntGemm {
   int64_t extent(const std::vector<int>& axes) const;
 };
 
+// Does e (an expression of op) load only constant tensors? (A GEMM operand
+// that does is packed at compile time.)
+bool reads_only_constants(const Graph& g, const Op& op, const Expr& e);
+
 // The int GEMM `op` computes, if it has the canonical form.
 std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op);
 
