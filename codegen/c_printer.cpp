@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "codegen/vector_math_prelude.h"
 #include "compiler/ir/error.h"
 
 namespace tilegraph::codegen {
@@ -22,6 +23,7 @@ const Dialect& cpu_dialect() {
       "",
       "unsigned char* tg_smem = tg_block_scratch(%lld);",
       "static inline",
+      true,
   };
   return d;
 }
@@ -40,6 +42,7 @@ const Dialect& cuda_dialect() {
       "__syncthreads();",
       "extern __shared__ __align__(16) unsigned char tg_smem[];",
       "static __host__ __device__ inline",
+      false,
   };
   return d;
 }
@@ -72,6 +75,19 @@ std::string float_literal(double v, DType t) {
   std::string s = buf;
   if (s.find_first_of(".eE") == std::string::npos) s += ".0";
   return f32 ? s + "f" : s;
+}
+
+bool has_reduce_loop(const Stmt& s) {
+  if (s->kind == StmtKind::kFor && s->loop == LoopKind::kReduce) return true;
+  for (const Stmt& c : s->body)
+    if (has_reduce_loop(c)) return true;
+  return false;
+}
+
+bool uses_var(const Expr& e, int v) {
+  bool used = false;
+  visit(e, [&](const Expr& x) { used |= x->kind == ExprKind::kVar && x->int_value == v; });
+  return used;
 }
 
 std::string int_literal(int64_t v, DType t) {
@@ -114,6 +130,7 @@ class Printer {
       case StmtKind::kFor: {
         if (s->loop == LoopKind::kBlocks) return blocks(s, depth, out);
         if (s->loop == LoopKind::kThreads) return thread_loop(s, depth, out);
+        if (s->loop == LoopKind::kReduce && reduce_loop(s, depth, out)) return;
         const bool innermost = s->body.size() == 1 && s->body[0]->kind != StmtKind::kFor &&
                                s->body[0]->kind != StmtKind::kAllocate;
         if (s->loop == LoopKind::kParallel && *d_.parallel_pragma) {
@@ -124,7 +141,8 @@ class Printer {
           out << pad << pragma << "\n";
         } else if (s->loop == LoopKind::kVectorized && *d_.simd_pragma) {
           out << pad << d_.simd_pragma << "\n";
-        } else if (s->loop == LoopKind::kUnrolled && *d_.unroll_pragma) {
+        } else if (s->loop == LoopKind::kUnrolled && *d_.unroll_pragma && !has_reduce_loop(s)) {
+          // (GCC's unroll pragma drops an inner `omp simd` loop to scalar code.)
           out << pad << d_.unroll_pragma << "\n";
         }
         const std::string& v = k_.var_names[s->var];
@@ -218,6 +236,58 @@ class Printer {
     for (size_t i = loops.size(); i-- > 0;) out << std::string((depth + i) * 2, ' ') << "}\n";
   }
 
+  // A kReduce loop `for v: acc[i] = acc[i] OP x` as
+  //   { T tg_red = acc[i]; #pragma omp simd reduction(OP:tg_red)
+  //     for v: tg_red = tg_red OP x; acc[i] = tg_red; }
+  // The scalar breaks the loop-carried dependence through memory and lets
+  // the compiler keep one partial result per vector lane. False when the
+  // body has another shape (printed as a serial loop then).
+  bool reduce_loop(const Stmt& s, int depth, std::ostringstream& out) {
+    // Loops of one iteration between the reduce loop and its store (a block
+    // kernel's single-element tile) become constants.
+    std::vector<int> unit_vars;
+    const StmtNode* inner = s.get();
+    while (inner->body.size() == 1 && inner->body[0]->kind == StmtKind::kFor && inner->body[0]->extent->kind == ExprKind::kIntImm &&
+           inner->body[0]->extent->int_value == 1 && inner->body[0]->loop != LoopKind::kBlocks &&
+           inner->body[0]->loop != LoopKind::kThreads) {
+      inner = inner->body[0].get();
+      unit_vars.push_back(inner->var);
+    }
+    if (inner->body.size() != 1 || inner->body[0]->kind != StmtKind::kStore) return false;
+    const Stmt& store = inner->body[0];
+    const Expr& v = store->value;
+    const bool arithmetic = is_float(v->dtype) || v->dtype == DType::kI32 || v->dtype == DType::kI64;
+    if (v->kind != ExprKind::kBinary || !arithmetic) return false;
+    const char* clause = nullptr;
+    switch (v->binary_op) {
+      case BinaryOp::kAdd: clause = "+"; break;
+      case BinaryOp::kMul: clause = "*"; break;
+      case BinaryOp::kMin: clause = "min"; break;
+      case BinaryOp::kMax: clause = "max"; break;
+      default: return false;
+    }
+    auto is_acc = [&](const Expr& x) {
+      return x->kind == ExprKind::kLoad && x->int_value == store->buffer && same_expr(x->args[0], store->index);
+    };
+    if (!is_acc(v->args[0]) || uses_var(store->index, s->var)) return false;
+    const Buffer& b = k_.buffers[store->buffer];
+    if (b.scope == MemoryScope::kGlobal && b.dtype == DType::kF16) return false;
+    const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+    const std::string type = compute_type(v->dtype), x = expr(v->args[1]);
+    const std::string slot = b.name + "[" + expr(store->index) + "]";
+    const std::string& lv = k_.var_names[s->var];
+    out << pad << "{\n";
+    for (int u : unit_vars) out << pad << "  const int64_t " << k_.var_names[u] << " = 0;\n";
+    out << pad << "  " << type << " tg_red = " << slot << ";\n";
+    if (*d_.simd_pragma) out << pad << "  " << d_.simd_pragma << " reduction(" << clause << ":tg_red)\n";
+    out << pad << "  for (int64_t " << lv << " = 0; " << lv << " < " << expr(s->extent) << "; ++" << lv << ") {\n";
+    out << pad << "    tg_red = ";
+    if (*clause == '+' || *clause == '*') out << "tg_red " << clause << " " << x << ";\n";
+    else out << "tg_" << clause << "<" << type << ">(tg_red, " << x << ");\n";
+    out << pad << "  }\n" << pad << "  " << slot << " = tg_red;\n" << pad << "}\n";
+    return true;
+  }
+
   void thread_loop(const Stmt& s, int depth, std::ostringstream& out) {
     const std::string pad(static_cast<size_t>(depth) * 2, ' ');
     const std::string& v = k_.var_names[s->var];
@@ -231,6 +301,12 @@ class Printer {
 
   std::string call(const char* fn, const Expr& e) { return str_cat(fn, "(", expr(e->args[0]), ")"); }
 
+  // float and half (computed as float) take the vectorizable helpers; double
+  // keeps libm's precision.
+  bool vector_math(const Expr& x) const {
+    return d_.vector_math && (x->dtype == DType::kF32 || x->dtype == DType::kF16);
+  }
+
   std::string unary(const Expr& e) {
     const Expr& x = e->args[0];
     const bool f = is_float(x->dtype);
@@ -238,12 +314,12 @@ class Printer {
       case UnaryOp::kNeg: return "(-" + expr(x) + ")";
       case UnaryOp::kNot: return "(!" + expr(x) + ")";
       case UnaryOp::kAbs: return f ? call("std::fabs", e) : str_cat("tg_abs<", compute_type(x->dtype), ">(", expr(x), ")");
-      case UnaryOp::kExp: return call("std::exp", e);
+      case UnaryOp::kExp: return call(vector_math(x) ? "tg_exp" : "std::exp", e);
       case UnaryOp::kLog: return call("std::log", e);
       case UnaryOp::kSqrt: return call("std::sqrt", e);
-      case UnaryOp::kErf: return call("std::erf", e);
-      case UnaryOp::kTanh: return call("std::tanh", e);
-      case UnaryOp::kSigmoid: return call("tg_sigmoid", e);
+      case UnaryOp::kErf: return call(vector_math(x) ? "tg_erf" : "std::erf", e);
+      case UnaryOp::kTanh: return call(vector_math(x) ? "tg_tanh" : "std::tanh", e);
+      case UnaryOp::kSigmoid: return call(vector_math(x) ? "tg_sigmoid_vec" : "tg_sigmoid", e);
       case UnaryOp::kFloor: return f ? call("std::floor", e) : expr(x);
       case UnaryOp::kCeil: return f ? call("std::ceil", e) : expr(x);
       case UnaryOp::kRound: return f ? call("std::nearbyint", e) : expr(x);
@@ -443,6 +519,7 @@ static inline float tg_round_half(float f) { return tg_h2f(tg_f2h(f)); }
     text.replace(at, plain.size(), d.helper_qualifier);
     at += std::string(d.helper_qualifier).size() - 1;
   }
+  if (d.vector_math) text += vector_math_prelude();
   if (!d.binds_hardware_threads) text += R"PRELUDE(#include <cstdlib>
 #include <memory>
 // A block's shared arena on the CPU: per-thread scratch (cache resident),

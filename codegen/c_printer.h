@@ -24,6 +24,9 @@ struct Dialect {
   const char* barrier;            // "__syncthreads();" ("" on the CPU: threads run phase by phase)
   const char* shared_arena;       // declares `unsigned char* tg_smem` (printf pattern: %lld = bytes)
   const char* helper_qualifier;   // prelude helpers: "static inline" / "static __host__ __device__ inline"
+  // Float exp/erf/tanh/sigmoid through vector_math_prelude.h's vectorizable
+  // versions (CPU) instead of the scalar std:: calls (GPUs have fast ones).
+  bool vector_math;
 };
 
 const Dialect& cpu_dialect();

@@ -15,7 +15,7 @@ void dump(const Kernel& k, const Stmt& s, int depth, std::ostringstream& out) {
       out << pad << "for " << k.var_names[s->var] << " < " << to_string(s->extent)
           << (s->loop == LoopKind::kParallel ? " parallel" : s->loop == LoopKind::kVectorized ? " vector"
               : s->loop == LoopKind::kUnrolled ? " unrolled" : s->loop == LoopKind::kBlocks ? " blocks"
-              : s->loop == LoopKind::kThreads ? " threads" : "")
+              : s->loop == LoopKind::kThreads ? " threads" : s->loop == LoopKind::kReduce ? " reduce" : "")
           << "\n";
       for (const Stmt& c : s->body) dump(k, c, depth + 1, out);
       break;

@@ -54,7 +54,11 @@ enum class StmtKind {
 #undef TG_ENUM
 };
 
-enum class LoopKind { kSerial, kParallel, kVectorized, kUnrolled, kBlocks, kThreads };
+// kReduce: a loop whose body is one store `acc[i] = acc[i] OP v` (OP: +, *,
+// min, max) with i independent of the loop variable. The CPU printer keeps
+// acc[i] in a scalar across the loop and vectorizes it as an OpenMP simd
+// reduction (reordering float sums); anything else prints as kSerial.
+enum class LoopKind { kSerial, kParallel, kVectorized, kUnrolled, kBlocks, kThreads, kReduce };
 enum class MemoryScope { kGlobal, kShared, kLocal };
 
 // One argument of a Call: a pointer to buffer[value] (buffer >= 0), or the

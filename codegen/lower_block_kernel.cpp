@@ -164,7 +164,7 @@ class BlockKernelBuilder {
   // the flat index, guarded when the count is not a multiple of threads.
   Stmt for_each_element(const std::string& name, const std::vector<int64_t>& extents,
                         const std::function<Stmt(const std::vector<Expr>&, const Expr&)>& emit,
-                        std::vector<int>* loop_vars = nullptr) {
+                        std::vector<int>* loop_vars = nullptr, LoopKind innermost = LoopKind::kVectorized) {
     int64_t total = 1;
     for (int64_t e : extents) total *= e;
     std::vector<Expr> coords;
@@ -178,7 +178,7 @@ class BlockKernelBuilder {
       }
       Stmt s = emit(coords, flat);
       for (size_t d = vars.size(); d-- > 0;)
-        s = make_for(vars[d], int_imm(extents[d]), d + 1 == vars.size() ? LoopKind::kVectorized : LoopKind::kSerial, {s});
+        s = make_for(vars[d], int_imm(extents[d]), d + 1 == vars.size() ? innermost : LoopKind::kSerial, {s});
       if (loop_vars) *loop_vars = vars;
       return s;
     }
@@ -278,6 +278,11 @@ class BlockKernelBuilder {
     // The update of one element over a set of reduce values (innermost).
     std::map<int, const StagedInput*> staged;
     for (const StagedInput& st : pp.staged) staged[st.slot] = &st;
+    // One thread: reduce loops outside the element loops (a register tile
+    // over the vectorized innermost element axis), unless that axis has
+    // extent 1 (a row's sum, a whole-tensor min): then each element's
+    // innermost reduce loop vectorizes on its own (LoopKind::kReduce).
+    const bool reduce_inside = threads_ == 1 && (extents.empty() || extents.back() == 1);
     auto accumulate = [&](const std::string& name, const std::vector<Expr>& reduce_values,
                           const std::vector<std::pair<int, int64_t>>& reduce_loops, const Expr& guard) {
       std::vector<int> lv;
@@ -288,13 +293,16 @@ class BlockKernelBuilder {
         const Expr current = load(acc, dtype == DType::kF16 ? DType::kF32 : dtype, {slot ? slot : int_imm(0)});
         Stmt update = make_store(acc, slot ? slot : int_imm(0), combine(op.reduction, current, value_at(i, values, staged)));
         if (guard) update = make_if(guard, {update});
-        if (threads_ > 1)  // reduce loops inside the element: the accumulator stays in a register
-          for (size_t r = reduce_loops.size(); r-- > 0;)
-            update = make_for(reduce_loops[r].first, int_imm(reduce_loops[r].second), LoopKind::kSerial, {update});
+        if (threads_ > 1 || reduce_inside)  // the accumulator stays in a register
+          for (size_t r = reduce_loops.size(); r-- > 0;) {
+            const bool lanes = reduce_inside && !guard && r + 1 == reduce_loops.size();
+            update = make_for(reduce_loops[r].first, int_imm(reduce_loops[r].second),
+                              lanes ? LoopKind::kReduce : LoopKind::kSerial, {update});
+          }
         return update;
-      }, &lv);
+      }, &lv, reduce_inside ? LoopKind::kSerial : LoopKind::kVectorized);  // no simd inside simd
       s = rebind_acc_index(s, acc, lv);
-      if (threads_ == 1)  // reduce loops outside the element loops: a register tile
+      if (threads_ == 1 && !reduce_inside)
         for (size_t r = reduce_loops.size(); r-- > 0;)
           s = make_for(reduce_loops[r].first, int_imm(reduce_loops[r].second), LoopKind::kSerial, {s});
       return thread_loop({s});

@@ -150,10 +150,19 @@ class KernelBuilder {
         case Reduction::kMin: combined = min(current, value); break;
         case Reduction::kNone: TG_CHECK(false, "not a reduction");
       }
-      Stmt update = tile_loops(make_store(acc, acc_index, combined));
+      Stmt update = make_store(acc, acc_index, combined);
+      if (jj >= 0) {  // reduce loops outside the tile loops: a register tile across columns
+        update = tile_loops(update);
+        for (size_t r = reduce_vars.size(); r-- > 0;)
+          update = make_for(reduce_vars[r], int_imm(op_.reduce_extents[r]), LoopKind::kSerial, {update});
+        return update;
+      }
+      // One output column per tile (a row's sum or max): each row's innermost
+      // reduce loop vectorizes on its own (LoopKind::kReduce).
       for (size_t r = reduce_vars.size(); r-- > 0;)
-        update = make_for(reduce_vars[r], int_imm(op_.reduce_extents[r]), LoopKind::kSerial, {update});
-      return update;
+        update = make_for(reduce_vars[r], int_imm(op_.reduce_extents[r]),
+                          r + 1 == reduce_vars.size() ? LoopKind::kReduce : LoopKind::kSerial, {update});
+      return tile_loops(update);
     };
     Stmt update = update_loops(axis_values);
     // Full tiles (all but the last block of a ragged axis) need no clamping:

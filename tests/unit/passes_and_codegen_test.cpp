@@ -133,6 +133,26 @@ TEST(CPrinter, MatmulKernelMatchesGolden) {
 }
 
 
+// A reduction along the contiguous axis into one value per row keeps the
+// running value in a scalar and vectorizes it (LoopKind::kReduce), instead
+// of a load-add-store chain through the accumulator array.
+TEST(CPrinter, RowReductionIsASimdReductionOverAScalar) {
+  for (const auto& [op_type, clause] : std::vector<std::pair<std::string, std::string>>{
+           {"ReduceMax", "reduction(max:tg_red)"}, {"ReduceSum", "reduction(+:tg_red)"}}) {
+    OnnxModelBuilder b(11);  // axes as an attribute
+    b.input("x", 1, {6, 300}).output("y");
+    auto& n = b.node(op_type, {"x"}, {"y"});
+    OnnxModelBuilder::attr_ints(n, "axes", {1});
+    const Graph g = import_built(b, "row_" + op_type);
+    const auto schedule = scheduler::schedule_one_op_per_kernel(g, scheduler::host_arch());
+    ASSERT_EQ(schedule.kernels.size(), 1u);
+    const std::string printed =
+        codegen::print_kernel(codegen::lower_cpu_kernel(g, schedule.kernels[0]), codegen::cpu_dialect());
+    EXPECT_NE(printed.find(clause), std::string::npos) << printed;
+    EXPECT_NE(printed.find("= tg_red;"), std::string::npos) << printed;
+  }
+}
+
 TEST(EmitCpuProject, SameGraphGivesByteIdenticalProjects) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {4, 8}).output("y");

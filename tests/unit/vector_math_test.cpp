@@ -1,0 +1,98 @@
+// The CPU kernels' vectorizable float math (codegen/vector_math/
+// tg_vector_math.h) against libm in double precision, its special values,
+// and the printer choosing it for float (not double, not CUDA).
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "codegen/c_printer.h"
+#include "codegen/lower_cpu_kernel.h"
+#include "codegen/vector_math/tg_vector_math.h"
+#include "codegen/vector_math_prelude.h"
+#include "frontends/onnx/import.h"
+#include "scheduler/schedule.h"
+#include "tests/unit/onnx_model_builder.h"
+
+namespace tilegraph {
+namespace {
+
+// Largest relative error of f against reference over [lo, hi] in steps of
+// `step`, skipping reference values of magnitude below `floor` (denormals).
+template <typename F, typename R>
+double worst_relative_error(F f, R reference, double lo, double hi, double step, double floor = 1e-37) {
+  double worst = 0;
+  for (double v = lo; v <= hi; v += step) {
+    const float x = static_cast<float>(v);
+    const double want = reference(static_cast<double>(x));
+    if (std::fabs(want) < floor || std::fabs(want) > std::numeric_limits<float>::max()) continue;
+    worst = std::max(worst, std::fabs(double(f(x)) - want) / std::fabs(want));
+  }
+  return worst;
+}
+
+TEST(VectorMath, ExpWithin2e7OfLibmOverTheNormalRange) {
+  EXPECT_LT(worst_relative_error(tg_exp, [](double x) { return std::exp(x); }, -87.3, 88.7, 1.7e-4), 2e-7);
+}
+
+TEST(VectorMath, ErfWithin2e7OfLibmBothSidesOfTheSeriesSwitch) {
+  EXPECT_LT(worst_relative_error(tg_erf, [](double x) { return std::erf(x); }, -6, 6, 3e-5), 2.5e-7);
+  EXPECT_LT(worst_relative_error(tg_erf, [](double x) { return std::erf(x); }, 1e-6, 1e-3, 1e-7), 2e-7);
+}
+
+TEST(VectorMath, TanhAndSigmoidWithin2e7OfLibm) {
+  EXPECT_LT(worst_relative_error(tg_tanh, [](double x) { return std::tanh(x); }, -12, 12, 3e-5), 2.5e-7);
+  EXPECT_LT(worst_relative_error(tg_sigmoid_vec, [](double x) { return 1 / (1 + std::exp(-x)); }, -80, 80, 1e-3),
+            3e-7);
+}
+
+TEST(VectorMath, SaturatesAndPropagatesNaNLikeLibm) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(tg_exp(-inf), 0.0f);    // softmax's masked entries
+  EXPECT_EQ(tg_exp(-200.0f), 0.0f);
+  EXPECT_EQ(tg_exp(inf), inf);
+  EXPECT_EQ(tg_exp(89.0f), inf);
+  EXPECT_EQ(tg_exp(0.0f), 1.0f);
+  EXPECT_NEAR(tg_exp(-100.0f), std::exp(-100.0f), 1e-45);  // a denormal result
+  EXPECT_EQ(tg_erf(inf), 1.0f);
+  EXPECT_EQ(tg_erf(-inf), -1.0f);
+  EXPECT_EQ(tg_tanh(-inf), -1.0f);
+  EXPECT_EQ(tg_sigmoid_vec(-inf), 0.0f);
+  EXPECT_EQ(tg_sigmoid_vec(inf), 1.0f);
+  EXPECT_TRUE(std::isnan(tg_exp(nan)));
+  EXPECT_TRUE(std::isnan(tg_erf(nan)));
+  EXPECT_TRUE(std::isnan(tg_tanh(nan)));
+}
+
+std::string printed_gelu_kernel(int elem_type, const codegen::Dialect& d) {
+  testing::OnnxModelBuilder b(13);
+  b.input("x", elem_type, {4, 8}).output("y");
+  b.node("Erf", {"x"}, {"e"});
+  b.node("Exp", {"e"}, {"y"});
+  const std::string path = (std::filesystem::temp_directory_path() / "tilegraph_unit" /
+                            ("vector_math_" + std::to_string(elem_type)) / "model.onnx").string();
+  b.save(path);
+  const Graph g = onnx_frontend::import_model(path);
+  const auto schedule = scheduler::schedule_one_op_per_kernel(g, scheduler::host_arch());
+  std::string text;
+  for (const auto& k : schedule.kernels) text += codegen::print_kernel(codegen::lower_cpu_kernel(g, k), d);
+  return text;
+}
+
+TEST(VectorMath, CpuKernelsCallItForFloatOnly) {
+  const std::string f32 = printed_gelu_kernel(1, codegen::cpu_dialect());
+  EXPECT_NE(f32.find("tg_erf("), std::string::npos) << f32;
+  EXPECT_NE(f32.find("tg_exp("), std::string::npos) << f32;
+  const std::string f64 = printed_gelu_kernel(11, codegen::cpu_dialect());
+  EXPECT_NE(f64.find("std::erf("), std::string::npos) << f64;
+  EXPECT_EQ(f64.find("tg_erf("), std::string::npos) << f64;
+  const std::string cuda = printed_gelu_kernel(1, codegen::cuda_dialect());
+  EXPECT_EQ(cuda.find("tg_erf("), std::string::npos) << cuda;
+  EXPECT_NE(codegen::kernel_prelude(codegen::cpu_dialect()).find("tg_erf(float x)"), std::string::npos);
+  EXPECT_EQ(codegen::kernel_prelude(codegen::cuda_dialect()).find("tg_erf(float x)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tilegraph
