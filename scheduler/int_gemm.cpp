@@ -120,25 +120,51 @@ namespace {
 
 // Does `op` read tensor `t` only at its own output index (v0, ..., vr-1;
 // 0 along dims of extent 1, as broadcasting spells it)?
-bool reads_at_identity(const Op& op, TensorId t, const Shape& shape) {
-  const int rank = static_cast<int>(shape.size());
+// Does every load of t in op read op's own element (t's shape and op's
+// output shape equal up to dimensions of extent 1, which read index 0)?
+bool reads_at_identity(const Op& op, TensorId t, const Shape& t_shape, const Shape& out_shape) {
+  const std::vector<int> t_dims = non_unit_dims(t_shape), out_dims = non_unit_dims(out_shape);
+  if (t_dims.size() != out_dims.size()) return false;
+  for (size_t i = 0; i < t_dims.size(); ++i)
+    if (t_shape[static_cast<size_t>(t_dims[i])] != out_shape[static_cast<size_t>(out_dims[i])]) return false;
   bool ok = true, any = false;
   for (size_t s = 0; s < op.inputs.size(); ++s) {
     if (op.inputs[s] != t) continue;
     visit(op.body, [&](const Expr& n) {
       if (n->kind != ExprKind::kLoad || n->int_value != static_cast<int64_t>(s)) return;
       any = true;
-      if (static_cast<int>(n->args.size()) != rank) { ok = false; return; }
-      for (int d = 0; d < rank; ++d)
-        if ((n->args[d]->kind != ExprKind::kVar || n->args[d]->int_value != d) &&
-            !(shape[static_cast<size_t>(d)] == 1 && is_const_int(n->args[d])))
-          ok = false;
+      if (n->args.size() != t_shape.size()) { ok = false; return; }
+      size_t next = 0;  // t's non-unit dims read out's non-unit dims in order
+      for (size_t d = 0; d < t_shape.size(); ++d) {
+        if (t_shape[d] == 1) {
+          ok = ok && is_const_int(n->args[d]);
+          continue;
+        }
+        ok = ok && n->args[d]->kind == ExprKind::kVar && n->args[d]->int_value == out_dims[next++];
+      }
     });
   }
   return ok && any;
 }
 
 }  // namespace
+
+std::vector<int> non_unit_dims(const Shape& shape) {
+  std::vector<int> dims;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) dims.push_back(static_cast<int>(d));
+  return dims;
+}
+
+std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Shape& acc_shape,
+                                  const Shape& epilogue_shape) {
+  const std::vector<int> from = non_unit_dims(acc_shape), to = non_unit_dims(epilogue_shape);
+  TG_CHECK(from.size() == to.size(), "epilogue shape ", shape_to_string(epilogue_shape), " is not ",
+           shape_to_string(acc_shape), " up to unit dimensions");
+  std::vector<Expr> coords(epilogue_shape.size(), int_imm(0));
+  for (size_t i = 0; i < from.size(); ++i) coords[static_cast<size_t>(to[i])] = acc_coords[static_cast<size_t>(from[i])];
+  return coords;
+}
 
 int use_int_gemm_ukernels(const Graph& g, Schedule& schedule) {
   std::vector<int> consumers_of(g.tensors.size(), 0);
@@ -191,7 +217,7 @@ int use_int_gemm_ukernels(const Graph& g, Schedule& schedule) {
       if (cphases.size() != 1) break;
       const Op& epi = cphases[0];
       const Tensor& out = g.tensor(epi.output);
-      if (out.shape == g.tensor(acc).shape && reads_at_identity(epi, acc, out.shape) &&
+      if (reads_at_identity(epi, acc, g.tensor(acc).shape, out.shape) &&
           ready_before(consumer, k, acc)) {
         const int gemm_op = ks.ops.back();
         ks.ops.insert(ks.ops.end(), consumer.ops.begin(), consumer.ops.end());

@@ -54,11 +54,21 @@ std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op);
 // that every quantized product takes the micro-kernel path.
 bool is_int8_contraction(const Graph& g, const Op& op);
 
+// The dimensions of extent other than 1, in order.
+std::vector<int> non_unit_dims(const Shape& shape);
+
+// The epilogue's variables (one per dimension of epilogue_shape) for the
+// accumulator element at acc_coords, the two shapes being equal up to
+// dimensions of extent 1 (a Reshape that adds or drops them: [50,1536] ->
+// [1,50,1536]).
+std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Shape& acc_shape,
+                                  const Shape& epilogue_shape);
+
 // For a CPU schedule: marks each kernel whose op is an int GEMM for the
 // micro-kernel path, and merges into it the kernel of its only consumer when
-// that is one elementwise op of the same shape reading the accumulator at
-// its own index (requantize, scale + bias, activation). Returns how many
-// kernels use the micro-kernel path.
+// that is one elementwise op of the same shape (up to unit dimensions)
+// reading the accumulator at its own index (requantize, scale + bias,
+// activation). Returns how many kernels use the micro-kernel path.
 int use_int_gemm_ukernels(const Graph& g, Schedule& schedule);
 
 }  // namespace tilegraph::scheduler

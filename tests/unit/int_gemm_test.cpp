@@ -170,5 +170,35 @@ TEST(IntGemm, RequantizeIsFusedAsTheEpilogue) {
   EXPECT_EQ(g.tensor(g.ops[static_cast<size_t>(s.kernels[0].ops.back())].output).dtype, DType::kU8);
 }
 
+TEST(IntGemm, EpilogueBehindAReshapeAddingAUnitDimensionIsStillFused) {
+  // QLinearMatMul [4,8] -> Reshape [1,4,8] -> DequantizeLinear: the consumer
+  // kernel has the accumulator's elements in another rank.
+  OnnxModelBuilder b(13);
+  b.input("a", 2, {4, 16}).output("y", 1);
+  for (const char* s : {"sa", "sb", "sy"}) b.initializer_f(s, {}, {0.1f});
+  b.initializer_8bit("za", 2, {}, {128});
+  b.initializer_8bit("w", 3, {16, 8}, ramp(128, -128, 127));
+  b.initializer_8bit("zb", 3, {}, {0});
+  b.initializer_8bit("zy", 2, {}, {100});
+  b.initializer_i64("shape", {3}, {1, 4, 8});
+  b.node("QLinearMatMul", {"a", "sa", "za", "w", "sb", "zb", "sy", "zy"}, {"q"});
+  b.node("Reshape", {"q", "shape"}, {"r"});
+  b.node("DequantizeLinear", {"r", "sy", "zy"}, {"y"});
+  const Graph g = import_and_optimize(b, "reshaped_epilogue");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  EXPECT_EQ(scheduler::use_int_gemm_ukernels(g, s), 1);
+  ASSERT_EQ(s.kernels.size(), 1u) << to_string(g);
+  EXPECT_EQ(g.tensor(g.ops[static_cast<size_t>(s.kernels[0].ops.back())].output).shape, (Shape{1, 4, 8}));
+}
+
+TEST(IntGemm, EpilogueCoordinatesMapAcrossUnitDimensions) {
+  const std::vector<Expr> acc = {var(0), var(1)};
+  const std::vector<Expr> epi = scheduler::epilogue_coords(acc, {4, 8}, {1, 4, 1, 8});
+  ASSERT_EQ(epi.size(), 4u);
+  EXPECT_TRUE(is_const_int(epi[0]) && is_const_int(epi[2]));
+  EXPECT_TRUE(same_expr(epi[1], var(0)) && same_expr(epi[3], var(1)));
+  EXPECT_THROW(scheduler::epilogue_coords(acc, {4, 8}, {32}), InternalError);
+}
+
 }  // namespace
 }  // namespace tilegraph
