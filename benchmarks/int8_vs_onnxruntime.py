@@ -9,8 +9,10 @@ quantize_static QOperator; after onnxruntime's quant_pre_process; uint8 activati
 int8 weights, calibration on 4 seeded inputs), compile each with `tilegraph tune`, and time both engines on the same
 input with the same thread count: interleaved rounds, median of per-round medians.
 Prints one table row per (model, form): our ms, onnxruntime's ms, the ratio, the
-integer-GEMM micro-kernel used, and the share of our time outside integer
-matmuls (from the kernel profile). Not a test: timing is noisy on a shared box.
+integer-GEMM micro-kernel used, the share of our time outside integer
+matmuls (from the kernel profile), and the first output's largest absolute
+difference ours vs onnxruntime, onnxruntime vs the fp32 model, ours vs fp32.
+Not a test: timing is noisy on a shared box.
 """
 import argparse
 import json
@@ -105,6 +107,19 @@ def outside_int_matmul_share(ours, prefix, feed):
     return sum(ms for name, ms, _ in prof if name not in int8) / total
 
 
+def accuracy(ours, sess, fp32_sess, feed):
+    """Largest |difference| of the first output: ours vs onnxruntime on the
+    quantized model, and each of them vs the fp32 model (the quantization
+    error both engines carry; dynamic quantization turns tiny float differences
+    into whole quantization steps, so ours-vs-ort alone says little)."""
+    name = sess.get_outputs()[0].name
+    ort_out = sess.run([name], feed)[0]
+    ref = fp32_sess.run([fp32_sess.get_outputs()[0].name], feed)[0]
+    mine = ours.run(feed)[name]
+    worst = lambda a, b: float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+    return worst(mine, ort_out), worst(ort_out, ref), worst(mine, ref)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="vit,bert")
@@ -146,13 +161,14 @@ def main():
             ukernels = sorted({k["ukernel"] for k in manifest["kernels"] if k.get("ukernel")})
             naive = sum(1 for k in manifest["kernels"] if k["int8_matmul"] and not k.get("ukernel"))
             share = outside_int_matmul_share(ours, prefix, feed)
-            rows.append((model, form, ms, ort_ms, ukernels, naive, share))
+            fp32_sess = ort.InferenceSession(str(fp32 / "model.onnx"), providers=["CPUExecutionProvider"])
+            rows.append((model, form, ms, ort_ms, ukernels, naive, share, accuracy(ours, sess, fp32_sess, feed)))
     print(f"\nthreads {args.threads}; median ms (interleaved rounds); ratio = onnxruntime / tilegraph")
     print(f"{'model':10} {'form':10} {'tilegraph':>10} {'onnxrt':>10} {'ratio':>7}  {'ukernel':20} "
-          f"{'naive int8 mm':>13} {'outside int mm':>14}")
-    for model, form, ms, ort_ms, uk, naive, share in rows:
+          f"{'naive int8 mm':>13} {'outside int mm':>14}  {'|ours-ort|':>10} {'|ort-fp32|':>10} {'|ours-fp32|':>11}")
+    for model, form, ms, ort_ms, uk, naive, share, (d_ort, d_ort_fp32, d_fp32) in rows:
         print(f"{model:10} {form:10} {ms:10.3f} {ort_ms:10.3f} {ort_ms / ms:7.2f}  {','.join(uk):20} "
-              f"{naive:13d} {share * 100:13.1f}%")
+              f"{naive:13d} {share * 100:13.1f}%  {d_ort:10.4f} {d_ort_fp32:10.4f} {d_fp32:11.4f}")
 
 
 if __name__ == "__main__":

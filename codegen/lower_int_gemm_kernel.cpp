@@ -35,10 +35,13 @@ struct Geometry {
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     a_panel = round_up(k_groups * v.mr * v.ku, 64);
     b_panel = round_up(k_groups * v.nr * v.ku, 64);
-    // A row block of ~48 rows, its packed panels within 64 KiB of scratch.
-    row_panels = std::clamp<int64_t>(65536 / a_panel, 1, std::max(1, 48 / v.mr));
-    row_panels = std::min(row_panels, (m.rows() + v.mr - 1) / v.mr);
-    row_blocks = (m.rows() + row_panels * v.mr - 1) / (row_panels * v.mr);
+    // Row blocks of at most ~48 rows, their packed panels within 64 KiB of
+    // scratch, with the panels spread evenly over the blocks (50 rows: 4+3
+    // panels of 8, not 6+1, which left one core with 6/7 of the work).
+    const int64_t panels = (m.rows() + v.mr - 1) / v.mr;
+    const int64_t max_panels = std::clamp<int64_t>(65536 / a_panel, 1, std::max(1, 48 / v.mr));
+    row_blocks = (panels + max_panels - 1) / max_panels;
+    row_panels = (panels + row_blocks - 1) / row_blocks;
     const bool a_u8 = m.a->dtype == DType::kU8;
     a_offset = v.a_unsigned ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
     b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
@@ -173,12 +176,13 @@ class IntGemmLowering {
     const int apack = add_local("a_panels", geo_.a_packed, geo_.row_panels * geo_.a_panel);
     const int rowsum = add_local("a_rowsums", DType::kI32, geo_.row_panels * v.mr);
     const int ctile = add_local("c_tile", DType::kI32, v.mr * v.nr);
-    std::vector<Stmt> block{pack_a(vb, row0, apack), row_sums(apack, rowsum)};
+    std::vector<Stmt> block{pack_a(vb, row0, apack), row_sums(vb, row0, rowsum)};
 
-    // Column panels in chunks, so that (batch, row block, chunk) gives every
-    // core a few tasks; each chunk packs its own copy of the A block.
+    // Column panels in chunks, so that (batch, chunk, row block) gives every
+    // core two tasks; each chunk packs its own copy of the A block (so no
+    // more chunks than that: ViT-S fc1 packed A 4 times with 4 per core).
     const int64_t tasks = m.batches() * geo_.row_blocks;
-    const int64_t chunks = std::clamp<int64_t>((4 * cores_ + tasks - 1) / tasks, 1, geo_.col_panels);
+    const int64_t chunks = std::clamp<int64_t>((2 * cores_ + tasks - 1) / tasks, 1, geo_.col_panels);
     const int64_t chunk_panels = (geo_.col_panels + chunks - 1) / chunks;
     const int vc = new_var("nc", (geo_.col_panels + chunk_panels - 1) / chunk_panels);
     const int vnl = new_var("nb", chunk_panels);
@@ -229,8 +233,11 @@ class IntGemmLowering {
     if (bpack >= 0) panels = make_allocate(bpack, {make_allocate(bsum, {panels})});
     block.push_back(make_allocate(ctile, {panels}));
     Stmt body = make_allocate(apack, {make_allocate(rowsum, block)});
-    body = make_for(vc, int_imm((geo_.col_panels + chunk_panels - 1) / chunk_panels), LoopKind::kSerial, {body});
+    // Chunks outside row blocks: a static split of (batch, chunk, row block)
+    // gives each core whole chunks of every row block, equal work even when
+    // the last row block is short.
     body = make_for(vm, int_imm(geo_.row_blocks), LoopKind::kSerial, {body});
+    body = make_for(vc, int_imm((geo_.col_panels + chunk_panels - 1) / chunk_panels), LoopKind::kSerial, {body});
     kernel_.body = make_for(vb, int_imm(m.batches()), LoopKind::kParallel, {body}, 3);
     return std::move(kernel_);
   }
@@ -255,18 +262,37 @@ class IntGemmLowering {
   // a_panels[(p * a_panel) + (g * MR + i) * KU + u] = A(row0 + p*MR + i, g*KU + u) + offset
   Stmt pack_a(int vb, const Expr& row0, int apack) {
     const IntGemmVariant& v = geo_.v;
-    const int vp = new_var("pa", geo_.row_panels), vg = new_var("ga", geo_.k_groups);
-    const int vi = new_var("ia", v.mr), vu = new_var("ua", v.ku);
+    const int vp = new_var("pa", geo_.row_panels), vi = new_var("ia", v.mr), vu = new_var("ua", v.ku);
+    // The k groups as nested loops over the reduce axes (the last one in
+    // steps of KU) when KU divides it, so that a convolution's window
+    // coordinates stay affine instead of a div/mod of a flat k per byte.
+    const std::vector<int64_t>& ke = geo_.m.k_extents;
+    std::vector<int> group_vars;
+    Expr group;
+    if (ke.size() > 1 && ke.back() % v.ku == 0) {
+      group = int_imm(0);
+      for (size_t a = 0; a < ke.size(); ++a) {
+        const int64_t extent = a + 1 == ke.size() ? ke[a] / v.ku : ke[a];
+        group_vars.push_back(new_var(str_cat("ga", a), extent));
+        group = group * extent + var(group_vars.back());
+      }
+    } else {
+      group_vars.push_back(new_var("ga", geo_.k_groups));
+      group = var(group_vars.back());
+    }
     const Expr row = min(row0 + var(vp) * v.mr + var(vi), int_imm(geo_.m.rows() - 1));
-    const Expr k = var(vg) * v.ku + var(vu);
+    const Expr k = group * v.ku + var(vu);
     const Expr a = op_value(gemm_, geo_.m.a, geo_.op_vars(var(vb), row, int_imm(0), min(k, int_imm(geo_.m.k - 1))));
     Expr value = cast(geo_.a_packed, cast(DType::kI32, a) + int_imm(geo_.a_offset, DType::kI32));
     if (geo_.k_groups * v.ku != geo_.m.k) value = select(lt(k, int_imm(geo_.m.k)), value, int_imm(0, geo_.a_packed));
-    const Expr index = var(vp) * geo_.a_panel + (var(vg) * v.mr + var(vi)) * v.ku + var(vu);
+    const Expr index = var(vp) * geo_.a_panel + (group * v.mr + var(vi)) * v.ku + var(vu);
+    // Rows outside k: each row's coordinates (a conv's output pixel) are
+    // computed once per row, and the source is read along k.
     Stmt s = make_store(apack, finalize_indices(index, bounds_), value);
     s = make_for(vu, int_imm(v.ku), LoopKind::kSerial, {s});
+    for (size_t g = group_vars.size(); g-- > 0;)
+      s = make_for(group_vars[g], int_imm(bounds_[static_cast<size_t>(group_vars[g])].hi + 1), LoopKind::kSerial, {s});
     s = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {s});
-    s = make_for(vg, int_imm(geo_.k_groups), LoopKind::kSerial, {s});
     return make_for(vp, int_imm(geo_.row_panels), LoopKind::kSerial, {s});
   }
 
@@ -286,8 +312,28 @@ class IntGemmLowering {
                          {make_store(sum_buffer, slot, int_imm(0, DType::kI32)), add});
     return make_for(vp, int_imm(panels), LoopKind::kSerial, {lane});
   }
-  Stmt row_sums(int apack, int rowsum) {
-    return sums(apack, geo_.a_packed, rowsum, geo_.row_panels, geo_.a_panel, geo_.v.mr, "r");
+  // Each packed row's sum along k, read from the source in k order (the
+  // packed layout interleaves rows every KU bytes): the innermost reduce
+  // axis is a vectorized reduction (LoopKind::kReduce).
+  Stmt row_sums(int vb, const Expr& row0, int rowsum) {
+    const IntGemmVariant& v = geo_.v;
+    const int vp = new_var("pr", geo_.row_panels), vi = new_var("lr", v.mr);
+    const std::vector<int64_t>& ke = geo_.m.k_extents;
+    std::vector<int> k_vars;
+    Expr k = int_imm(0);
+    for (size_t a = 0; a < ke.size(); ++a) {
+      k_vars.push_back(new_var(str_cat("kr", a), ke[a]));
+      k = k * ke[a] + var(k_vars.back());
+    }
+    const Expr row = min(row0 + var(vp) * v.mr + var(vi), int_imm(geo_.m.rows() - 1));
+    const Expr a = op_value(gemm_, geo_.m.a, geo_.op_vars(var(vb), row, int_imm(0), k));
+    const Expr packed = cast(geo_.a_packed, cast(DType::kI32, a) + int_imm(geo_.a_offset, DType::kI32));
+    const Expr slot = var(vp) * v.mr + var(vi);
+    Stmt add = make_store(rowsum, slot, load(rowsum, DType::kI32, {slot}) + cast(DType::kI32, packed));
+    for (size_t a = k_vars.size(); a-- > 0;)
+      add = make_for(k_vars[a], int_imm(ke[a]), a + 1 == k_vars.size() ? LoopKind::kReduce : LoopKind::kSerial, {add});
+    Stmt lane = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {make_store(rowsum, slot, int_imm(0, DType::kI32)), add});
+    return make_for(vp, int_imm(geo_.row_panels), LoopKind::kSerial, {lane});
   }
   Stmt col_sums(int bpack, int bsum) { return sums(bpack, DType::kI8, bsum, 1, geo_.b_panel, geo_.v.nr, "c"); }
 
@@ -314,7 +360,8 @@ class IntGemmLowering {
     const Expr index = finalize_indices(linear_index(geo_.m.out_shape, coords), bounds_);
     if (phases_.size() == 1) return make_store(output_, index, acc);
     const Op& epi = phases_[1];
-    Expr e = to_kernel_loads(g_, epi, substitute_vars(epi.body, coords), bounds_);
+    const std::vector<Expr> epi_coords = scheduler::epilogue_coords(coords, geo_.m.out_shape, g_.tensor(epi.output).shape);
+    Expr e = to_kernel_loads(g_, epi, substitute_vars(epi.body, epi_coords), bounds_);
     e = rewrite(e, [&](const Expr& n) -> Expr {
       if (n->kind != ExprKind::kLoad) return nullptr;
       const int buffer = epilogue_buffers_.at(static_cast<size_t>(n->int_value));

@@ -202,6 +202,24 @@ class Connector {
     }
   }
 
+  int64_t best_blocks(const Group& grp) {
+    const TilingResult r = tiling(kernel_of(grp), 1, o_.trial_budget);
+    return r.feasible ? r.features.front().blocks : 0;
+  }
+
+  // On a CPU, fusing a producer that fills every core into a consumer that
+  // runs on fewer blocks (a whole-tensor min/max, DynamicQuantizeLinear's
+  // range) serializes the producer: ViT-S's GELU (77k erf) ran on one core
+  // inside its quantizer's kernel. The roofline cannot see it (it charges
+  // flops at the vector peak), so it is a rule: such producers stay apart.
+  bool serializes_producer(const Group& producer, const Group& merged) {
+    if (arch_.is_gpu()) return false;
+    int64_t elements = 0;
+    for (int op : producer.ops) elements += num_elements(g_.tensor(g_.ops[op].output).shape);
+    if (elements < 4096) return false;
+    return best_blocks(merged) < arch_.cores && best_blocks(producer) >= arch_.cores;
+  }
+
   bool allowed_on_cpu(const Group& grp) const {
     if (arch_.is_gpu()) return true;
     // The CPU's block kernels are flat loops: contractions keep their
@@ -227,7 +245,7 @@ class Connector {
       if (into < 0 || !others_read_later(static_cast<int>(gi), into)) continue;
       if (static_cast<int>(groups_[into].ops.size() + groups_[gi].ops.size()) > o_.max_group_ops) continue;
       const Group merged = merged_group(static_cast<int>(gi), into, Connection::kShared);
-      if (!allowed_on_cpu(merged)) continue;
+      if (!allowed_on_cpu(merged) || serializes_producer(groups_[gi], merged)) continue;
       const double apart = best_seconds(groups_[gi]) + best_seconds(groups_[into]);
       std::string why;
       const double together = best_seconds(merged, &why);

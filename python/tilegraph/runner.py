@@ -137,9 +137,10 @@ class CompiledModel:
         self.lib_path = lib
         self.weights_path = Path(weights)
         try:
-            # Like main_test: passive OpenMP waiting unless the user chose (spinning
-            # threads starve on a loaded machine). libgomp reads it when loaded.
-            os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+            # Like main_test: OpenMP threads spin briefly between kernels, then
+            # sleep, unless the user chose. libgomp reads it when loaded.
+            if "OMP_WAIT_POLICY" not in os.environ:
+                os.environ.setdefault("GOMP_SPINCOUNT", "30000")
             self._lib = ctypes.CDLL(str(lib.resolve()))
         except OSError as e:
             machine = elf_machine(lib)
