@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/ir/error.h"
+#include "scheduler/cpu_features.h"
 
 namespace tilegraph::codegen {
 
@@ -50,20 +51,21 @@ IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
   if (const char* forced = std::getenv("TILEGRAPH_QGEMM_VARIANT"); forced && *forced)
     return int_gemm_variant_named(forced);
   const std::string& isa = arch.isa;
+  auto allowed = [&](const char* feature) { return !scheduler::cpu_feature_disabled(arch, feature); };
   if (arch.name == "host") {
     const std::set<std::string> f = host_cpu_flags();
-    if (f.count("avx512_vnni") && f.count("avx512bw")) return int_gemm_variant_named("avx512vnni");
-    if (f.count("avx2")) return int_gemm_variant_named("avx2");
-    if (f.count("i8mm")) return int_gemm_variant_named("i8mm");
-    if (f.count("asimddp")) return int_gemm_variant_named("dotprod");
+    if (allowed("avx512vnni") && f.count("avx512_vnni") && f.count("avx512bw")) return int_gemm_variant_named("avx512vnni");
+    if (allowed("avx2") && f.count("avx2")) return int_gemm_variant_named("avx2");
+    if (allowed("i8mm") && f.count("i8mm")) return int_gemm_variant_named("i8mm");
+    if (allowed("dotprod") && f.count("asimddp")) return int_gemm_variant_named("dotprod");
     if (isa.rfind("armv8", 0) == 0) return int_gemm_variant_named("neon");
     return int_gemm_variant_named("scalar");
   }
   if (isa.find("+i8mm") != std::string::npos) return int_gemm_variant_named("i8mm");
   if (isa.find("+dotprod") != std::string::npos) return int_gemm_variant_named("dotprod");
   if (isa.rfind("armv8", 0) == 0) return int_gemm_variant_named("neon");
-  if (isa.find("avx512") != std::string::npos) return int_gemm_variant_named("avx512vnni");
-  if (isa.find("avx2") != std::string::npos) return int_gemm_variant_named("avx2");
+  if (isa.find("avx512") != std::string::npos && allowed("avx512vnni")) return int_gemm_variant_named("avx512vnni");
+  if (isa.find("avx") != std::string::npos && allowed("avx2")) return int_gemm_variant_named("avx2");
   return int_gemm_variant_named("scalar");
 }
 

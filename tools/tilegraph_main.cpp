@@ -66,6 +66,7 @@ std::map<std::string, Tensor> read_frozen_inputs(const std::vector<std::string>&
 struct TuneFlags {
   std::string model;
   int topk = 20, jobs = 0;
+  std::string cpu_features;
   bool no_build = false, no_fusion = false, emulate = false, no_gpu_build = false, verbose = false;
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
@@ -80,6 +81,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.output_dir = project_dir(prefix, arch);
   o.arch = canonical_arch(arch);
   o.topk = f.topk;
+  o.cpu_features = f.cpu_features;
   o.fusion = !f.no_fusion;
   o.emulate = f.emulate;
   o.build_gpu = !f.no_gpu_build;
@@ -178,6 +180,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("prefix", prefix, "model folder holding model.onnx (and its external data)")->required();
   tune_cmd->add_option("--model", f.model, "ONNX file to compile instead of PREFIX/model.onnx");
   tune_cmd->add_option("--arch", arch, "target: " + arch_names + " (host: the CPU this runs on; an AArch64 arch is cross-compiled with aarch64-linux-gnu-g++ on other hosts)")->capture_default_str();
+  tune_cmd->add_option("--cpu-features", f.cpu_features, "CPU targets: instruction-set extensions to add or drop, e.g. +dotprod,-i8mm on an AArch64 arch (sets -march and the int8 micro-kernel) or -avx512vnni on the host");
   tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
   tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
   tune_cmd->add_flag("--emulate", f.emulate, "GPU archs: also write and build the CPU emulation of the GPU kernels (PREFIX/tilegraph_rt/<arch>/emulation), which `run` and test_acc use where there is no such GPU");

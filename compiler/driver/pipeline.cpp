@@ -22,6 +22,7 @@
 #include "compiler/passes/materialize_outputs.h"
 #include "compiler/passes/quantize_matmul.h"
 #include "compiler/passes/tabulate_byte_functions.h"
+#include "scheduler/cpu_features.h"
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
 #include "compiler/driver/aarch64_target.h"
@@ -185,7 +186,8 @@ void check_nvcc_supports(const scheduler::ArchSpec& arch) {
 
 CompileReport compile(const CompileOptions& options) {
   CompileReport report;
-  const scheduler::ArchSpec arch = scheduler::arch_by_name(options.arch);
+  scheduler::ArchSpec arch = scheduler::arch_by_name(options.arch);
+  scheduler::apply_cpu_features(arch, options.cpu_features);
   const bool gpu = arch.is_gpu();
   const std::string gpu_compiler = arch.target == "hip" ? "hipcc" : "nvcc";
   const bool build_gpu = gpu && options.build && options.build_gpu && on_path(gpu_compiler);

@@ -13,6 +13,7 @@ struct CompileOptions {
   std::string model_path;                      // PREFIX/model.onnx
   std::string output_dir;                      // PREFIX/tilegraph_rt/<arch>
   std::string arch = "host";
+  std::string cpu_features;                    // --cpu-features "+dotprod,-i8mm" (scheduler/cpu_features.h)
   int topk = 20;
   bool fusion = true;                          // --no-fusion: one op per kernel
   bool emulate = false;                        // GPU archs: also write + build the CPU emulation
