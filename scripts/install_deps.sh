@@ -2,7 +2,8 @@
 # Installs what tilegraph needs to build and test on Debian 12 (bookworm):
 # compilers, CMake, protobuf + libonnx, JSON/CLI/test libraries, the ONNX
 # backend node tests, the aarch64 cross compiler + qemu (ARM micro-kernel tests),
-# and the Python packages for test_acc and the model tests. (llvm-15 / llvm-19
+# ccache (the tests build hundreds of generated projects with the same runtime
+# sources), and the Python packages for test_acc and the model tests. (llvm-15 / llvm-19
 # for benchmarks/ukernel_mca.py are optional: apt-get install llvm-15 llvm-19.)
 # Idempotent: skips what is already there. Needs root (or sudo) for apt.
 set -euo pipefail
@@ -15,6 +16,7 @@ APT_PACKAGES=(
   python3 python3-pip
   chromium
   g++-aarch64-linux-gnu qemu-user
+  ccache
 )
 PIP_PACKAGES=(numpy onnx onnxruntime pytest)
 

@@ -20,6 +20,14 @@ bash scripts/install_deps.sh
 stage "build"
 bash scripts/build.sh
 
+# Every generated project compiles the same runtime sources (main_test, npy,
+# ...): ccache serves them after the first (a tiny model's tune: 9.6 s -> 1.7 s).
+# Paths under the temporary folder (where the tests put their projects) are
+# hashed relative to the build folder, so the projects share the entries.
+if command -v ccache >/dev/null; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="${TMPDIR:-/tmp}"
+fi
+
 stage "1. unit tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 

@@ -153,15 +153,22 @@ TEST(QuantizeMatmul, FloatMatMulIsLeftAlone) {
   EXPECT_EQ(to_string(same), to_string(g));
 }
 
-TEST(IntGemm, RequantizeIsFusedAsTheEpilogue) {
+// a (uint8 [4,16]) -> QLinearMatMul with int8 weights [16,8] -> `out`, and
+// the output declared as `y` of y_type (the caller adds what follows).
+OnnxModelBuilder qlinear_matmul(const std::string& out, int y_type) {
   OnnxModelBuilder b(13);
-  b.input("a", 2, {4, 16}).output("y", 2);
+  b.input("a", 2, {4, 16}).output("y", y_type);
   for (const char* s : {"sa", "sb", "sy"}) b.initializer_f(s, {}, {0.1f});
   b.initializer_8bit("za", 2, {}, {128});
   b.initializer_8bit("w", 3, {16, 8}, ramp(128, -128, 127));
   b.initializer_8bit("zb", 3, {}, {0});
   b.initializer_8bit("zy", 2, {}, {100});
-  b.node("QLinearMatMul", {"a", "sa", "za", "w", "sb", "zb", "sy", "zy"}, {"y"});
+  b.node("QLinearMatMul", {"a", "sa", "za", "w", "sb", "zb", "sy", "zy"}, {out});
+  return b;
+}
+
+TEST(IntGemm, RequantizeIsFusedAsTheEpilogue) {
+  const OnnxModelBuilder b = qlinear_matmul("y", 2);
   const Graph g = import_and_optimize(b, "qlinear_epilogue");
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
   EXPECT_EQ(scheduler::use_int_gemm_ukernels(g, s), 1);
@@ -173,15 +180,8 @@ TEST(IntGemm, RequantizeIsFusedAsTheEpilogue) {
 TEST(IntGemm, EpilogueBehindAReshapeAddingAUnitDimensionIsStillFused) {
   // QLinearMatMul [4,8] -> Reshape [1,4,8] -> DequantizeLinear: the consumer
   // kernel has the accumulator's elements in another rank.
-  OnnxModelBuilder b(13);
-  b.input("a", 2, {4, 16}).output("y", 1);
-  for (const char* s : {"sa", "sb", "sy"}) b.initializer_f(s, {}, {0.1f});
-  b.initializer_8bit("za", 2, {}, {128});
-  b.initializer_8bit("w", 3, {16, 8}, ramp(128, -128, 127));
-  b.initializer_8bit("zb", 3, {}, {0});
-  b.initializer_8bit("zy", 2, {}, {100});
+  OnnxModelBuilder b = qlinear_matmul("q", 1);
   b.initializer_i64("shape", {3}, {1, 4, 8});
-  b.node("QLinearMatMul", {"a", "sa", "za", "w", "sb", "zb", "sy", "zy"}, {"q"});
   b.node("Reshape", {"q", "shape"}, {"r"});
   b.node("DequantizeLinear", {"r", "sy", "zy"}, {"y"});
   const Graph g = import_and_optimize(b, "reshaped_epilogue");
