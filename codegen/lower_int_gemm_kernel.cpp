@@ -218,8 +218,13 @@ class IntGemmLowering {
     // (the epilogue: requantize, scale, bias) vectorizes.
     const bool col_tail = m.cols() % v.nr != 0;
     Stmt store = output_store(var(vb), row, col, acc);
-    if (col_tail) store = make_if(lt(col, int_imm(m.cols())), {store});
-    Stmt cols = make_for(vj, int_imm(v.nr), col_tail ? LoopKind::kSerial : LoopKind::kVectorized, {store});
+    Stmt cols;
+    if (col_tail) {
+      cols = make_for(vj, int_imm(v.nr), LoopKind::kSerial, {make_if(lt(col, int_imm(m.cols())), {store})});
+    } else {
+      cols = split_table_lookup(store, vj);
+      if (!cols) cols = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {store});
+    }
     Stmt tile_loops = make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
     Stmt call = make_call("tg_qgemm::tile", {{-1, int_imm(geo_.k_groups)},
                                              {apack, var(vp) * geo_.a_panel},
@@ -355,6 +360,28 @@ class IntGemmLowering {
   }
 
   // out[b, row, col] = epilogue(acc), or acc itself.
+  // An epilogue ending in a table lookup (tabulate_byte_functions: a
+  // quantized GELU) gathers bytes, which the compiler does not vectorize, and
+  // then leaves the whole requantization before it scalar too. Split it: one
+  // vectorized loop computes the row's NR table positions, a second gathers.
+  // Null when the store has no lookup.
+  Stmt split_table_lookup(const Stmt& store, int vj) {
+    Expr lookup;
+    visit(store->value, [&](const Expr& e) {
+      if (!lookup && e->kind == ExprKind::kLoad && e->args.size() == 1 && has_indirect_load(e)) lookup = e;
+    });
+    if (!lookup) return nullptr;
+    const IntGemmVariant& v = geo_.v;
+    const int positions = add_local("positions", DType::kI32, v.nr);
+    const Stmt compute = make_for(vj, int_imm(v.nr), LoopKind::kVectorized,
+                                  {make_store(positions, var(vj), cast(DType::kI32, lookup->args[0]))});
+    const Expr gathered = load(static_cast<int>(lookup->int_value), lookup->dtype,
+                               {cast(DType::kI64, load(positions, DType::kI32, {var(vj)}))});
+    const Expr value = rewrite(store->value, [&](const Expr& e) -> Expr { return e == lookup ? gathered : nullptr; });
+    const Stmt gather = make_for(vj, int_imm(v.nr), LoopKind::kSerial, {make_store(store->buffer, store->index, value)});
+    return make_allocate(positions, {compute, gather});
+  }
+
   Stmt output_store(const Expr& b, const Expr& row, const Expr& col, const Expr& acc) {
     const std::vector<Expr> coords = geo_.coords(b, row, col);
     const Expr index = finalize_indices(linear_index(geo_.m.out_shape, coords), bounds_);

@@ -13,8 +13,9 @@ namespace {
 
 bool is_byte(DType t) { return t == DType::kI8 || t == DType::kU8; }
 
-// Producers inlined while looking for the byte tensor: a GELU is ~6 ops.
-constexpr int kMaxInlinedOps = 16;
+// Producers inlined while looking for the byte tensor: a GELU is ~6 ops, ~16
+// in QDQ form (a Quantize/Dequantize pair around each), plus the bias add.
+constexpr int kMaxInlinedOps = 40;
 constexpr int64_t kMinElements = 1024;
 
 // Non-constant tensors the body loads.
@@ -132,14 +133,22 @@ std::optional<Op> tabulated(Graph& result, const Op& op, const Op& fn) {
     return load(static_cast<int>(e->int_value) + 1, e->dtype, e->args);
   });
   drop_unused_inputs(table_op);  // x's own slot: the body reads the bytes instead
-  auto data = try_fold(result, table_op);
+  const auto data = try_fold(result, table_op);
+  // Quantize(Dequantize(x)) with the same scale and zero point (QDQ around
+  // a Reshape) maps every byte to itself: a copy, no table.
+  const bool identity = data && out.dtype == x_type && *data == *every_byte(x_type);
+  if (!data || identity) result.tensors.resize(result.tensors.size() - 2);  // the bytes and the table
   if (!data) return std::nullopt;
-  Tensor& t = result.tensor(table_op.output);
-  t.kind = TensorKind::kConstant;
-  t.data = std::move(data);
-
   Op lookup = op;
   lookup.source_nodes = fn.source_nodes;
+  if (identity) {
+    lookup.inputs = {x};
+    lookup.body = load(0, x_type, *index);
+    return lookup;
+  }
+  Tensor& t = result.tensor(table_op.output);
+  t.kind = TensorKind::kConstant;
+  t.data = data;
   lookup.inputs = {table_op.output, x};
   Expr position = cast(DType::kI64, load(1, x_type, *index));
   if (x_type == DType::kI8) position = position + int64_t{128};

@@ -74,6 +74,24 @@ TEST(TabulateByteFunctions, QuantizedErfOfInt8IndexesTheTableFromMinus128) {
   expect_one_lookup_with_the_chains_values(kI8, -3, "tab_erf_i8");
 }
 
+TEST(TabulateByteFunctions, RequantizingToTheSameScaleIsACopyNotATable) {
+  OnnxModelBuilder b(13);
+  b.input("x", kU8, {8, 256}).output("y", kU8);
+  b.initializer_f("s", {}, {0.03f});
+  b.initializer_8bit("z", kU8, {}, {128});
+  b.initializer_i64("shape", {2}, {16, 128});
+  b.node("DequantizeLinear", {"x", "s", "z"}, {"f"});
+  b.node("Reshape", {"f", "shape"}, {"r"});
+  b.node("QuantizeLinear", {"r", "s", "z"}, {"y"});
+  const Graph g = imported(b, "tab_identity");
+  const Graph opt = driver::optimize_graph(driver::CompileOptions{}, g);
+  for (const Tensor& t : opt.tensors) EXPECT_NE(t.shape, Shape{256}) << to_string(opt);
+  ASSERT_EQ(opt.ops.size(), 1u) << to_string(opt);
+  EXPECT_EQ(opt.ops[0].body->kind, ExprKind::kLoad) << to_string(opt);
+  const std::vector<uint8_t> x = every_byte(8);
+  EXPECT_EQ(evaluate_graph(opt, {x}), evaluate_graph(g, {x}));
+}
+
 TEST(TabulateByteFunctions, ChainsFedByTwoActivationsAreLeftAlone) {
   OnnxModelBuilder b(13);
   b.input("a", kU8, {8, 256}).input("c", kU8, {8, 256}).output("y", kU8);
