@@ -169,6 +169,10 @@ class Printer {
           out << pad << "{\n" << pad << "  " << compute_type(b.dtype) << "* " << d_.restrict_qualifier << " "
               << b.name << " = reinterpret_cast<" << compute_type(b.dtype) << "*>(tg_smem + " << b.offset
               << ");\n";
+        else if (b.scratch)
+          out << pad << "{\n" << pad << "  " << compute_type(b.dtype) << "* " << d_.restrict_qualifier << " " << b.name
+              << " = reinterpret_cast<" << compute_type(b.dtype) << "*>(tg_block_scratch("
+              << b.elements * std::max<int64_t>(dtype_size(b.dtype), 4) << "));\n";
         else
           out << pad << "{\n" << pad << "  " << (b.alignment > 0 ? "alignas(" + std::to_string(b.alignment) + ") " : "")
               << compute_type(b.dtype) << " " << b.name << "[" << b.elements << "];\n";

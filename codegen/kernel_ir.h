@@ -101,6 +101,10 @@ struct Buffer {
   MemoryScope scope = MemoryScope::kGlobal;
   int64_t offset = 0;     // Shared: byte offset into the block's arena
   int alignment = 0;      // Local: byte alignment (0: the element type's)
+  // Local: held in the thread's scratch arena (CPU: tg_block_scratch), not on
+  // the stack. A second array on the stack kept GCC from holding a register
+  // tile's accumulators in registers (q @ k^T: 4x slower).
+  bool scratch = false;
   TensorId tensor = -1;   // Global: the graph tensor
   bool written = false;   // Global: the kernel's output
 };

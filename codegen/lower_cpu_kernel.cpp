@@ -1,5 +1,7 @@
 #include "codegen/lower_cpu_kernel.h"
 
+#include <algorithm>
+
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/simplify.h"
@@ -49,6 +51,34 @@ class KernelBuilder {
     kernel_.var_names.push_back(name);
     bounds_.push_back(Interval::range(extent));
     return static_cast<int>(kernel_.var_names.size() - 1);
+  }
+
+  // The input slot whose only load has the output's last axis in an outer
+  // index and the (single) reduce axis in its last index — the column-strided
+  // operand of A @ B^T — or -1.
+  int transposed_operand(int rank) const {
+    if (op_.reduce_extents.size() != 1 || rank < 1) return -1;
+    const int col = rank - 1, k = rank;
+    for (size_t s = 0; s < op_.inputs.size(); ++s) {
+      if (count_loads(op_.body, static_cast<int>(s)) != 1) continue;
+      bool col_outer = false, k_last = false;
+      visit(op_.body, [&](const Expr& e) {
+        if (e->kind != ExprKind::kLoad || e->int_value != static_cast<int64_t>(s) || e->args.empty()) return;
+        for (size_t d = 0; d < e->args.size(); ++d) {
+          const bool last = d + 1 == e->args.size();
+          if (!last && uses_var(e->args[d], col)) col_outer = true;
+          if (last && uses_var(e->args[d], k) && !uses_var(e->args[d], col)) k_last = true;
+        }
+      });
+      if (col_outer && k_last) return static_cast<int>(s);
+    }
+    return -1;
+  }
+
+  static bool uses_var(const Expr& e, int v) {
+    bool used = false;
+    visit(e, [&](const Expr& x) { used |= x->kind == ExprKind::kVar && x->int_value == v; });
+    return used;
   }
 
   // The op's body at the given op-axis values, with loads made kernel loads.
@@ -140,8 +170,35 @@ class KernelBuilder {
       axis_values.push_back(var(reduce_vars.back()));
     }
     const Expr current = load(acc, dtype, {acc_index});
+    // An operand read across its rows as the vector loop moves along the
+    // output's columns (q @ k^T: B[j, k]) would be a gather per element:
+    // stage its (reduce x columns) tile once per tile, transposed, so the
+    // update reads it contiguously.
+    const int staged_slot = jj >= 0 ? transposed_operand(rank) : -1;
+    int staged = -1;
+    Stmt stage;
+    if (staged_slot >= 0) {
+      const int64_t k = op_.reduce_extents[0];
+      const DType t = g_.tensor(op_.inputs[static_cast<size_t>(staged_slot)]).dtype;
+      staged = add_local("staged", t == DType::kF16 ? DType::kF32 : t, k * cols);
+      kernel_.buffers[static_cast<size_t>(staged)].scratch = true;
+      Expr operand;
+      visit(op_.body, [&](const Expr& e) {
+        if (!operand && e->kind == ExprKind::kLoad && e->int_value == staged_slot) operand = e;
+      });
+      Expr value = finalize_indices(to_kernel_loads(g_, op_, substitute_vars(operand, axis_values), bounds_), bounds_);
+      // Columns outside k: the source rows are read contiguously.
+      stage = make_store(staged, var(reduce_vars[0]) * cols + jj_e, value);
+      stage = make_for(reduce_vars[0], int_imm(k), LoopKind::kSerial, {stage});
+      stage = make_for(jj, int_imm(cols), LoopKind::kSerial, {stage});
+    }
     auto update_loops = [&](const std::vector<Expr>& values) {
-      const Expr value = instantiate(values);
+      Expr value = instantiate(values);
+      if (staged >= 0)
+        value = rewrite(value, [&](const Expr& e) -> Expr {
+          if (e->kind != ExprKind::kLoad || e->int_value != staged_slot) return nullptr;
+          return load(staged, e->dtype, {var(reduce_vars[0]) * cols + jj_e});
+        });
       Expr combined;
       switch (op_.reduction) {
         case Reduction::kSum: combined = current + value; break;
@@ -202,6 +259,15 @@ class KernelBuilder {
     if (!is_const(in_bounds)) write = make_if(in_bounds, {write});
     write = tile_loops(write);
     Stmt tile = make_allocate(acc, {init, update, write});
+    if (staged >= 0) {
+      // The staged tile serves every row block of its column block: row
+      // blocks become a loop inside the column block, after the staging.
+      if (row_block >= 0) {
+        outer_vars.erase(std::find(outer_vars.begin(), outer_vars.end(), row_block));
+        tile = make_for(row_block, int_imm(bounds_[row_block].hi + 1), LoopKind::kSerial, {tile});
+      }
+      tile = make_allocate(staged, {stage, tile});
+    }
     if (outer_vars.empty()) return tile;
     return nest(outer_vars, tile, LoopKind::kSerial);
   }

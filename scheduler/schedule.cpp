@@ -37,25 +37,6 @@ int choose_row_axis(const Op& op, const Shape& shape) {
   return shape[rank - 2] >= 4 ? rank - 2 : -1;
 }
 
-enum class Access { kNone, kContiguous, kStrided };
-
-// How the loads of op move as variable v steps: not at all, along their
-// last (contiguous) dimension only, or along an outer dimension (a gather
-// for a vector loop over v).
-Access access_along(const Op& op, int v) {
-  Access worst = Access::kNone;
-  visit(op.body, [&](const Expr& n) {
-    if (n->kind != ExprKind::kLoad) return;
-    for (size_t d = 0; d < n->args.size(); ++d) {
-      bool mentions = false;
-      visit(n->args[d], [&](const Expr& m) { mentions |= m->kind == ExprKind::kVar && m->int_value == v; });
-      if (!mentions) continue;
-      worst = d + 1 == n->args.size() && worst != Access::kStrided ? Access::kContiguous : Access::kStrided;
-    }
-  });
-  return worst;
-}
-
 }  // namespace
 
 void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, KernelSchedule& k) {
@@ -66,13 +47,7 @@ void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, Ke
   std::vector<int64_t> loops;
   if (op.reduction != Reduction::kNone && rank >= 1) {
     k.tile_cols = std::min<int64_t>(shape[rank - 1], 2 * vector_lanes);
-    // A vector over output columns that gathers (q @ k^T: B read along its
-    // rows) while the reduction reads contiguously: one column per tile, so
-    // the lowering vectorizes each dot product along k instead.
-    const int innermost_reduce = rank + static_cast<int>(op.reduce_extents.size()) - 1;
-    if (!op.reduce_extents.empty() && access_along(op, rank - 1) == Access::kStrided &&
-        access_along(op, innermost_reduce) == Access::kContiguous && op.reduce_extents.back() >= vector_lanes)
-      k.tile_cols = 1;
+
     k.row_axis = choose_row_axis(op, shape);
     if (k.row_axis >= 0) k.tile_rows = 4;
     for (int d = 0; d < rank - 1; ++d)
