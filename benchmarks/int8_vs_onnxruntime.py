@@ -1,6 +1,6 @@
 """INT8 models on the host CPU: tilegraph vs onnxruntime, measured in the same run.
 
-    python3 benchmarks/int8_vs_onnxruntime.py [--models vit,bert] [--small] \
+    python3 benchmarks/int8_vs_onnxruntime.py [--models vit_b16,vit,bert] [--small] \
         [--threads 2] [--iters 20] [--work build/int8_bench]
 
 For each model: export fp32 with tilegraph.torch2onnx (opset 17), quantize it with
@@ -122,7 +122,8 @@ def accuracy(ours, sess, fp32_sess, feed):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="vit,bert")
+    p.add_argument("--models", default="vit_b16,vit,bert",
+                   help="vit_b16: ViT-B/16; vit: Welder's ViT-S/32; bert: BERT-base, seq 128")
     p.add_argument("--small", action="store_true", help="tiny configurations (a quick check)")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--iters", type=int, default=20)

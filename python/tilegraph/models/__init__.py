@@ -60,6 +60,7 @@ def use_lib(impl: str, module_name: str) -> bool:
 MODELS = {
     "bert": "bert:build",
     "vit": "vit:build",
+    "vit_b16": "vit:build_b16",
     "swin_transformer": "swin:build",
     "mobilenet": "mobilenet:build",
     "mobilevit": "mobilevit:build",

@@ -73,11 +73,26 @@ class VisionTransformer(nn.Module):
 
 
 def build(bs=1, small=False, impl="auto") -> Export:
+    """Welder's ViT: ViT-S/32 (224x224, patch 32, embed 384, 12 blocks, 6 heads)."""
     if small:
         cfg = dict(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=2, num_classes=10)
     else:
         cfg = dict(img_size=224, patch_size=32, embed_dim=384, depth=12, num_heads=6,
                    num_classes=1000)
+    return _export(cfg, bs, impl)
+
+
+def build_b16(bs=1, small=False, impl="auto") -> Export:
+    """ViT-B/16 (224x224, patch 16, embed 768, 12 blocks, 12 heads): the INT8 case study's model."""
+    if small:
+        cfg = dict(img_size=32, patch_size=16, embed_dim=64, depth=2, num_heads=4, num_classes=10)
+    else:
+        cfg = dict(img_size=224, patch_size=16, embed_dim=768, depth=12, num_heads=12,
+                   num_classes=1000)
+    return _export(cfg, bs, impl)
+
+
+def _export(cfg, bs, impl) -> Export:
     if use_lib(impl, "timm"):
         timm_plain_attention()
         from timm.models.vision_transformer import VisionTransformer as TimmViT
