@@ -84,12 +84,6 @@ bool has_reduce_loop(const Stmt& s) {
   return false;
 }
 
-bool uses_var(const Expr& e, int v) {
-  bool used = false;
-  visit(e, [&](const Expr& x) { used |= x->kind == ExprKind::kVar && x->int_value == v; });
-  return used;
-}
-
 std::string int_literal(int64_t v, DType t) {
   if (t == DType::kBool) return v ? "1" : "0";
   if (v == std::numeric_limits<int64_t>::min()) return "INT64_MIN";

@@ -75,12 +75,6 @@ class KernelBuilder {
     return -1;
   }
 
-  static bool uses_var(const Expr& e, int v) {
-    bool used = false;
-    visit(e, [&](const Expr& x) { used |= x->kind == ExprKind::kVar && x->int_value == v; });
-    return used;
-  }
-
   // The op's body at the given op-axis values, with loads made kernel loads.
   Expr instantiate(const std::vector<Expr>& axis_values) {
     Expr e = substitute_vars(op_.body, axis_values);

@@ -265,6 +265,12 @@ int count_loads(const Expr& e, int slot) {
   return n;
 }
 
+bool uses_var(const Expr& e, int id) {
+  bool used = false;
+  visit(e, [&](const Expr& x) { used |= x->kind == ExprKind::kVar && x->int_value == id; });
+  return used;
+}
+
 bool has_indirect_load(const Expr& e) {
   bool found = false;
   visit(e, [&](const Expr& n) {

@@ -130,6 +130,8 @@ void visit(const Expr& e, const std::function<void(const Expr&)>& visit_node);
 Expr substitute_vars(const Expr& e, const std::vector<Expr>& values);
 // Number of Load nodes of input `slot` in e (each evaluation site counts).
 int count_loads(const Expr& e, int slot);
+// Does e mention Var(id)?
+bool uses_var(const Expr& e, int id);
 // Does e contain a Load inside an index of another Load (data-dependent index)?
 bool has_indirect_load(const Expr& e);
 
