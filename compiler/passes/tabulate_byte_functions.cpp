@@ -110,7 +110,8 @@ std::optional<Op> tabulated(Graph& result, const Op& op, const Op& fn) {
   const std::optional<std::vector<Expr>> index = single_index(fn, slot);
   if (!index) return std::nullopt;
   const DType x_type = result.tensor(x).dtype;
-  const Tensor& out = result.tensor(op.output);
+  // A copy, not a reference: add_tensor below may reallocate the tensors.
+  const DType out_type = result.tensor(op.output).dtype;
 
   Tensor bytes;
   bytes.name = result.unique_op_name(op.name + "_bytes");
@@ -120,7 +121,7 @@ std::optional<Op> tabulated(Graph& result, const Op& op, const Op& fn) {
   bytes.data = every_byte(x_type);
   Tensor table;
   table.name = result.unique_op_name(op.name + "_table");
-  table.dtype = out.dtype;
+  table.dtype = out_type;
   table.shape = {256};
   Op table_op;
   table_op.name = table.name;
@@ -136,7 +137,7 @@ std::optional<Op> tabulated(Graph& result, const Op& op, const Op& fn) {
   const auto data = try_fold(result, table_op);
   // Quantize(Dequantize(x)) with the same scale and zero point (QDQ around
   // a Reshape) maps every byte to itself: a copy, no table.
-  const bool identity = data && out.dtype == x_type && *data == *every_byte(x_type);
+  const bool identity = data && out_type == x_type && *data == *every_byte(x_type);
   if (!data || identity) result.tensors.resize(result.tensors.size() - 2);  // the bytes and the table
   if (!data) return std::nullopt;
   Op lookup = op;
@@ -152,7 +153,7 @@ std::optional<Op> tabulated(Graph& result, const Op& op, const Op& fn) {
   lookup.inputs = {table_op.output, x};
   Expr position = cast(DType::kI64, load(1, x_type, *index));
   if (x_type == DType::kI8) position = position + int64_t{128};
-  lookup.body = load(0, out.dtype, {position});
+  lookup.body = load(0, out_type, {position});
   return lookup;
 }
 
