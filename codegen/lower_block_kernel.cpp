@@ -29,6 +29,23 @@ Expr combine(Reduction r, const Expr& acc, const Expr& value) {
   return acc;
 }
 
+// Do the op's loads walk its innermost reduce axis contiguously (in their
+// last index) and none walk its innermost output axis there? Then reducing
+// each element in an inner loop reads memory in order, where a register tile
+// over output elements would gather across rows (a partial reduction's rows).
+bool reads_along_reduce_axis(const Graph& g, const Op& op) {
+  const int rank = static_cast<int>(g.tensor(op.output).shape.size());
+  if (rank == 0 || op.reduce_extents.empty()) return false;
+  const int reduce_var = rank + static_cast<int>(op.reduce_extents.size()) - 1;
+  bool along_reduce = false, along_output = false;
+  visit(op.body, [&](const Expr& e) {
+    if (e->kind != ExprKind::kLoad || e->args.empty()) return;
+    along_reduce |= uses_var(e->args.back(), reduce_var);
+    along_output |= uses_var(e->args.back(), rank - 1);
+  });
+  return along_reduce && !along_output;
+}
+
 class BlockKernelBuilder {
  public:
   BlockKernelBuilder(const Graph& g, const scheduler::KernelSchedule& schedule, const BlockPlan& plan)
@@ -280,9 +297,11 @@ class BlockKernelBuilder {
     for (const StagedInput& st : pp.staged) staged[st.slot] = &st;
     // One thread: reduce loops outside the element loops (a register tile
     // over the vectorized innermost element axis), unless that axis has
-    // extent 1 (a row's sum, a whole-tensor min): then each element's
-    // innermost reduce loop vectorizes on its own (LoopKind::kReduce).
-    const bool reduce_inside = threads_ == 1 && (extents.empty() || extents.back() == 1);
+    // extent 1 (a row's sum, a whole-tensor min) or the reads run along the
+    // reduce axis: then each element's innermost reduce loop vectorizes on
+    // its own (LoopKind::kReduce).
+    const bool reduce_inside = threads_ == 1 && (extents.empty() || extents.back() == 1 ||
+                                                 reads_along_reduce_axis(g_, op));
     auto accumulate = [&](const std::string& name, const std::vector<Expr>& reduce_values,
                           const std::vector<std::pair<int, int64_t>>& reduce_loops, const Expr& guard) {
       std::vector<int> lv;

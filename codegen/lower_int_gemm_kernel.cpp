@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "codegen/int_gemm_task_grid.h"
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
@@ -24,8 +25,8 @@ struct Geometry {
   int64_t col_panels = 0;    // ceil(N / NR)
   int64_t a_panel = 0;       // bytes of one packed A panel (MR rows), padded to 64
   int64_t b_panel = 0;       // bytes of one packed B panel (NR columns), padded to 64
-  int64_t row_panels = 0;    // A panels per row block
-  int64_t row_blocks = 0;    // ceil(M / (row_panels * MR))
+  int64_t panels = 0;          // ceil(M / MR)
+  int64_t max_row_panels = 0;  // A panels a row block may hold
   int a_offset = 0;          // added to A's values when packing (uint8 <-> int8)
   int b_offset = 0;
   DType a_packed = DType::kI8;
@@ -36,12 +37,10 @@ struct Geometry {
     a_panel = round_up(k_groups * v.mr * v.ku, 64);
     b_panel = round_up(k_groups * v.nr * v.ku, 64);
     // Row blocks of at most ~48 rows, their packed panels within 64 KiB of
-    // scratch, with the panels spread evenly over the blocks (50 rows: 4+3
-    // panels of 8, not 6+1, which left one core with 6/7 of the work).
-    const int64_t panels = (m.rows() + v.mr - 1) / v.mr;
-    const int64_t max_panels = std::clamp<int64_t>(65536 / a_panel, 1, std::max(1, 48 / v.mr));
-    row_blocks = (panels + max_panels - 1) / max_panels;
-    row_panels = (panels + row_blocks - 1) / row_blocks;
+    // scratch; how many blocks, and column chunks, balanced_int_gemm_grid
+    // decides for the core count.
+    panels = (m.rows() + v.mr - 1) / v.mr;
+    max_row_panels = std::clamp<int64_t>(65536 / a_panel, 1, std::max(1, 48 / v.mr));
     const bool a_u8 = m.a->dtype == DType::kU8;
     a_offset = v.a_unsigned ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
     b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
@@ -149,7 +148,9 @@ class IntGemmLowering {
   IntGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
                   const PackedWeights& packed, int cores)
       : g_(g), gemm_(single_gemm_phase(g, ks, &phases_)),
-        geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed), cores_(std::max(1, cores)) {
+        geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed),
+        grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.max_row_panels, geo_.col_panels,
+                                     std::max(1, cores))) {
     const Op& root = phases_.back();
     kernel_.name = root.name;
     for (const Op& p : phases_)
@@ -171,20 +172,16 @@ class IntGemmLowering {
     const scheduler::IntGemm& m = geo_.m;
     const IntGemmVariant& v = geo_.v;
     kernel_.flops = 2 * m.batches() * m.rows() * m.cols() * m.k;
-    const int vb = new_var("b", m.batches()), vm = new_var("mb", geo_.row_blocks);
-    const Expr row0 = var(vm) * (geo_.row_panels * v.mr);
-    const int apack = add_local("a_panels", geo_.a_packed, geo_.row_panels * geo_.a_panel);
-    const int rowsum = add_local("a_rowsums", DType::kI32, geo_.row_panels * v.mr);
+    const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
+    const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
+    const int apack = add_local("a_panels", geo_.a_packed, grid_.row_panels * geo_.a_panel);
+    const int rowsum = add_local("a_rowsums", DType::kI32, grid_.row_panels * v.mr);
     const int ctile = add_local("c_tile", DType::kI32, v.mr * v.nr);
     std::vector<Stmt> block{pack_a(vb, row0, apack), row_sums(vb, row0, rowsum)};
 
-    // Column panels in chunks, so that (batch, chunk, row block) gives every
-    // core two tasks; each chunk packs its own copy of the A block (so no
-    // more chunks than that: ViT-S fc1 packed A 4 times with 4 per core).
-    const int64_t tasks = m.batches() * geo_.row_blocks;
-    const int64_t chunks = std::clamp<int64_t>((2 * cores_ + tasks - 1) / tasks, 1, geo_.col_panels);
-    const int64_t chunk_panels = (geo_.col_panels + chunks - 1) / chunks;
-    const int vc = new_var("nc", (geo_.col_panels + chunk_panels - 1) / chunk_panels);
+    // Column panels in chunks (each packs its own copy of the A block).
+    const int64_t chunk_panels = grid_.chunk_panels;
+    const int vc = new_var("nc", grid_.chunks);
     const int vnl = new_var("nb", chunk_panels);
     const Expr nb = var(vc) * chunk_panels + var(vnl);
     CallArg b_arg;
@@ -204,7 +201,7 @@ class IntGemmLowering {
       b_arg = {bpack, int_imm(0)};
       colsum = load(bsum, DType::kI32, {var(vj)});
     }
-    const int vp = new_var("p", geo_.row_panels), vi = new_var("i", v.mr);
+    const int vp = new_var("p", grid_.row_panels), vi = new_var("i", v.mr);
     const Expr row = row0 + var(vp) * v.mr + var(vi), col = nb * v.nr + var(vj);
     // za' and zb' include the packing offsets.
     const Expr za = op_value(gemm_, geo_.m.za, geo_.op_vars(var(vb), min(row, int_imm(m.rows() - 1)), int_imm(0),
@@ -231,7 +228,7 @@ class IntGemmLowering {
                                              b_arg,
                                              {ctile, int_imm(0)}});
     Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
-    panel_body.push_back(make_for(vp, int_imm(geo_.row_panels), LoopKind::kSerial, {panel}));
+    panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
     Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
                                                         : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
     Stmt panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
@@ -241,8 +238,8 @@ class IntGemmLowering {
     // Chunks outside row blocks: a static split of (batch, chunk, row block)
     // gives each core whole chunks of every row block, equal work even when
     // the last row block is short.
-    body = make_for(vm, int_imm(geo_.row_blocks), LoopKind::kSerial, {body});
-    body = make_for(vc, int_imm((geo_.col_panels + chunk_panels - 1) / chunk_panels), LoopKind::kSerial, {body});
+    body = make_for(vm, int_imm(grid_.row_blocks), LoopKind::kSerial, {body});
+    body = make_for(vc, int_imm(grid_.chunks), LoopKind::kSerial, {body});
     kernel_.body = make_for(vb, int_imm(m.batches()), LoopKind::kParallel, {body}, 3);
     return std::move(kernel_);
   }
@@ -267,7 +264,7 @@ class IntGemmLowering {
   // a_panels[(p * a_panel) + (g * MR + i) * KU + u] = A(row0 + p*MR + i, g*KU + u) + offset
   Stmt pack_a(int vb, const Expr& row0, int apack) {
     const IntGemmVariant& v = geo_.v;
-    const int vp = new_var("pa", geo_.row_panels), vi = new_var("ia", v.mr), vu = new_var("ua", v.ku);
+    const int vp = new_var("pa", grid_.row_panels), vi = new_var("ia", v.mr), vu = new_var("ua", v.ku);
     // The k groups as nested loops over the reduce axes (the last one in
     // steps of KU) when KU divides it, so that a convolution's window
     // coordinates stay affine instead of a div/mod of a flat k per byte.
@@ -298,7 +295,7 @@ class IntGemmLowering {
     for (size_t g = group_vars.size(); g-- > 0;)
       s = make_for(group_vars[g], int_imm(bounds_[static_cast<size_t>(group_vars[g])].hi + 1), LoopKind::kSerial, {s});
     s = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {s});
-    return make_for(vp, int_imm(geo_.row_panels), LoopKind::kSerial, {s});
+    return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
   }
 
   // Sums along k of each packed row (of each packed column for B).
@@ -322,7 +319,7 @@ class IntGemmLowering {
   // axis is a vectorized reduction (LoopKind::kReduce).
   Stmt row_sums(int vb, const Expr& row0, int rowsum) {
     const IntGemmVariant& v = geo_.v;
-    const int vp = new_var("pr", geo_.row_panels), vi = new_var("lr", v.mr);
+    const int vp = new_var("pr", grid_.row_panels), vi = new_var("lr", v.mr);
     const std::vector<int64_t>& ke = geo_.m.k_extents;
     std::vector<int> k_vars;
     Expr k = int_imm(0);
@@ -338,7 +335,7 @@ class IntGemmLowering {
     for (size_t a = k_vars.size(); a-- > 0;)
       add = make_for(k_vars[a], int_imm(ke[a]), a + 1 == k_vars.size() ? LoopKind::kReduce : LoopKind::kSerial, {add});
     Stmt lane = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {make_store(rowsum, slot, int_imm(0, DType::kI32)), add});
-    return make_for(vp, int_imm(geo_.row_panels), LoopKind::kSerial, {lane});
+    return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {lane});
   }
   Stmt col_sums(int bpack, int bsum) { return sums(bpack, DType::kI8, bsum, 1, geo_.b_panel, geo_.v.nr, "c"); }
 
@@ -407,7 +404,7 @@ class IntGemmLowering {
   std::vector<Interval> bounds_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
   int panels_ = -1, colsums_ = -1, output_ = -1;
-  int cores_ = 1;
+  IntGemmTaskGrid grid_;
 };
 
 }  // namespace

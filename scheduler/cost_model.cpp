@@ -17,7 +17,8 @@
 //   wave_efficiency  = blocks / (units * resident * rounds)
 //   latency_hiding   = min(1, resident * warps_per_block / 8)   (GPU; CPU: 1)
 //   X_seconds        = X / (rate_X * latency_hiding)   for dram, shared, compute
-//   seconds          = max(X_seconds) / wave_efficiency + kernel_launch_seconds
+//   seconds          = max(X_seconds) * padding / wave_efficiency + kernel_launch_seconds
+//                      (padding: computed / needed output elements; CPU only)
 //
 // With at least one full wave (n >= blocks_per_unit) wave_efficiency equals
 // waves / ceil(waves), waves = blocks / (units * blocks_per_unit): a kernel
@@ -163,7 +164,10 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
     if (level.name == "l2" && level.bandwidth_bytes_per_s > 0)
       c.l2_seconds = seconds_at(double(f.l2_bytes), level.bandwidth_bytes_per_s, latency_hiding, "l2 bandwidth", arch);
   double bound = std::max({c.dram_seconds, c.l2_seconds, c.shared_seconds, c.compute_seconds});
-  c.seconds = bound / wave_efficiency + arch.kernel_launch_seconds;
+  // A GPU's padded threads idle inside blocks the waves already pay for; a
+  // CPU core runs a tile's padded elements like any others.
+  const double padding = arch.is_gpu() ? 1.0 : std::max(1.0, f.padding);
+  c.seconds = bound * padding / wave_efficiency + arch.kernel_launch_seconds;
   return c;
 }
 

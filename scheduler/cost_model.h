@@ -26,6 +26,10 @@ struct KernelFeatures {
   int64_t shared_bytes_moved = 0;      // loads + stores through shared memory / L1
   double flops = 0;                    // arithmetic of all ops in the kernel
   DType compute_dtype = DType::kF32;   // picks the peak rate
+  // Elements the blocks compute / elements of the output (>= 1): tiles that
+  // overhang the tensor (128 rows of 197 in two tiles) compute clamped
+  // duplicates. A CPU core spends time on every one of them.
+  double padding = 1;
 };
 
 struct CostEstimate {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/ir/error.h"
+#include "scheduler/int_gemm.h"
 
 namespace tilegraph::scheduler {
 
@@ -39,7 +40,7 @@ bool is_contraction(const Op& op) {
 
 // Bump when the cost model, the search or the cache layout changes: cached
 // results of another version are ignored.
-constexpr const char* kCacheFormat = "tilegraph-schedule-cache/4";
+constexpr const char* kCacheFormat = "tilegraph-schedule-cache/5";
 
 struct Group {
   std::vector<int> ops;              // sorted (topological)
@@ -57,6 +58,7 @@ class Connector {
       for (TensorId in : std::set<TensorId>(g.ops[i].inputs.begin(), g.ops[i].inputs.end()))
         consumers_[in].push_back(static_cast<int>(i));
     outputs_.insert(g.outputs.begin(), g.outputs.end());
+    int_gemm_epilogue_ = int_gemm_epilogue_ops();
     for (size_t i = 0; i < g.ops.size(); ++i) {
       // An op with no output elements computes nothing: it gets no kernel
       // (a GPU cannot launch an empty grid) and is never fused.
@@ -229,6 +231,38 @@ class Connector {
     return true;
   }
 
+  // On a CPU an integer GEMM's chain of elementwise consumers becomes its
+  // epilogue (use_int_gemm_ukernels), so i32 accumulators never reach
+  // memory. Merged into a reduction (DynamicQuantizeLinear's range of a GELU)
+  // the chain could not be: such a merge is refused.
+  bool steals_int_gemm_epilogue(const Group& merged) const {
+    if (arch_.is_gpu()) return false;
+    bool reduces = false, epilogue = false;
+    for (int op : merged.ops) {
+      reduces |= g_.ops[op].reduction != Reduction::kNone;
+      epilogue |= int_gemm_epilogue_[op];
+    }
+    return reduces && epilogue;
+  }
+
+  // Elementwise ops fed, through elementwise ops of the same size, by an
+  // integer GEMM.
+  std::vector<bool> int_gemm_epilogue_ops() const {
+    std::vector<bool> result(g_.ops.size(), false);
+    std::vector<bool> gemm(g_.ops.size(), false);
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      const Op& op = g_.ops[i];
+      gemm[i] = is_int8_contraction(g_, op);
+      if (op.reduction != Reduction::kNone) continue;
+      const int64_t size = num_elements(g_.tensor(op.output).shape);
+      for (TensorId in : op.inputs) {
+        const int p = g_.producer(in);
+        if (p >= 0 && (gemm[p] || result[p]) && num_elements(g_.tensor(in).shape) == size) result[i] = true;
+      }
+    }
+    return result;
+  }
+
   void connect_shared() {
     // Debugging aid: TILEGRAPH_DEBUG_MAX_MERGES=N stops after N shared-level
     // merges, to bisect a miscompiled fusion.
@@ -245,7 +279,9 @@ class Connector {
       if (into < 0 || !others_read_later(static_cast<int>(gi), into)) continue;
       if (static_cast<int>(groups_[into].ops.size() + groups_[gi].ops.size()) > o_.max_group_ops) continue;
       const Group merged = merged_group(static_cast<int>(gi), into, Connection::kShared);
-      if (!allowed_on_cpu(merged) || serializes_producer(groups_[gi], merged)) continue;
+      if (!allowed_on_cpu(merged) || serializes_producer(groups_[gi], merged) ||
+          steals_int_gemm_epilogue(merged))
+        continue;
       const double apart = best_seconds(groups_[gi]) + best_seconds(groups_[into]);
       std::string why;
       const double together = best_seconds(merged, &why);
@@ -270,6 +306,7 @@ class Connector {
   std::set<TensorId> outputs_;
   std::vector<Group> groups_;
   std::vector<int> group_of_;
+  std::vector<bool> int_gemm_epilogue_;
 };
 
 nlohmann::json config_json(const TileConfig& c) {
@@ -288,7 +325,7 @@ nlohmann::json features_json(const KernelFeatures& f) {
   return {{"blocks", f.blocks}, {"threads", f.threads_per_block}, {"shared", f.shared_bytes_per_block},
           {"registers", f.registers_per_thread}, {"dram", f.dram_bytes}, {"l2", f.l2_bytes},
           {"shared_moved", f.shared_bytes_moved},
-          {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}};
+          {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}, {"padding", f.padding}};
 }
 
 KernelFeatures features_from(const nlohmann::json& j) {
@@ -302,6 +339,7 @@ KernelFeatures features_from(const nlohmann::json& j) {
   f.shared_bytes_moved = j.at("shared_moved");
   f.flops = j.at("flops");
   f.compute_dtype = static_cast<DType>(j.at("dtype").get<int>());
+  f.padding = j.at("padding");
   return f;
 }
 

@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--freeze-input", f.frozen_inputs, "NAME=FILE.pb: bake an input's value (an onnx TensorProto file) into the model as a constant (repeatable)");
   tune_cmd->add_flag("--no-build", f.no_build, "write the project(s) but do not build them");
   tune_cmd->add_option("--jobs,-j", f.jobs, "parallel build jobs (default: all cores)");
-  tune_cmd->add_option("--dump-after", f.dump_after, "print the IR after a pass: import, inline_index_maps, simplify_indices, quantize_matmul, fold_constants, tabulate_byte_functions, eliminate_dead_ops, materialize_outputs, all");
+  tune_cmd->add_option("--dump-after", f.dump_after, "print the IR after a pass: import, inline_index_maps, simplify_indices, quantize_matmul, fold_constants, tabulate_byte_functions, split_reductions, eliminate_dead_ops, materialize_outputs, all");
   tune_cmd->add_flag("--verbose,-v", f.verbose, "log passes and every fusion decision, print the Kernel IR");
 
   std::string run_prefix, run_arch = "host";

@@ -22,6 +22,7 @@
 #include "compiler/passes/materialize_outputs.h"
 #include "compiler/passes/quantize_matmul.h"
 #include "compiler/passes/tabulate_byte_functions.h"
+#include "compiler/passes/split_reductions.h"
 #include "scheduler/cpu_features.h"
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
@@ -127,6 +128,7 @@ Graph optimize_graph(const CompileOptions& options, const Graph& imported) {
   g = run_pass(options, "quantize_matmul", g, passes::quantize_matmul);
   g = run_pass(options, "fold_constants", g, passes::fold_constants);
   g = run_pass(options, "tabulate_byte_functions", g, passes::tabulate_byte_functions);
+  g = run_pass(options, "split_reductions", g, passes::split_reductions);
   g = run_pass(options, "eliminate_dead_ops", g, passes::eliminate_dead_ops);
   return run_pass(options, "materialize_outputs", g, passes::materialize_outputs);
 }

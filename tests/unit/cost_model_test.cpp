@@ -389,6 +389,18 @@ TEST(CostModel, CpuRunsOneBlockPerCore) {
   EXPECT_DOUBLE_EQ(c.seconds, c.dram_seconds * 2 / 1.5 + 1e-6);
 }
 
+TEST(CostModel, PaddedTilesCostACpuTheirOverhangButNotAGpu) {
+  // 197 rows in tiles of 128: 256 computed for 197 needed.
+  KernelFeatures f = memory_bound(16, 1, 1 << 30);
+  const double exact = estimate_cost(f, cpu_spec()).seconds - 1e-6;
+  f.padding = 256.0 / 197.0;
+  EXPECT_NEAR(estimate_cost(f, cpu_spec()).seconds - 1e-6, exact * 256.0 / 197.0, 1e-15);
+  KernelFeatures g = memory_bound(16 * 108, 128, 1 << 30);
+  const double gpu_exact = estimate_cost(g, gpu_spec()).seconds;
+  g.padding = 2;
+  EXPECT_DOUBLE_EQ(estimate_cost(g, gpu_spec()).seconds, gpu_exact);
+}
+
 TEST(CostModel, MoreWorkIsNeverFaster) {
   std::mt19937 rng(3);
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };

@@ -83,24 +83,30 @@ std::vector<TensorId> lower_quantize_linear(LoweringContext& ctx) {
 
 // y = saturate(round(x / scale) + zp) with scale and zp from x's range
 // (extended to include 0) mapped onto [0, 255], as onnxruntime computes them.
+// The range is one reduction, extremes[j] = max(j == 0 ? x : -x), so min and
+// max come from one pass over x (min(x) = -max(-x) exactly) and stay one
+// kernel when split_reductions spreads the pass over cores.
 std::vector<TensorId> lower_dynamic_quantize_linear(LoweringContext& ctx) {
   const DType ft = DType::kF32;
   if (ctx.dtype(0) != ft) ctx.fail("input x must be float32");
-  std::vector<int> all_axes(static_cast<size_t>(ctx.rank(0)));
-  for (size_t d = 0; d < all_axes.size(); ++d) all_axes[d] = static_cast<int>(d);
-  const TensorId lo = reduce(ctx, "dql_min", ctx.input(0), all_axes, false, Reduction::kMin);
-  const TensorId hi = reduce(ctx, "dql_max", ctx.input(0), all_axes, false, Reduction::kMax);
+  const Shape xs = ctx.shape(0);
+  const int rank = static_cast<int>(xs.size());
+  std::vector<Expr> x_index;
+  for (int d = 0; d < rank; ++d) x_index.push_back(var(1 + d));  // var 0: which extreme
+  const Expr x = load(0, ft, x_index);
+  const Expr signed_x = select(binary(BinaryOp::kEq, var(0), int_imm(0)), x, unary(UnaryOp::kNeg, x));
+  const TensorId extremes = rank == 0 ? ctx.emit("dql_extremes", {2}, ft, {ctx.input(0)}, signed_x)
+                                      : ctx.emit("dql_extremes", {2}, ft, {ctx.input(0)}, signed_x,
+                                                 Reduction::kMax, xs);
   const Expr zero = scalar(0, ft);
-  const TensorId scale = elementwise(ctx, "dql_scale", {lo, hi}, ft, [&](const std::vector<Expr>& v) {
-    const Expr range = max(v[1], zero) - min(v[0], zero);
-    return select(binary(BinaryOp::kEq, range, zero), scalar(1, ft), range / scalar(255, ft));
-  });
-  const TensorId zp = elementwise(ctx, "dql_zero_point", {lo, scale}, DType::kU8,
-                                  [&](const std::vector<Expr>& v) {
-                                    const Expr z = zero - min(v[0], zero) / v[1];
-                                    return cast(DType::kU8, unary(UnaryOp::kRound,
-                                                                  max(min(z, scalar(255, ft)), zero)));
-                                  });
+  const Expr hi = load(0, ft, {int_imm(0)});
+  const Expr lo = unary(UnaryOp::kNeg, load(0, ft, {int_imm(1)}));
+  const Expr range = max(hi, zero) - min(lo, zero);
+  const TensorId scale = ctx.emit("dql_scale", {}, ft, {extremes},
+                                  select(binary(BinaryOp::kEq, range, zero), scalar(1, ft), range / scalar(255, ft)));
+  const Expr z = zero - min(lo, zero) / load(1, ft, {});
+  const TensorId zp = ctx.emit("dql_zero_point", {}, DType::kU8, {extremes, scale},
+                               cast(DType::kU8, unary(UnaryOp::kRound, max(min(z, scalar(255, ft)), zero))));
   const TensorId y = elementwise(ctx, "dql_quantize", {ctx.input(0), scale, zp}, DType::kU8,
                                  [&](const std::vector<Expr>& v) {
                                    return saturate_to(DType::kU8, unary(UnaryOp::kRound, v[0] / v[1]) +
