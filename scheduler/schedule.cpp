@@ -49,7 +49,11 @@ void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, Ke
     k.tile_cols = std::min<int64_t>(shape[rank - 1], 2 * vector_lanes);
 
     k.row_axis = choose_row_axis(op, shape);
-    if (k.row_axis >= 0) k.tile_rows = 4;
+    // Rows x two vectors of accumulators: 8 with 16 vector registers (AVX2),
+    // 16 with 32 (AVX-512, NEON), enough independent FMA chains either way.
+    const int64_t vector_registers =
+        arch.vector_bytes > 0 ? int64_t{arch.registers_per_unit} * 4 / arch.vector_bytes : 16;
+    if (k.row_axis >= 0) k.tile_rows = vector_registers >= 32 ? 8 : 4;
     for (int d = 0; d < rank - 1; ++d)
       if (d != k.row_axis) loops.push_back(shape[d]);
     if (k.row_axis >= 0) loops.push_back((shape[k.row_axis] + k.tile_rows - 1) / k.tile_rows);

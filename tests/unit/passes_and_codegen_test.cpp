@@ -116,7 +116,8 @@ TEST(CPrinter, MatmulKernelMatchesGolden) {
   const Graph g = import_built(b, "golden_matmul");
   scheduler::ArchSpec arch = scheduler::host_arch();
   arch.cores = 2;
-  arch.vector_bytes = 32;
+  arch.vector_bytes = 32;  // an AVX2 machine, whatever this one has: 16 ymm registers
+  arch.registers_per_unit = 16 * 32 / 4;
   const auto schedule = scheduler::schedule_one_op_per_kernel(g, arch);
   const codegen::Kernel kernel = codegen::lower_cpu_kernel(g, schedule.kernels[0]);
   EXPECT_EQ(kernel.flops, 2 * 6 * 18 * 5);  // a multiply and an add per (i, j, k)
