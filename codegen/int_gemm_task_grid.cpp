@@ -27,7 +27,7 @@ double static_makespan(const std::vector<double>& task_costs, int cores) {
 }  // namespace
 
 IntGemmTaskGrid balanced_int_gemm_grid(int64_t batches, int64_t row_panels_total, int64_t max_row_panels,
-                                       int64_t col_panels, int cores) {
+                                       int64_t col_panels, double b_panel_cost, int cores) {
   cores = std::max(1, cores);
   batches = std::max<int64_t>(batches, 1);
   row_panels_total = std::max<int64_t>(row_panels_total, 1);
@@ -47,7 +47,8 @@ IntGemmTaskGrid balanced_int_gemm_grid(int64_t batches, int64_t row_panels_total
           for (int64_t r = 0; r < real_blocks; ++r) {
             const int64_t rows = std::min(per_block, row_panels_total - r * per_block);
             const int64_t cols = std::min(per_chunk, col_panels - c * per_chunk);
-            costs.push_back(static_cast<double>(rows) * static_cast<double>(cols + 1));
+            costs.push_back(static_cast<double>(rows) * static_cast<double>(cols + 1) +
+                            b_panel_cost * static_cast<double>(cols));
           }
       const double makespan = static_makespan(costs, cores);
       const int64_t tasks = static_cast<int64_t>(costs.size());

@@ -18,9 +18,11 @@ struct IntGemmTaskGrid {
 };
 
 // The grid with the smallest makespan: a task costs (its row panels) x (its
-// column panels + one for packing A); row blocks hold at most max_row_panels
-// panels (their packed A must stay cache-resident). Ties go to fewer tasks.
+// column panels + one for packing A), plus b_panel_cost per column panel when
+// B is packed at run time (each task packs its chunk's panels); row blocks
+// hold at most max_row_panels panels (their packed A must stay
+// cache-resident). Ties go to fewer tasks.
 IntGemmTaskGrid balanced_int_gemm_grid(int64_t batches, int64_t row_panels_total, int64_t max_row_panels,
-                                       int64_t col_panels, int cores);
+                                       int64_t col_panels, double b_panel_cost, int cores);
 
 }  // namespace tilegraph::codegen

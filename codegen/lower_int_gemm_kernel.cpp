@@ -36,11 +36,10 @@ struct Geometry {
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     a_panel = round_up(k_groups * v.mr * v.ku, 64);
     b_panel = round_up(k_groups * v.nr * v.ku, 64);
-    // Row blocks of at most ~48 rows, their packed panels within 64 KiB of
-    // scratch; how many blocks, and column chunks, balanced_int_gemm_grid
-    // decides for the core count.
+    // Row blocks' packed panels within 64 KiB of scratch; how many blocks,
+    // and column chunks, balanced_int_gemm_grid decides for the core count.
     panels = (m.rows() + v.mr - 1) / v.mr;
-    max_row_panels = std::clamp<int64_t>(65536 / a_panel, 1, std::max(1, 48 / v.mr));
+    max_row_panels = std::max<int64_t>(65536 / a_panel, 1);
     const bool a_u8 = m.a->dtype == DType::kU8;
     a_offset = v.a_unsigned ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
     b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
@@ -143,6 +142,11 @@ PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule
 
 namespace {
 
+// Packing one B panel at run time (B not a constant: q @ k^T), in units of
+// one micro-kernel call on a packed A panel: a byte gather per packed value
+// against MR*NR/16-ish vector MACs per k group.
+constexpr double kRuntimeBPanelCost = 8;
+
 class IntGemmLowering {
  public:
   IntGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
@@ -150,6 +154,7 @@ class IntGemmLowering {
       : g_(g), gemm_(single_gemm_phase(g, ks, &phases_)),
         geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.max_row_panels, geo_.col_panels,
+                                     packed.panels >= 0 ? 0.0 : kRuntimeBPanelCost,
                                      std::max(1, cores))) {
     const Op& root = phases_.back();
     kernel_.name = root.name;
@@ -217,7 +222,11 @@ class IntGemmLowering {
     Stmt store = output_store(var(vb), row, col, acc);
     Stmt cols;
     if (col_tail) {
-      cols = make_for(vj, int_imm(v.nr), LoopKind::kSerial, {make_if(lt(col, int_imm(m.cols())), {store})});
+      // The last panel's loop stops at the last column: a bound, not a
+      // guard per column, so the epilogue still vectorizes (with a guard,
+      // q @ k^T's 197 columns requantized every output in scalar code).
+      const Expr columns_here = min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr);
+      cols = make_for(vj, simplify(columns_here, bounds_), LoopKind::kVectorized, {store});
     } else {
       cols = split_table_lookup(store, vj);
       if (!cols) cols = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {store});
@@ -307,12 +316,15 @@ class IntGemmLowering {
     const Expr slot = var(vp) * lanes + var(vl);
     const Expr value = load(packed, packed_type,
                             {var(vp) * panel_bytes + (var(vg) * lanes + var(vl)) * v.ku + var(vu)});
+    // Lanes innermost: every k adds into all of a panel's sums at once, a
+    // vector add, where a k loop per lane was a serial chain through memory.
     Stmt add = make_store(sum_buffer, slot, load(sum_buffer, DType::kI32, {slot}) + cast(DType::kI32, value));
+    add = make_for(vl, int_imm(lanes), LoopKind::kVectorized, {add});
     add = make_for(vu, int_imm(v.ku), LoopKind::kSerial, {add});
     add = make_for(vg, int_imm(geo_.k_groups), LoopKind::kSerial, {add});
-    Stmt lane = make_for(vl, int_imm(lanes), LoopKind::kSerial,
-                         {make_store(sum_buffer, slot, int_imm(0, DType::kI32)), add});
-    return make_for(vp, int_imm(panels), LoopKind::kSerial, {lane});
+    const Stmt zero = make_for(vl, int_imm(lanes), LoopKind::kVectorized,
+                               {make_store(sum_buffer, slot, int_imm(0, DType::kI32))});
+    return make_for(vp, int_imm(panels), LoopKind::kSerial, {zero, add});
   }
   // Each packed row's sum along k, read from the source in k order (the
   // packed layout interleaves rows every KU bytes): the innermost reduce
