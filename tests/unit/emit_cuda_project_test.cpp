@@ -175,6 +175,14 @@ TEST_F(EmitCudaProject, WritesKernelsLaunchesAndModel) {
   // Output 1 is input 0: copied back from the input's device buffer.
   EXPECT_TRUE(contains(model, "copy_output(m, 1, (const float*)(d_in[0]), outputs[1])"));
   EXPECT_TRUE(contains(model, "\"Tanh_1,Identity_2\""));
+  // Kernel launches are captured once into a CUDA graph and replayed; the
+  // copies to the host stay outside it.
+  EXPECT_TRUE(contains(model, "cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal)"));
+  EXPECT_TRUE(contains(model, "cudaGraphInstantiateWithFlags(&m->graph, graph, 0)"));
+  EXPECT_TRUE(contains(model, "cudaGraphLaunch(m->graph, m->stream)"));
+  EXPECT_TRUE(contains(model, "cudaGraphExecDestroy(m->graph)"));
+  EXPECT_LT(model.find("int enqueue_kernels(tg_model* m)"), model.find("launch_scale_0("));
+  EXPECT_LT(model.find("launch_staged_tanh_1("), model.find("int copy_outputs("));
 
   const std::string& cmake = files.at("CMakeLists.txt");
   EXPECT_TRUE(contains(cmake, "project(tilegraph_model CXX CUDA)"));
@@ -206,6 +214,7 @@ TEST_F(EmitCudaProject, HipProjectDiffersOnlyInSpelling) {
         << name;
   }
   EXPECT_TRUE(contains(files.at("model.hip"), "hipMalloc("));
+  EXPECT_TRUE(contains(files.at("model.hip"), "hipGraphInstantiate(&m->graph, graph, nullptr, nullptr, 0)"));
   EXPECT_TRUE(contains(files.at("kernels_000.hip"), "hipFuncAttributeMaxDynamicSharedMemorySize, 65536)"));
   EXPECT_TRUE(contains(files.at("CMakeLists.txt"), "project(tilegraph_model CXX HIP)"));
   EXPECT_TRUE(contains(files.at("CMakeLists.txt"), "set(CMAKE_HIP_ARCHITECTURES gfx90a)"));
@@ -263,6 +272,14 @@ TEST_F(EmitCudaProject, GeneratedProjectBuildsWithCMakeAndRuns) {
   const std::vector<float> y = npy_floats(dir / "out" / "y.npy", kN);
   EXPECT_EQ(npy_floats(dir / "out" / "x.npy", kN), x);
   for (int64_t i = 0; i < kN; ++i) EXPECT_NEAR(y[i], std::tanh(x[i] * 0.5f), 1e-6f) << i;
+  // Without profiling the kernels replay from a CUDA graph; with
+  // TILEGRAPH_GPU_GRAPH=0 they launch one by one. Same inputs, same outputs.
+  for (const std::string env : {"", "TILEGRAPH_GPU_GRAPH=0 "}) {
+    const std::string replay = env + d + "/build/main_test --warmup 1 --iters 3 --inputs " + d + "/in --outputs " + d +
+                               "/out2 > " + d + "/run2.log 2>&1";
+    ASSERT_EQ(std::system(replay.c_str()), 0) << env << read_text(dir / "run2.log");
+    EXPECT_EQ(npy_floats(dir / "out2" / "y.npy", kN), y) << env;
+  }
 }
 
 }  // namespace
