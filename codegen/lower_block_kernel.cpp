@@ -310,7 +310,10 @@ class BlockKernelBuilder {
         values.insert(values.end(), reduce_values.begin(), reduce_values.end());
         const Expr slot = threads_ == 1 ? flat : Expr();
         const Expr current = load(acc, dtype == DType::kF16 ? DType::kF32 : dtype, {slot ? slot : int_imm(0)});
-        Stmt update = make_store(acc, slot ? slot : int_imm(0), combine(op.reduction, current, value_at(i, values, staged)));
+        // An f16 reduction accumulates in f32: its values are widened.
+        Expr value = value_at(i, values, staged);
+        if (value->dtype != current->dtype) value = cast(current->dtype, value);
+        Stmt update = make_store(acc, slot ? slot : int_imm(0), combine(op.reduction, current, value));
         if (guard) update = make_if(guard, {update});
         if (threads_ > 1 || reduce_inside)  // the accumulator stays in a register
           for (size_t r = reduce_loops.size(); r-- > 0;) {

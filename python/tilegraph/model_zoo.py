@@ -31,6 +31,9 @@ def entries(models_dir: str = "models") -> dict:
                                  "--opset", "17", "--constant-folding", "--impl", "lib"]
     out["vit_small_opset17"] = ["vit", "--prefix", f"{models_dir}/vit_small_opset17", "--small",
                                 "--opset", "17", "--constant-folding", "--impl", "lib"]
+    # a half-precision model as given (float16 inputs, weights and outputs)
+    out["bert_small_fp16"] = ["bert", "--prefix", f"{models_dir}/bert_small_fp16", "--small",
+                              "--impl", "own", "--fp16"]
     return out
 
 
@@ -69,7 +72,9 @@ layers get random scale/shift/statistics so a dropped affine term shows up. The
 `*_small` models use Welder's export settings (TorchScript exporter, opset 11,
 `do_constant_folding=False`: LayerNorm and GELU arrive decomposed); the `*_opset17`
 ones use the library definitions (transformers, timm) with today's defaults (opset 17,
-constant folding on: `LayerNormalization` nodes, folded shape chains).
+constant folding on: `LayerNormalization` nodes, folded shape chains); `bert_small_fp16`
+is `bert_small` exported in half precision (float16 weights and activations, float32
+accumulation in tilegraph's reductions).
 
 `tests/models/test_model_files.py` checks each with `onnx.checker` and onnxruntime;
 `tests/models/test_models.py` compiles each with `tilegraph tune` and compares with

@@ -12,7 +12,7 @@ from tilegraph.test_acc import generate_inputs, load_input_ranges, model_inputs,
 MODELS_DIR = REPO / "models"
 WELDER_SET = ["bert", "vit", "swin_transformer", "mobilenet", "mobilevit", "NAFNet", "BSRN",
               "Restormer", "Conformer", "NeRF"]
-EXPECTED = [f"{m}_small" for m in WELDER_SET] + ["bert_small_opset17", "vit_small_opset17"]
+EXPECTED = [f"{m}_small" for m in WELDER_SET] + ["bert_small_opset17", "vit_small_opset17", "bert_small_fp16"]
 MODEL_NAMES = sorted(d.name for d in MODELS_DIR.iterdir()
                      if (d / "model.onnx").is_file()) if MODELS_DIR.is_dir() else []
 SIZE_BUDGET = 5 * 1024 * 1024
