@@ -66,21 +66,30 @@ def _flatten(outputs):
     return [outputs]
 
 
+def build_seeded(model: str, bs: int = 1, small: bool = False, impl: str = "auto", seed: int = 0):
+    """models.build with the export's weights: seeded, normalization layers
+    randomized, eval mode (benchmarks/gpu_vs_torch.py times this same module)."""
+    import torch
+
+    from . import models
+
+    torch.manual_seed(seed)
+    ex = models.build(model, bs=bs, small=small, impl=impl)
+    randomize_norms(ex.module, torch.Generator().manual_seed(seed + 1))
+    ex.module.eval()
+    return ex
+
+
 def export(model: str, prefix: str | Path, bs: int = 1, fp16: bool = False, opset: int = 11,
            small: bool = False, constant_folding: bool = False, impl: str = "auto",
            seed: int = 0, check: bool = True, command: str | None = None, log=print) -> dict:
     """Exports MODEL to PREFIX/model.onnx; returns the export.json dict."""
     import torch
 
-    from . import models
-
     prefix = Path(prefix)
     prefix.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(seed)
-    ex = models.build(model, bs=bs, small=small, impl=impl)
+    ex = build_seeded(model, bs=bs, small=small, impl=impl, seed=seed)
     module = ex.module
-    randomize_norms(module, torch.Generator().manual_seed(seed + 1))
-    module.eval()
     inputs = tuple(ex.inputs)
     convert_after = False
     if fp16:
