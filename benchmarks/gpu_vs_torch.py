@@ -128,19 +128,8 @@ def torch_peers(module, inputs, iters, device, smoke):
 
     attempt("eager", lambda: (lambda: module(*inputs)))
     if device == "cuda":
-        def graphed():
-            static = tuple(t.clone() for t in inputs)
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                for _ in range(3):
-                    module(*static)
-            torch.cuda.current_stream().wait_stream(stream)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                module(*static)
-            return graph.replay
-        attempt("eager+graph", graphed)
+        from tilegraph.bench.peers import cuda_graph_replay
+        attempt("eager+graph", lambda: cuda_graph_replay(torch, module, inputs))
     if not smoke:
         attempt("compile", lambda: (lambda c=torch.compile(module): c(*inputs)))
         attempt("compile-ro", lambda: (lambda c=torch.compile(module, mode="reduce-overhead"): c(*inputs)))

@@ -89,7 +89,8 @@ def time_torch(args) -> dict:
     return {"engine": "torch", "version": torch.__version__, "variants": variants}
 
 
-def _cuda_graph_samples(torch, module, inputs, args) -> dict:
+def cuda_graph_replay(torch, module, inputs):
+    """module(*inputs) captured in a CUDA graph; returns the graph's replay."""
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm up on a side stream before capture, as CUDA graphs require
@@ -99,7 +100,12 @@ def _cuda_graph_samples(torch, module, inputs, args) -> dict:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         module(*inputs)
-    return {"samples_ms": _time_ms(graph.replay, args.warmup, args.iters, torch.cuda.synchronize)}
+    return graph.replay
+
+
+def _cuda_graph_samples(torch, module, inputs, args) -> dict:
+    replay = cuda_graph_replay(torch, module, inputs)
+    return {"samples_ms": _time_ms(replay, args.warmup, args.iters, torch.cuda.synchronize)}
 
 
 def _compiled_samples(torch, module, inputs, args) -> dict:
