@@ -249,16 +249,16 @@ class Connector {
   // integer GEMM.
   std::vector<bool> int_gemm_epilogue_ops() const {
     std::vector<bool> result(g_.ops.size(), false);
-    std::vector<bool> gemm(g_.ops.size(), false);
+    // Per tensor: is it an integer GEMM's output or such an op's?
+    std::vector<bool> fed(g_.tensors.size(), false);
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       const Op& op = g_.ops[i];
-      gemm[i] = is_int8_contraction(g_, op);
-      if (op.reduction != Reduction::kNone) continue;
-      const int64_t size = num_elements(g_.tensor(op.output).shape);
-      for (TensorId in : op.inputs) {
-        const int p = g_.producer(in);
-        if (p >= 0 && (gemm[p] || result[p]) && num_elements(g_.tensor(in).shape) == size) result[i] = true;
+      if (op.reduction == Reduction::kNone) {
+        const int64_t size = num_elements(g_.tensor(op.output).shape);
+        for (TensorId in : op.inputs)
+          if (fed[in] && num_elements(g_.tensor(in).shape) == size) result[i] = true;
       }
+      fed[op.output] = result[i] || is_int8_contraction(g_, op);
     }
     return result;
   }

@@ -16,9 +16,9 @@ constexpr int64_t kMaxPartials = 4096;
 // Points each partial still reduces: a vector loop's worth at least.
 constexpr int64_t kMinInnerPoints = 64;
 
-int64_t product(const std::vector<int64_t>& v, size_t from) {
+int64_t product(const std::vector<int64_t>& v) {
   int64_t n = 1;
-  for (size_t i = from; i < v.size(); ++i) n = num_elements({n, v[i]});
+  for (int64_t e : v) n = num_elements({n, e});
   return n;
 }
 
@@ -55,15 +55,14 @@ Op partial_over_split_axis(const Op& op, int rank, int64_t inner) {
 std::optional<std::pair<Op, int64_t>> partial_reduction(const Graph& g, const Op& op) {
   if (op.reduction == Reduction::kNone || op.reduce_extents.empty()) return std::nullopt;
   const Tensor& out = g.tensor(op.output);
-  if (num_elements(out.shape) > kMaxOutputs || product(op.reduce_extents, 0) < kMinPoints)
-    return std::nullopt;
+  const int64_t points = product(op.reduce_extents);
+  if (num_elements(out.shape) > kMaxOutputs || points < kMinPoints) return std::nullopt;
   const int rank = static_cast<int>(out.shape.size());
   // The outermost reduce axis that can hold the partials, so each partial
   // reduces the contiguous inner axes.
   for (size_t a = 0; a < op.reduce_extents.size(); ++a) {
     const int64_t e = op.reduce_extents[a];
-    if (e >= kMinPartials && e <= kMaxPartials &&
-        product(op.reduce_extents, 0) / e >= kMinInnerPoints)
+    if (e >= kMinPartials && e <= kMaxPartials && points / e >= kMinInnerPoints)
       return std::make_pair(partial_over_axis(op, rank, a), e);
   }
   if (op.reduce_extents.size() != 1) return std::nullopt;
