@@ -89,10 +89,10 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
   nlohmann::json buffers = nlohmann::json::array();
   for (const auto& [id, offset] : plan.arena_offsets)
     buffers.push_back({{"tensor", g.tensor(id).name}, {"memory", "arena"}, {"offset", offset},
-                       {"bytes", g.tensor(id).bytes()}});
+                       {"bytes", g.tensor(id).bytes()}, {"dtype", dtype_name(g.tensor(id).dtype)}});
   for (const auto& [id, offset] : plan.weights_offsets)
     buffers.push_back({{"tensor", g.tensor(id).name}, {"memory", "weights"}, {"offset", offset},
-                       {"bytes", g.tensor(id).bytes()}});
+                       {"bytes", g.tensor(id).bytes()}, {"dtype", dtype_name(g.tensor(id).dtype)}});
   m["buffers"] = buffers;
   nlohmann::json ks = nlohmann::json::array();
   for (const Kernel& k : kernels) {

@@ -67,7 +67,7 @@ struct TuneFlags {
   std::string model;
   int topk = 20, jobs = 0;
   std::string cpu_features;
-  bool no_build = false, no_fusion = false, emulate = false, no_gpu_build = false, verbose = false;
+  bool no_build = false, no_fusion = false, fp16 = false, emulate = false, no_gpu_build = false, verbose = false;
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
 
@@ -83,6 +83,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.topk = f.topk;
   o.cpu_features = f.cpu_features;
   o.fusion = !f.no_fusion;
+  o.fp16 = f.fp16;
   o.emulate = f.emulate;
   o.build_gpu = !f.no_gpu_build;
   o.input_shapes = parse_input_shapes(f.input_shapes);
@@ -183,6 +184,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--cpu-features", f.cpu_features, "CPU targets: instruction-set extensions to add or drop, e.g. +dotprod,-i8mm on an AArch64 arch (sets -march and the int8 micro-kernel) or -avx512vnni on the host");
   tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
   tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
+  tune_cmd->add_flag("--fp16", f.fp16, "compute an fp32 model in half precision: float32 weights and activations are stored as float16 (inputs and outputs stay float32; arithmetic, reductions, softmax and layer norm accumulate in float32). test_acc then uses the fp16 tolerance");
   tune_cmd->add_flag("--emulate", f.emulate, "GPU archs: also write and build the CPU emulation of the GPU kernels (PREFIX/tilegraph_rt/<arch>/emulation), which `run` and test_acc use where there is no such GPU");
   tune_cmd->add_flag("--no-gpu-build", f.no_gpu_build, "GPU archs: write the CUDA/HIP project but do not build it (nvcc/hipcc)");
   tune_cmd->add_option("--input-shape", f.input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");

@@ -23,6 +23,7 @@
 #include "compiler/passes/quantize_matmul.h"
 #include "compiler/passes/tabulate_byte_functions.h"
 #include "compiler/passes/split_reductions.h"
+#include "compiler/passes/to_half_precision.h"
 #include "scheduler/cpu_features.h"
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
@@ -130,7 +131,10 @@ Graph optimize_graph(const CompileOptions& options, const Graph& imported) {
   g = run_pass(options, "tabulate_byte_functions", g, passes::tabulate_byte_functions);
   g = run_pass(options, "split_reductions", g, passes::split_reductions);
   g = run_pass(options, "eliminate_dead_ops", g, passes::eliminate_dead_ops);
-  return run_pass(options, "materialize_outputs", g, passes::materialize_outputs);
+  g = run_pass(options, "materialize_outputs", g, passes::materialize_outputs);
+  // Last: constants are folded and tables built in float32 first.
+  if (options.fp16) g = run_pass(options, "to_half_precision", g, passes::to_half_precision);
+  return g;
 }
 
 std::string emulation_dir(const std::string& output_dir) {
@@ -250,7 +254,8 @@ CompileReport compile(const CompileOptions& options) {
   codegen::ProjectInfo info;
   info.arch = arch.name;
   info.model_path = fs::path(options.model_path).filename().string();
-  info.compile_stats = {{"kernels", kernels.size()}, {"ops_after_passes", g.ops.size()}};
+  info.compile_stats = {{"kernels", kernels.size()}, {"ops_after_passes", g.ops.size()},
+                        {"precision", options.fp16 ? "fp16" : "as exported"}};
   info.explain = explain;
   if (int_gemms > 0) info.int_gemm_header = codegen::int_gemm_variant_for(arch).header();
   if (!gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native

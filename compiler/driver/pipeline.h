@@ -16,6 +16,7 @@ struct CompileOptions {
   std::string cpu_features;                    // --cpu-features "+dotprod,-i8mm" (scheduler/cpu_features.h)
   int topk = 20;
   bool fusion = true;                          // --no-fusion: one op per kernel
+  bool fp16 = false;                           // --fp16: float32 tensors stored in half (passes/to_half_precision.h)
   bool emulate = false;                        // GPU archs: also write + build the CPU emulation
   bool build_gpu = true;                       // GPU archs: build the CUDA/HIP project when its compiler exists
   std::map<std::string, Shape> input_shapes;

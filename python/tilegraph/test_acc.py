@@ -340,14 +340,28 @@ def _compiled_exists(prefix: Path, arch: str, runner: str) -> bool:
     return {"ctypes": lib, "cli": exe}.get(runner, lib or exe)
 
 
+def _manifest(prefix: Path, arch: str) -> dict:
+    """The compiled project's manifest.json ({} when it cannot be read)."""
+    try:
+        manifest = json.loads((project_dir(prefix, arch) / "manifest.json").read_text())
+        return manifest if isinstance(manifest, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
 def _manifest_input_shapes(prefix: Path, arch: str) -> dict:
     """The compiled input shapes from manifest.json, for the CLI runner (which,
     unlike the ctypes one, cannot ask the library, e.g. a cross-compiled one)."""
     try:
-        manifest = json.loads((project_dir(prefix, arch) / "manifest.json").read_text())
-        return {t["name"]: tuple(t["shape"]) for t in manifest.get("inputs", [])}
-    except (OSError, ValueError, KeyError, TypeError):
+        return {t["name"]: tuple(t["shape"]) for t in _manifest(prefix, arch).get("inputs", [])}
+    except (KeyError, TypeError):
         return {}
+
+
+def _compiled_in_fp16(prefix: Path, arch: str) -> bool:
+    """Was the project tuned with --fp16 (float32 outputs computed in half)?"""
+    compile_stats = _manifest(prefix, arch).get("compile", {})
+    return isinstance(compile_stats, dict) and compile_stats.get("precision") == "fp16"
 
 
 def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=None,
@@ -412,12 +426,15 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
     else:
         actual = run_cli(prefix, arch, input_dir, work / "outputs", list(expected))
 
-    results = compare_all(actual, expected, rtol)
+    fp16_build = rtol is None and _compiled_in_fp16(prefix, arch)
+    # An fp32 model compiled with --fp16 is held to the half-precision tolerance.
+    results = compare_all(actual, expected, DEFAULT_RTOL_FP16 if fp16_build else rtol)
     extra = [n for n in actual if n not in expected]
     for r in results:
         if r.note.startswith("missing") and extra:
             r.note += f" (it has: {', '.join(extra)})"
-    print(f"test_acc {prefix} (arch {arch}, {used} runner, seed {seed})", file=out)
+    fp16_note = ", tuned with --fp16" if fp16_build else ""
+    print(f"test_acc {prefix} (arch {arch}, {used} runner, seed {seed}{fp16_note})", file=out)
     for r in results:
         print("  " + r.line(), file=out)
     failed = [r for r in results if not r.ok]

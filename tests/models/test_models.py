@@ -14,6 +14,7 @@ $TILEGRAPH_BIN). Environment knobs:
 Models in SLOW and the full-size ones carry the `slow` marker; deselect them with
 `-m "not slow"`.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -59,8 +60,10 @@ def _tail(text, n=40):
     return "\n".join(text.strip().splitlines()[-n:])
 
 
-@pytest.mark.parametrize("src,arch", list(_params()))
-def test_model_matches_onnxruntime(src, arch, tmp_path):
+def _tune_and_check(src, arch, tmp_path, extra_flags=()):
+    """Tunes a copy of src for arch (GPU archs: with the emulation, and the
+    CUDA project built where nvcc can) and runs test_acc on it; returns the
+    project folder."""
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
@@ -71,13 +74,14 @@ def test_model_matches_onnxruntime(src, arch, tmp_path):
         if f.is_file():
             shutil.copy(f, prefix / f.name)
     build_cuda = arch.lower() in NVCC_ARCHS and HAVE_NVCC
-    flags = []
+    flags = list(extra_flags)
     if arch.lower() in GPU_ARCHS:
-        flags = ["--emulate"] + ([] if build_cuda else ["--no-gpu-build"])
+        flags += ["--emulate"] + ([] if build_cuda else ["--no-gpu-build"])
     tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", arch, *flags],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=TUNE_TIMEOUT)
-    assert tune.returncode == 0, f"tilegraph tune {name} --arch {arch} failed:\n{_tail(tune.stdout)}"
+    what = " ".join([name, "--arch", arch, *flags])
+    assert tune.returncode == 0, f"tilegraph tune {what} failed:\n{_tail(tune.stdout)}"
     if build_cuda:  # nvcc built the real CUDA project (sm_90), not only the emulation
         assert (prefix / "tilegraph_rt" / arch / "build" / "libmodel.so").is_file()
     elif arch.lower() in NVCC_ARCHS:
@@ -88,7 +92,28 @@ def test_model_matches_onnxruntime(src, arch, tmp_path):
     acc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env=subprocess_env(), timeout=600)
     print(acc.stdout)
-    assert acc.returncode == 0, f"test_acc {name} --arch {arch}:\n{_tail(acc.stdout)}"
+    assert acc.returncode == 0, f"test_acc {what}:\n{_tail(acc.stdout)}"
+    return prefix / "tilegraph_rt" / arch, acc.stdout
+
+
+@pytest.mark.parametrize("src,arch", list(_params()))
+def test_model_matches_onnxruntime(src, arch, tmp_path):
+    _tune_and_check(src, arch, tmp_path)
+
+
+@pytest.mark.parametrize("name,arch", [("bert_small", "H100"), ("mobilevit_small", "H100"),
+                                       ("swin_transformer_small", "host")])
+def test_fp16_build_of_an_fp32_model_matches_onnxruntime(name, arch, tmp_path):
+    """tune --fp16: weights and activations stored in half, float32 inputs
+    and outputs, within the fp16 tolerance of onnxruntime's float32 run."""
+    project, report = _tune_and_check(MODELS_DIR / name, arch, tmp_path, ["--fp16"])
+    assert "tuned with --fp16" in report and "(rtol 0.01)" in report
+    manifest = json.loads((project / "manifest.json").read_text())
+    assert manifest["compile"]["precision"] == "fp16"
+    assert all(t["dtype"] == "float32" for t in manifest["inputs"] + manifest["outputs"] if t["dtype"].startswith("f"))
+    # Every weight and activation the project stores is half (or an integer).
+    stored = {b["dtype"] for b in manifest["buffers"]}
+    assert "float16" in stored and "float32" not in stored, stored
 
 
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on PATH: CUDA projects are generated but not built")
