@@ -36,9 +36,9 @@ SLOW = set()
 # DIR/MODEL); each is tested too, marked slow.
 FULL_DIR = os.environ.get("TILEGRAPH_FULL_MODELS")
 ARCHS = [a for a in os.environ.get("TILEGRAPH_TEST_ARCHS", "host,H100,V100").split(",") if a]
-GPU_ARCHS = {"h100", "h200", "a100", "v100", "rtx3090"}
+GPU_ARCHS = {"h100", "h200", "a100", "v100", "rtx3090", "l4", "t4"}
 # Archs whose CUDA projects this machine's nvcc can build (CUDA 13: sm_75 and up).
-NVCC_ARCHS = {"h100", "h200", "a100", "rtx3090"}
+NVCC_ARCHS = {"h100", "h200", "a100", "rtx3090", "l4", "t4"}
 HAVE_NVCC = shutil.which("nvcc") is not None
 TUNE_TIMEOUT = int(os.environ.get("TILEGRAPH_TUNE_TIMEOUT", "1200"))
 
@@ -117,17 +117,19 @@ def test_fp16_build_of_an_fp32_model_matches_onnxruntime(name, arch, tmp_path):
 
 
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on PATH: CUDA projects are generated but not built")
-def test_cuda_project_builds_for_sm80(tmp_path):
-    """The model tests build every H100 project (sm_90); one A100 project covers sm_80."""
+@pytest.mark.parametrize("model,arch,sm", [("mobilevit_small", "A100", 80), ("bert_small", "T4", 75),
+                                            ("bert_small", "RTX3090", 86), ("bert_small", "L4", 89)])
+def test_cuda_project_builds_for_each_sm(model, arch, sm, tmp_path):
+    """The model tests build every H100 project (sm_90); these cover sm_75, sm_80, sm_86, sm_89."""
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
-    prefix = tmp_path / "mobilevit_small"
+    prefix = tmp_path / model
     prefix.mkdir()
-    shutil.copy(MODELS_DIR / "mobilevit_small" / "model.onnx", prefix / "model.onnx")
-    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", "A100"], stdout=subprocess.PIPE,
+    shutil.copy(MODELS_DIR / model / "model.onnx", prefix / "model.onnx")
+    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", arch], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=TUNE_TIMEOUT)
     assert tune.returncode == 0, _tail(tune.stdout)
-    project = prefix / "tilegraph_rt" / "A100"
+    project = prefix / "tilegraph_rt" / arch
     assert (project / "build" / "libmodel.so").is_file()
-    assert "set(CMAKE_CUDA_ARCHITECTURES 80)" in (project / "CMakeLists.txt").read_text()
+    assert f"set(CMAKE_CUDA_ARCHITECTURES {sm})" in (project / "CMakeLists.txt").read_text()
