@@ -9,6 +9,61 @@
 
 namespace tilegraph::codegen {
 
+namespace {
+
+// One lane's mma.sync: packs its fragment values into half pairs (the lower
+// index in the low half, as the PTX fragment tables list them).
+constexpr const char* kCudaWarpMma = R"PRELUDE(#include <cuda_fp16.h>
+static __device__ inline uint32_t tg_half2_bits(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+static __device__ inline void tg_mma_m16n8k16(const float* a, const float* b, float* c) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(tg_half2_bits(a[0], a[1])), "r"(tg_half2_bits(a[2], a[3])), "r"(tg_half2_bits(a[4], a[5])),
+        "r"(tg_half2_bits(a[6], a[7])), "r"(tg_half2_bits(b[0], b[1])), "r"(tg_half2_bits(b[2], b[3])));
+#else
+  __trap();
+#endif
+}
+)PRELUDE";
+
+// The CPU emulation of a block's warps running one WarpMma: gathers each
+// warp's 32 lanes' fragments into A (16 x 16) and B (16 x 8) by the PTX
+// ISA's lane mapping, multiplies the half-rounded values in float and
+// scatters D = A B + C back to the lanes. Thread t's fragment values start
+// at t * stride.
+constexpr const char* kEmulatedWarpMma = R"PRELUDE(
+static inline void tg_warp_mma_m16n8k16(const float* a, int64_t a_stride, const float* b, int64_t b_stride,
+                                        float* c, int64_t c_stride, int64_t threads) {
+  for (int64_t w = 0; w < threads / 32; ++w) {
+    float A[16][16], B[16][8];
+    for (int64_t lane = 0; lane < 32; ++lane) {
+      const int64_t g = lane / 4, q = lane % 4, t = w * 32 + lane;
+      for (int v = 0; v < 8; ++v)  // a0,a1: row g; a2,a3: row g+8; a4..a7: the same, columns + 8
+        A[g + 8 * ((v / 2) % 2)][2 * q + v % 2 + 8 * (v / 4)] = tg_round_half(a[t * a_stride + v]);
+      for (int v = 0; v < 4; ++v)  // b0,b1: rows 2q, 2q+1; b2,b3: rows + 8; column g
+        B[2 * q + v % 2 + 8 * (v / 2)][g] = tg_round_half(b[t * b_stride + v]);
+    }
+    for (int64_t lane = 0; lane < 32; ++lane) {
+      const int64_t g = lane / 4, q = lane % 4, t = w * 32 + lane;
+      for (int v = 0; v < 4; ++v) {  // c0,c1: row g; c2,c3: row g+8; columns 2q, 2q+1
+        const int64_t row = g + 8 * (v / 2), col = 2 * q + v % 2;
+        float sum = c[t * c_stride + v];
+        for (int k = 0; k < 16; ++k) sum += A[row][k] * B[k][col];
+        c[t * c_stride + v] = sum;
+      }
+    }
+  }
+}
+)PRELUDE";
+
+}  // namespace
+
 const Dialect& cpu_dialect() {
   static const Dialect d{
       "cpu",
@@ -24,6 +79,7 @@ const Dialect& cpu_dialect() {
       "unsigned char* tg_smem = tg_block_scratch(%lld);",
       "static inline",
       true,
+      kEmulatedWarpMma,
   };
   return d;
 }
@@ -43,6 +99,7 @@ const Dialect& cuda_dialect() {
       "extern __shared__ __align__(16) unsigned char tg_smem[];",
       "static __host__ __device__ inline",
       false,
+      kCudaWarpMma,
   };
   return d;
 }
@@ -53,6 +110,7 @@ const Dialect& hip_dialect() {
   static const Dialect d = [] {
     Dialect hip = cuda_dialect();
     hip.name = "hip";
+    hip.warp_mma_prelude = "";  // no mma.sync (the scheduler plans MMA for CUDA sm_80+ only)
     return hip;
   }();
   return d;
@@ -182,6 +240,18 @@ class Printer {
       case StmtKind::kBarrier:
         if (*d_.barrier) out << pad << d_.barrier << "\n";
         break;
+      case StmtKind::kWarpMma: {
+        auto fragment = [&](const CallArg& a) { return k_.buffers[a.buffer].name + " + " + expr(a.value); };
+        if (d_.binds_hardware_threads) {
+          out << pad << "tg_mma_m16n8k16(" << fragment(s->args[0]) << ", " << fragment(s->args[1]) << ", "
+              << fragment(s->args[2]) << ");\n";
+        } else {
+          out << pad << "tg_warp_mma_m16n8k16(";
+          for (const CallArg& a : s->args) out << fragment(a) << ", " << k_.buffers[a.buffer].elements << ", ";
+          out << k_.threads << ");\n";
+        }
+        break;
+      }
       case StmtKind::kCall: {
         out << pad << s->callee << "(";
         for (size_t i = 0; i < s->args.size(); ++i) {
@@ -518,6 +588,7 @@ static inline float tg_round_half(float f) { return tg_h2f(tg_f2h(f)); }
     at += std::string(d.helper_qualifier).size() - 1;
   }
   if (d.vector_math) text += vector_math_prelude();
+  text += d.warp_mma_prelude;
   if (!d.binds_hardware_threads) text += R"PRELUDE(#include <cstdlib>
 #include <memory>
 // A block's shared arena on the CPU: per-thread scratch (cache resident),

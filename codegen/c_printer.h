@@ -27,6 +27,11 @@ struct Dialect {
   // Float exp/erf/tanh/sigmoid through vector_math_prelude.h's vectorizable
   // versions (CPU) instead of the scalar std:: calls (GPUs have fast ones).
   bool vector_math;
+  // Kernel IR WarpMma (kernel_ir.h): helpers appended to the prelude, and
+  // whether a step is one lane's hardware instruction (GPU: every thread
+  // passes its own fragments) or the emulation of the whole block's warps
+  // over its per-thread arrays (CPU, after expand_thread_locals).
+  const char* warp_mma_prelude;
 };
 
 const Dialect& cpu_dialect();

@@ -44,6 +44,11 @@ void dump(const Kernel& k, const Stmt& s, int depth, std::ostringstream& out) {
             << to_string(s->args[i].value) << (s->args[i].buffer >= 0 ? "]" : "");
       out << ")\n";
       break;
+    case StmtKind::kWarpMma:
+      out << pad << "warp_mma_m16n8k16";
+      for (const CallArg& a : s->args) out << " " << k.buffers[a.buffer].name << "+" << to_string(a.value);
+      out << "\n";
+      break;
   }
 }
 
@@ -93,6 +98,12 @@ Stmt make_call(std::string callee, std::vector<CallArg> args) {
   StmtNode n{StmtKind::kCall};
   n.callee = std::move(callee);
   n.args = std::move(args);
+  return make(std::move(n));
+}
+
+Stmt make_warp_mma(CallArg a, CallArg b, CallArg c) {
+  StmtNode n{StmtKind::kWarpMma};
+  n.args = {std::move(a), std::move(b), std::move(c)};
   return make(std::move(n));
 }
 

@@ -25,6 +25,18 @@
 //    indices of guarded loads), so printers may evaluate Select eagerly.
 //  * A Call runs a micro-kernel (codegen/ukernels) on pointers into buffers:
 //    callee(arg...), each arg either &buffer[offset] or a scalar value.
+//  * A WarpMma is a warp-collective tensor-core step (sm_80 mma.sync
+//    m16n8k16, f16 inputs, f32 accumulators) at block level: for each warp
+//    w of the block and lane l, thread 32w + l holds in its Local buffers
+//    args[0] (from offset value) 8 values of A (16 x 16), args[1] 4 values of
+//    B (16 x 8) and args[2] 4 accumulators of C (16 x 8), laid out as the
+//    PTX ISA's fragment figures say (g = l / 4, q = l % 4):
+//      a0,a1 = A[g][2q..2q+1]    a2,a3 = A[g+8][2q..]   a4,a5 = A[g][2q+8..]
+//      a6,a7 = A[g+8][2q+8..]    b0,b1 = B[2q..2q+1][g] b2,b3 = B[2q+8..][g]
+//      c0,c1 = C[g][2q..2q+1]    c2,c3 = C[g+8][2q..]
+//    and every lane's C becomes A·B + C, A and B rounded to half, products
+//    summed in float. Kernel::threads is a multiple of 32; the offsets are
+//    the same in every thread.
 //  * Integer Div/Rem may appear only where both operands are non-negative
 //    (codegen rewrites FloorDiv/FloorMod so), FloorDiv/FloorMod elsewhere.
 #pragma once
@@ -46,7 +58,8 @@ namespace tilegraph::codegen {
   X(Allocate)            \
   X(If)                  \
   X(Barrier)             \
-  X(Call)
+  X(Call)                \
+  X(WarpMma)
 
 enum class StmtKind {
 #define TG_ENUM(name) k##name,
@@ -83,7 +96,7 @@ struct StmtNode {
   Expr cond;                    // If
   std::vector<Stmt> body;       // For, Seq, If, Allocate (scope of the buffer)
   std::string callee;           // Call
-  std::vector<CallArg> args;    // Call
+  std::vector<CallArg> args;    // Call; WarpMma: the A, B and C fragments
 };
 
 Stmt make_for(int var, Expr extent, LoopKind loop, std::vector<Stmt> body, int collapse = 1);
@@ -93,6 +106,8 @@ Stmt make_allocate(int buffer, std::vector<Stmt> body);
 Stmt make_if(Expr cond, std::vector<Stmt> body);
 Stmt make_barrier();
 Stmt make_call(std::string callee, std::vector<CallArg> args);
+// Fragments: a Local buffer and the offset of this step's values in it.
+Stmt make_warp_mma(CallArg a, CallArg b, CallArg c);
 
 struct Buffer {
   std::string name;
@@ -122,6 +137,7 @@ struct Kernel {
   int64_t grid = 0;                       // blocks (0: not a block kernel)
   int threads = 1;                        // threads per block
   int64_t shared_bytes = 0;               // the block's shared arena
+  bool tensor_cores = false;              // has WarpMma steps
 };
 
 std::string to_string(const Kernel& k);  // debug dump

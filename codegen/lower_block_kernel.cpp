@@ -84,6 +84,7 @@ class BlockKernelBuilder {
 
   Kernel build() {
     kernel_.flops = static_cast<int64_t>(plan_.features.flops);
+    for (const PhasePlan& pp : plan_.phase_plans) kernel_.tensor_cores |= pp.mma.has_value();
     std::vector<Stmt> phases;
     const int last = static_cast<int>(plan_.phases.size()) - 1;
     for (int i = 0; i <= last; ++i) {
@@ -148,8 +149,14 @@ class BlockKernelBuilder {
   // lives in this kernel: a producer's shared region, a staged chunk, or
   // global memory (clamped into the tensor).
   Expr value_at(int phase, const std::vector<Expr>& axis_values, const std::map<int, const StagedInput*>& staged) {
+    return value_of(phase, plan_.phases[phase].body, axis_values, staged);
+  }
+
+  // value_at for `e`, an expression over the phase op's vars (a factor of its body).
+  Expr value_of(int phase, const Expr& e, const std::vector<Expr>& axis_values,
+                const std::map<int, const StagedInput*>& staged) {
     const Op& op = plan_.phases[phase];
-    const Expr body = substitute_vars(op.body, axis_values);
+    const Expr body = substitute_vars(e, axis_values);
     const Expr lowered = rewrite(body, [&](const Expr& n) -> Expr {
       if (n->kind != ExprKind::kLoad) return nullptr;
       const int slot = static_cast<int>(n->int_value);
@@ -276,6 +283,7 @@ class BlockKernelBuilder {
         return store_result(i, local, flat, value_at(i, coords_at(i, local), {}));
       })});
     }
+    if (pp.mma) return build_mma_phase(i);
     const DType dtype = g_.tensor(op.output).dtype;
     const int acc = pp.accumulator >= 0 ? shared_ids_[pp.accumulator]
                                         : add_local(prefix + "acc", dtype, pp.per_thread);
@@ -363,6 +371,102 @@ class BlockKernelBuilder {
     }
     if (pp.accumulator >= 0) return make_seq(steps);
     return make_allocate(acc, steps);
+  }
+
+  // A matmul phase on tensor cores (scheduler/mma_plan.h): warp w owns
+  // tiles [w * tpw, (w + 1) * tpw) of the region's 16 x 8 tiles (row-major
+  // over tiles_m x tiles_n). Per 16-deep step of the reduce axis, each
+  // thread loads its lane's A and B fragment values (kernel_ir.h, WarpMma)
+  // from wherever the operands live (staged chunks, producers' regions,
+  // global memory), then the warps run the MMA on their accumulators.
+  Stmt build_mma_phase(int i) {
+    using scheduler::kMmaK;
+    using scheduler::kMmaM;
+    using scheduler::kMmaN;
+    const Op& op = plan_.phases[i];
+    const PhasePlan& pp = plan_.phase_plans[i];
+    const scheduler::MmaPlan& m = *pp.mma;
+    const std::string prefix = str_cat("p", i, "_");
+    const int rank = static_cast<int>(g_.tensor(op.output).shape.size());
+    const int64_t cols = plan_.tiling.ops[i].region.dims[rank - 1].extent;
+    const int64_t tpw = m.tiles_per_warp;
+    const int acc = add_local(prefix + "acc", DType::kF32, 4 * tpw);
+    const int frag_a = add_local(prefix + "fa", DType::kF32, 8);
+    const int frag_b = add_local(prefix + "fb", DType::kF32, 4);
+    const Expr lane = floormod(var(tid_), scheduler::kWarpLanes);
+    const Expr warp = floordiv(var(tid_), scheduler::kWarpLanes);
+    const Expr group = floordiv(lane, 4), quad = floormod(lane, 4);
+    const int t = new_var(prefix + "t", tpw);
+    const Expr tile = warp * tpw + var(t);
+    const Expr tile_row = floordiv(tile, m.tiles_n) * kMmaM, tile_col = floormod(tile, m.tiles_n) * kMmaN;
+    std::map<int, const StagedInput*> staged;
+    for (const StagedInput& st : pp.staged) staged[st.slot] = &st;
+    const int64_t depth = op.reduce_extents[0];
+
+    // Region-local coordinates of (row, col); other dims are 1 (plan_mma).
+    auto local_at = [&](const Expr& row, const Expr& col) {
+      std::vector<Expr> local(static_cast<size_t>(rank), int_imm(0));
+      local[rank - 2] = row;
+      local[rank - 1] = col;
+      return local;
+    };
+    // One fragment value: factor f at region row/col and reduce index k,
+    // zero past the reduce axis's end.
+    auto fragment = [&](const Expr& f, const Expr& row, const Expr& col, const Expr& k, bool tail) {
+      std::vector<Expr> values = coords_at(i, local_at(row, col));
+      values.push_back(k);
+      Expr v = value_of(i, f, values, staged);
+      if (tail) v = select(lt(k, int_imm(depth)), v, float_imm(0, v->dtype));
+      return finalize_indices(v, bounds_);
+    };
+    // The MMA steps over reduce indices [k0, k0 + extent).
+    auto mma_steps = [&](const Expr& k0, int64_t extent, bool tail) {
+      const int ks = new_var(prefix + "ks", extent / kMmaK);
+      const Expr k = k0 + var(ks) * kMmaK + quad * 2;
+      std::vector<Stmt> fill;
+      for (int v = 0; v < 8; ++v) {  // a0..a7
+        const Expr row = tile_row + group + 8 * ((v / 2) % 2), kv = k + (v % 2 + 8 * (v / 4));
+        fill.push_back(make_store(frag_a, int_imm(v), fragment(m.a, row, int_imm(0), kv, tail)));
+      }
+      for (int v = 0; v < 4; ++v) {  // b0..b3
+        const Expr kv = k + (v % 2 + 8 * (v / 2));
+        fill.push_back(make_store(frag_b, int_imm(v), fragment(m.b, int_imm(0), tile_col + group, kv, tail)));
+      }
+      const Stmt step = make_seq({thread_loop(std::move(fill)),
+                                  make_warp_mma({frag_a, int_imm(0)}, {frag_b, int_imm(0)}, {acc, var(t) * 4})});
+      return make_for(ks, int_imm(extent / kMmaK), LoopKind::kSerial,
+                      {make_for(t, int_imm(tpw), LoopKind::kUnrolled, {step})});
+    };
+
+    std::vector<Stmt> steps;
+    {
+      const int s = new_var(prefix + "z", 4 * tpw);
+      steps.push_back(thread_loop({make_for(s, int_imm(4 * tpw), LoopKind::kUnrolled,
+                                            {make_store(acc, var(s), float_imm(0))})}));
+    }
+    if (pp.step == 0) {
+      const int64_t padded = (depth + kMmaK - 1) / kMmaK * kMmaK;
+      steps.push_back(mma_steps(int_imm(0), padded, padded != depth));
+    } else {
+      std::vector<Stmt> chunk;
+      for (const StagedInput& st : pp.staged) chunk.push_back(stage(i, st));
+      chunk.push_back(make_barrier());
+      chunk.push_back(mma_steps(var(pp.chunk_var) * pp.step, pp.step, depth % pp.step != 0));
+      chunk.push_back(make_barrier());
+      steps.push_back(make_for(pp.chunk_var, int_imm(pp.chunks), LoopKind::kSerial, chunk));
+    }
+    // c0..c3 of each tile to the phase's region.
+    std::vector<Stmt> write;
+    const int w = new_var(prefix + "w", tpw);
+    const Expr write_tile = warp * tpw + var(w);
+    for (int v = 0; v < 4; ++v) {
+      const Expr row = floordiv(write_tile, m.tiles_n) * kMmaM + group + 8 * (v / 2);
+      const Expr col = floormod(write_tile, m.tiles_n) * kMmaN + quad * 2 + v % 2;
+      const Expr flat = finalize_indices(simplify(row * cols + col, bounds_), bounds_);
+      write.push_back(store_result(i, local_at(row, col), flat, load(acc, DType::kF32, {var(w) * 4 + v})));
+    }
+    steps.push_back(thread_loop({make_for(w, int_imm(tpw), LoopKind::kUnrolled, write)}));
+    return make_allocate(acc, {make_allocate(frag_a, {make_allocate(frag_b, steps)})});
   }
 
   // With several threads, accumulator slots are the strided loop's counter,

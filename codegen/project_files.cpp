@@ -116,7 +116,7 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
     if (!k.ukernel.empty()) ks.back()["ukernel"] = k.ukernel;
     if (k.schedule.block_kernel)
       ks.back()["launch"] = {{"grid", k.grid}, {"threads", k.threads}, {"shared_bytes", k.shared_bytes},
-                             {"config", k.schedule.config.to_string()}};
+                             {"config", k.schedule.config.to_string()}, {"tensor_cores", k.tensor_cores}};
   }
   m["kernels"] = ks;
   m["num_kernels"] = kernels.size();

@@ -117,6 +117,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
 
     // Reduce chunks staged through shared memory (GPU blocks only: on a CPU
     // the caches do this).
+    int64_t phase_reads = 0;  // shared memory bytes this phase reads
     const bool chunked = op.reduction != Reduction::kNone && threads > 1 && config.reduce_step > 0 &&
                          !op.reduce_extents.empty() && op.reduce_extents[0] > 1;
     if (chunked) {
@@ -146,19 +147,28 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
         p.buffers.push_back({str_cat("s", i, "_", s),
                              in_type == DType::kF16 ? DType::kF32 : in_type, volume, i, i});
         shared_writes += volume * on_chip_bytes(in_type) * pp.chunks;
-        shared_reads += pp.elements * reduce_points(op) * f.loads * on_chip_bytes(in_type);
+        phase_reads += pp.elements * reduce_points(op) * f.loads * on_chip_bytes(in_type);
         pp.staged.push_back(std::move(st));
       }
       if (pp.staged.empty()) pp.step = 0, pp.chunks = 1;
     }
+    if (op.reduction != Reduction::kNone && threads > 1)
+      pp.mma = plan_mma(g, op, tile.region, static_cast<int>(threads), pp.step, arch);
     // Reads of producers kept on chip.
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       auto it = phase_of.find(op.inputs[s]);
       if (it == phase_of.end() || it->second >= i) continue;
       p.buffers[p.phase_plans[it->second].buffer].last_phase = i;
       const int loads = count_loads(op.body, static_cast<int>(s));
-      shared_reads += pp.elements * reduce_points(op) * loads * elem;
+      phase_reads += pp.elements * reduce_points(op) * loads * elem;
     }
+    if (pp.mma) {
+      // Every lane loads 8 + 4 fragment values per 16 x 8 x 16 step, not two
+      // operands per multiply-add.
+      const int64_t steps = pp.elements / (kMmaM * kMmaN) * ceil_div(op.reduce_extents[0], kMmaK);
+      phase_reads = steps * kWarpLanes * 12 * on_chip_bytes(DType::kF16);
+    }
+    shared_reads += phase_reads;
     p.phase_plans.push_back(std::move(pp));
   }
 
@@ -216,7 +226,11 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   f.l2_bytes = l2_traffic;
   f.shared_bytes_moved = num_elements({shared_reads + shared_writes, f.blocks});
   f.flops = flops * static_cast<double>(f.blocks);
-  f.compute_dtype = out.dtype;
+  // Half is computed in float on CUDA cores; only tensor-core phases run at
+  // the fp16 (tensor) rate.
+  bool tensor_cores = false;
+  for (const PhasePlan& pp : p.phase_plans) tensor_cores |= pp.mma.has_value();
+  f.compute_dtype = tensor_cores ? DType::kF16 : out.dtype == DType::kF16 ? DType::kF32 : out.dtype;
   const double root_waste = static_cast<double>(num_elements({p.phase_plans.back().elements, f.blocks})) /
                             static_cast<double>(std::max<int64_t>(num_elements(out.shape), 1));
   f.padding = root_waste;

@@ -16,6 +16,7 @@
 
 #include "scheduler/arch_spec.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/mma_plan.h"
 #include "scheduler/schedule.h"
 #include "scheduler/tile_propagation.h"
 
@@ -41,6 +42,9 @@ struct PhasePlan {
   int chunk_var = -1;              // outer var: which chunk
   int chunk_local_var = -1;        // inner var over [0, step)
   std::vector<StagedInput> staged;
+  // A matmul phase on tensor cores (mma_plan.h); its accumulators are the
+  // warps' C fragments instead of per-thread strided elements.
+  std::optional<MmaPlan> mma;
 };
 
 struct SharedBuffer {

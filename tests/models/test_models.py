@@ -133,3 +133,47 @@ def test_cuda_project_builds_for_each_sm(model, arch, sm, tmp_path):
     project = prefix / "tilegraph_rt" / arch
     assert (project / "build" / "libmodel.so").is_file()
     assert f"set(CMAKE_CUDA_ARCHITECTURES {sm})" in (project / "CMakeLists.txt").read_text()
+
+
+def _attention_like_model(path, elem_type):
+    """x[2,256,200] @ W + b, then y @ y^T: a K (200) that no 16-deep MMA step
+    divides and a transposed operand; big enough that the H100 cost model
+    puts both matmuls on tensor cores."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    dtype = np.float16 if elem_type == onnx.TensorProto.FLOAT16 else np.float32
+    rng = np.random.default_rng(0)
+    # Moderate values: an fp32 model tuned with --fp16 is checked against
+    # onnxruntime in fp32, and y @ y^T cancels (half rounding of y shows).
+    w = numpy_helper.from_array((rng.standard_normal((200, 64)) * 0.03).astype(dtype), "W")
+    b = numpy_helper.from_array((rng.standard_normal((64,)) * 0.1).astype(dtype), "b")
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"]), helper.make_node("Add", ["h", "b"], ["y"]),
+             helper.make_node("Transpose", ["y"], ["yt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["y", "yt"], ["s"])]
+    graph = helper.make_graph(nodes, "attention_like",
+                              [helper.make_tensor_value_info("x", elem_type, [2, 256, 200])],
+                              [helper.make_tensor_value_info("s", elem_type, [2, 256, 256])], [w, b])
+    path.mkdir(parents=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path / "model.onnx"))
+    return path
+
+
+@pytest.mark.parametrize("form", ["fp16_model", "fp32_model_tuned_fp16"])
+def test_tensor_core_kernels_match_onnxruntime_in_emulation(form, tmp_path):
+    """Half matmuls on H100 run on mma.sync m16n8k16: the CUDA kernels call it
+    (and nvcc builds them where it can), the emulation computes each warp's
+    MMA from the lanes' fragments by the PTX lane mapping, and the result
+    matches onnxruntime."""
+    import onnx
+    elem = onnx.TensorProto.FLOAT16 if form == "fp16_model" else onnx.TensorProto.FLOAT
+    src = _attention_like_model(tmp_path / "src" / form, elem)
+    flags = [] if form == "fp16_model" else ["--fp16"]
+    project, _ = _tune_and_check(src, "H100", tmp_path, flags)
+    manifest = json.loads((project / "manifest.json").read_text())
+    assert [k["launch"]["tensor_cores"] for k in manifest["kernels"]] == [True, True]
+    cuda = "".join(p.read_text() for p in sorted(project.glob("kernels_*.cu")))
+    assert cuda.count("tg_mma_m16n8k16(p") == 2
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in (project / "kernels.h").read_text()
+    emulated = "".join(p.read_text() for p in sorted((project / "emulation").glob("kernels_*.cpp")))
+    assert emulated.count("tg_warp_mma_m16n8k16(p") == 2
