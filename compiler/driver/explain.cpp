@@ -27,7 +27,12 @@ nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
   for (const auto& c : k.candidates) candidates.push_back(c.to_string());
   const scheduler::KernelFeatures& f = k.features;
   const scheduler::CostEstimate& c = k.estimate;
+  nlohmann::json library = nullptr;
+  if (k.library_gemm)  // its tile and prediction: the fused kernel's, as a stand-in
+    library = {{"name", "cublasLt"}, {"batch", k.library_gemm->batch}, {"m", k.library_gemm->m},
+               {"n", k.library_gemm->n}, {"k", k.library_gemm->k}, {"dtype", dtype_name(k.library_gemm->dtype)}};
   return {{"name", g.ops[k.ops.back()].name},
+          {"library", library},
           {"ops", ops},
           {"edges", edges},
           {"outputs", outputs},
@@ -103,6 +108,14 @@ std::string explain_text(const nlohmann::json& e, bool no_fusion) {
     std::snprintf(line, sizeof line, "#%d %s  [%s]\n", index++, k.at("name").get<std::string>().c_str(),
                   k.at("config").get<std::string>().c_str());
     out << line;
+    if (const auto lib = k.find("library"); lib != k.end() && !lib->is_null()) {
+      const nlohmann::json& l = *lib;
+      std::snprintf(line, sizeof line, "    library: cuBLASLt GEMM %s, batch %lld, %lld x %lld x %lld (m x n x k)\n",
+                    l.at("dtype").get<std::string>().c_str(), static_cast<long long>(l.at("batch").get<int64_t>()),
+                    static_cast<long long>(l.at("m").get<int64_t>()), static_cast<long long>(l.at("n").get<int64_t>()),
+                    static_cast<long long>(l.at("k").get<int64_t>()));
+      out << line;
+    }
     out << "    ops:";
     for (const auto& op : k.at("ops")) {
       const auto& nodes = op.at("onnx_nodes");
