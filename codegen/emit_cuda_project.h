@@ -9,6 +9,8 @@
 //                    host launch function per kernel (grid, threads, dynamic
 //                    shared memory; opts into >48 KiB where needed)
 //   CMakeLists.txt   CUDA language, CMAKE_CUDA_ARCHITECTURES from the arch
+//   tg_cublaslt.h    with library GEMMs (tune --skip-dot) only: model.cu
+//                    calls cuBLASLt for them (linking CUDA::cublasLt)
 //   weights.bin, manifest.json, runtime files   as in the CPU project
 #pragma once
 #include <string>
@@ -25,7 +27,8 @@
 namespace tilegraph::codegen {
 
 // `gpu_arch`: the ISA of the arch spec ("sm_90", "gfx90a"). Every kernel
-// must be a block kernel (Kernel::grid > 0). Returns the manifest written.
+// must be a block kernel (Kernel::grid > 0) or, for CUDA, a library GEMM
+// (codegen/lower_library_gemm.h). Returns the manifest written.
 nlohmann::json emit_cuda_project(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
                                  const ProjectInfo& info, const std::string& gpu_arch,
                                  const std::string& out_dir);

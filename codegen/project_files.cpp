@@ -114,6 +114,17 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
     for (int op : k.schedule.ops) int8_matmul |= scheduler::is_int8_contraction(g, g.ops[static_cast<size_t>(op)]);
     ks.back()["int8_matmul"] = int8_matmul;
     if (!k.ukernel.empty()) ks.back()["ukernel"] = k.ukernel;
+    if (const auto& gemm = k.schedule.library_gemm) {
+      auto matrix = [](const scheduler::GemmMatrix& x) {
+        return nlohmann::json{{"offset", x.offset}, {"batch_stride", x.batch_stride},
+                              {"order", x.row_major ? "row" : "col"}, {"ld", x.ld}};
+      };
+      // A GPU project calls cuBLASLt here; its CPU emulation a reference GEMM.
+      ks.back()["library"] = "cublasLt";
+      ks.back()["gemm"] = {{"dtype", dtype_name(gemm->dtype)}, {"batch", gemm->batch}, {"m", gemm->m},
+                           {"n", gemm->n}, {"k", gemm->k}, {"a", matrix(gemm->a)}, {"b", matrix(gemm->b)},
+                           {"c", matrix(gemm->c)}};
+    }
     if (k.schedule.block_kernel)
       ks.back()["launch"] = {{"grid", k.grid}, {"threads", k.threads}, {"shared_bytes", k.shared_bytes},
                              {"config", k.schedule.config.to_string()}, {"tensor_cores", k.tensor_cores}};

@@ -59,6 +59,9 @@ class Connector {
         consumers_[in].push_back(static_cast<int>(i));
     outputs_.insert(g.outputs.begin(), g.outputs.end());
     int_gemm_epilogue_ = int_gemm_epilogue_ops();
+    library_gemm_.resize(g.ops.size());
+    if (o.library_gemms)
+      for (size_t i = 0; i < g.ops.size(); ++i) library_gemm_[i] = match_library_gemm(g, g.ops[i]);
     for (size_t i = 0; i < g.ops.size(); ++i) {
       // An op with no output elements computes nothing: it gets no kernel
       // (a GPU cannot launch an empty grid) and is never fused.
@@ -88,8 +91,9 @@ class Connector {
       k.features = r.features.front();
       k.estimate = r.estimates.front();
       const std::vector<Op> phases = phase_ops(g_, k);
-      k.block_kernel = arch_.is_gpu() || phases.size() > 1;
-      if (!k.block_kernel) apply_cpu_loop_rules(g_, phases.front(), arch_, k);
+      k.library_gemm = library_gemm_[k.ops.back()];
+      k.block_kernel = !k.library_gemm && (arch_.is_gpu() || phases.size() > 1);
+      if (!k.block_kernel && !k.library_gemm) apply_cpu_loop_rules(g_, phases.front(), arch_, k);
       s.kernels.push_back(std::move(k));
     }
     return s;
@@ -199,6 +203,7 @@ class Connector {
       int64_t domain = num_elements(g_.tensor(consumer.output).shape);
       for (int64_t r : consumer.reduce_extents) domain = num_elements({domain, r});
       if (domain > num_elements(g_.tensor(out).shape) || group_of_[c] < 0) continue;
+      if (library_gemm_[c]) continue;  // the library reads its operands from memory
       merge(group_of_[p], group_of_[c], Connection::kRegister);
       --merges_left;
     }
@@ -245,6 +250,12 @@ class Connector {
     return reduces && epilogue;
   }
 
+  bool has_library_gemm(const Group& grp) const {
+    for (int op : grp.ops)
+      if (library_gemm_[static_cast<size_t>(op)]) return true;
+    return false;
+  }
+
   // Elementwise ops fed, through elementwise ops of the same size, by an
   // integer GEMM.
   std::vector<bool> int_gemm_epilogue_ops() const {
@@ -278,6 +289,7 @@ class Connector {
       const int into = first_consumer_group(root);
       if (into < 0 || !others_read_later(static_cast<int>(gi), into)) continue;
       if (static_cast<int>(groups_[into].ops.size() + groups_[gi].ops.size()) > o_.max_group_ops) continue;
+      if (has_library_gemm(groups_[gi]) || has_library_gemm(groups_[into])) continue;
       const Group merged = merged_group(static_cast<int>(gi), into, Connection::kShared);
       if (!allowed_on_cpu(merged) || serializes_producer(groups_[gi], merged) ||
           steals_int_gemm_epilogue(merged))
@@ -307,6 +319,7 @@ class Connector {
   std::vector<Group> groups_;
   std::vector<int> group_of_;
   std::vector<bool> int_gemm_epilogue_;
+  std::vector<std::optional<LibraryGemm>> library_gemm_;  // per op (--skip-dot)
 };
 
 nlohmann::json config_json(const TileConfig& c) {

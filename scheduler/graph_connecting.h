@@ -4,6 +4,7 @@
 //
 //  1. Register level: an elementwise producer read exactly once per point
 //     of its single consumer (no recomputation) is inlined into it.
+//     (Under --skip-dot nothing is inlined into a library GEMM.)
 //  2. Shared level: a group whose output only one other group reads is
 //     merged into it when the cost model says the merged kernel (its best
 //     tile) is faster than the two apart. Several reductions, and any
@@ -27,6 +28,9 @@ namespace tilegraph::scheduler {
 struct TileGraphOptions {
   int topk = 20;
   bool fusion = true;          // false: one op per kernel (explain --no-fusion)
+  // GPU, tune --skip-dot: every float GEMM (scheduler/library_gemm.h) is a
+  // kernel of its own, a cuBLASLt call; nothing is fused into or with it.
+  bool library_gemms = false;
   int max_group_ops = 48;      // budget of ops per fused kernel
   int search_budget = 48;      // configs per final tiling search
   int trial_budget = 16;       // configs per trial merge

@@ -6,12 +6,14 @@
 // tile per group) or one op under the simple CPU loop rules.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/cost_model.h"
+#include "scheduler/library_gemm.h"
 
 namespace tilegraph::scheduler {
 
@@ -65,6 +67,11 @@ struct KernelSchedule {
   // by the int8 micro-kernel; a second phase, if any, is its elementwise
   // epilogue, applied to each accumulator tile before it is stored.
   bool int_gemm = false;
+  // GPU with --skip-dot: the kernel's single op is a float GEMM handed to
+  // cuBLASLt (emulated by a reference GEMM on the CPU); never fused. Its tile
+  // and estimate are still the tiling search's, as the cost model's stand-in
+  // for the library's time.
+  std::optional<LibraryGemm> library_gemm;
   TileConfig config;                    // the chosen tile
   std::vector<TileConfig> candidates;   // top-k by the cost model, best first
   KernelFeatures features;              // of the chosen config

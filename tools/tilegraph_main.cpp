@@ -67,7 +67,7 @@ struct TuneFlags {
   std::string model;
   int topk = 20, jobs = 0;
   std::string cpu_features;
-  bool no_build = false, no_fusion = false, fp16 = false, emulate = false, no_gpu_build = false, verbose = false;
+  bool no_build = false, no_fusion = false, fp16 = false, emulate = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
 
@@ -85,6 +85,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.fusion = !f.no_fusion;
   o.fp16 = f.fp16;
   o.emulate = f.emulate;
+  o.skip_dot = f.skip_dot;
   o.build_gpu = !f.no_gpu_build;
   o.input_shapes = parse_input_shapes(f.input_shapes);
   o.frozen_inputs = read_frozen_inputs(f.frozen_inputs);
@@ -186,6 +187,7 @@ int main(int argc, char** argv) {
   tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
   tune_cmd->add_flag("--fp16", f.fp16, "compute an fp32 model in half precision: float32 weights and activations are stored as float16 (inputs and outputs stay float32; arithmetic, reductions, softmax and layer norm accumulate in float32). test_acc then uses the fp16 tolerance");
   tune_cmd->add_flag("--emulate", f.emulate, "GPU archs: also write and build the CPU emulation of the GPU kernels (PREFIX/tilegraph_rt/<arch>/emulation), which `run` and test_acc use where there is no such GPU");
+  tune_cmd->add_flag("--skip-dot", f.skip_dot, "CUDA archs: compute float MatMul/Gemm (batched, with transposed operands) with cuBLASLt, each its own library call, and fuse everything else; the CPU emulation runs a reference GEMM in its place");
   tune_cmd->add_flag("--no-gpu-build", f.no_gpu_build, "GPU archs: write the CUDA/HIP project but do not build it (nvcc/hipcc)");
   tune_cmd->add_option("--input-shape", f.input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");
   tune_cmd->add_option("--freeze-input", f.frozen_inputs, "NAME=FILE.pb: bake an input's value (an onnx TensorProto file) into the model as a constant (repeatable)");

@@ -27,23 +27,28 @@ nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
   for (const auto& c : k.candidates) candidates.push_back(c.to_string());
   const scheduler::KernelFeatures& f = k.features;
   const scheduler::CostEstimate& c = k.estimate;
-  return {{"name", g.ops[k.ops.back()].name},
-          {"ops", ops},
-          {"edges", edges},
-          {"outputs", outputs},
-          {"tile", k.config.tile},
-          {"threads", k.config.threads},
-          {"reduce_step", k.config.reduce_step},
-          {"config", k.config.to_string()},
-          {"candidates", candidates},
-          {"blocks", f.blocks},
-          {"dram_bytes", f.dram_bytes},
-          {"shared_bytes", f.shared_bytes_per_block},
-          {"registers", f.registers_per_thread},
-          {"blocks_per_unit", c.blocks_per_unit},
-          {"occupancy", c.occupancy},
-          {"waves", c.waves},
-          {"predicted_ms", c.seconds * 1e3}};
+  nlohmann::json j = {{"name", g.ops[k.ops.back()].name},
+                      {"ops", ops},
+                      {"edges", edges},
+                      {"outputs", outputs},
+                      {"tile", k.config.tile},
+                      {"threads", k.config.threads},
+                      {"reduce_step", k.config.reduce_step},
+                      {"config", k.config.to_string()},
+                      {"candidates", candidates},
+                      {"blocks", f.blocks},
+                      {"dram_bytes", f.dram_bytes},
+                      {"shared_bytes", f.shared_bytes_per_block},
+                      {"registers", f.registers_per_thread},
+                      {"blocks_per_unit", c.blocks_per_unit},
+                      {"occupancy", c.occupancy},
+                      {"waves", c.waves},
+                      {"predicted_ms", c.seconds * 1e3}};
+  if (k.library_gemm)  // a cuBLASLt call; its tile and prediction are the fused kernel's, as a stand-in
+    j["library"] = {{"name", "cublasLt"}, {"batch", k.library_gemm->batch}, {"m", k.library_gemm->m},
+                    {"n", k.library_gemm->n}, {"k", k.library_gemm->k},
+                    {"dtype", dtype_name(k.library_gemm->dtype)}};
+  return j;
 }
 
 struct Totals {
@@ -103,6 +108,14 @@ std::string explain_text(const nlohmann::json& e, bool no_fusion) {
     std::snprintf(line, sizeof line, "#%d %s  [%s]\n", index++, k.at("name").get<std::string>().c_str(),
                   k.at("config").get<std::string>().c_str());
     out << line;
+    if (const auto lib = k.find("library"); lib != k.end()) {
+      const nlohmann::json& l = *lib;
+      std::snprintf(line, sizeof line, "    library: cuBLASLt GEMM %s, batch %lld, %lld x %lld x %lld (m x n x k)\n",
+                    l.at("dtype").get<std::string>().c_str(), static_cast<long long>(l.at("batch").get<int64_t>()),
+                    static_cast<long long>(l.at("m").get<int64_t>()), static_cast<long long>(l.at("n").get<int64_t>()),
+                    static_cast<long long>(l.at("k").get<int64_t>()));
+      out << line;
+    }
     out << "    ops:";
     for (const auto& op : k.at("ops")) {
       const auto& nodes = op.at("onnx_nodes");

@@ -1,5 +1,6 @@
 #include "compiler/driver/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include "codegen/lower_block_kernel.h"
 #include "codegen/lower_cpu_kernel.h"
 #include "codegen/lower_int_gemm_kernel.h"
+#include "codegen/lower_library_gemm.h"
 #include "codegen/memory_plan.h"
 #include "compiler/ir/error.h"
 #include "compiler/passes/eliminate_dead_ops.h"
@@ -151,7 +153,9 @@ std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& 
   const codegen::IntGemmVariant variant = codegen::int_gemm_variant_for(arch);
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const scheduler::KernelSchedule& ks = schedule.kernels[k];
-    if (ks.int_gemm)
+    if (ks.library_gemm)
+      kernels.push_back(codegen::lower_library_gemm_kernel(g, ks));
+    else if (ks.int_gemm)
       kernels.push_back(codegen::lower_int_gemm_kernel(g, ks, variant,
                                                        codegen::prepack_int_gemm_weights(g, ks, variant),
                                                        arch.compute_units));
@@ -195,6 +199,9 @@ CompileReport compile(const CompileOptions& options) {
   scheduler::ArchSpec arch = scheduler::arch_by_name(options.arch);
   scheduler::apply_cpu_features(arch, options.cpu_features);
   const bool gpu = arch.is_gpu();
+  if (options.skip_dot && arch.target != "cuda")
+    throw UserError(str_cat("--skip-dot sends GEMMs to cuBLASLt, for CUDA archs; --arch ", arch.name, " is ",
+                            gpu ? "a HIP GPU (no hipBLASLt path)" : "not a GPU"));
   const std::string gpu_compiler = arch.target == "hip" ? "hipcc" : "nvcc";
   const bool build_gpu = gpu && options.build && options.build_gpu && on_path(gpu_compiler);
   const bool build_any = options.build && (!gpu || build_gpu || options.emulate);
@@ -226,6 +233,7 @@ CompileReport compile(const CompileOptions& options) {
   tg_options.topk = options.topk;
   tg_options.fusion = options.fusion;
   tg_options.log_merges = options.verbose;
+  tg_options.library_gemms = options.skip_dot;
   scheduler::TileGraphOptions unfused_options = tg_options;
   unfused_options.fusion = false;
   scheduler::Schedule schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
@@ -233,6 +241,10 @@ CompileReport compile(const CompileOptions& options) {
   const scheduler::Schedule unfused = options.fusion ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
                                                      : schedule;
   cache.save(cache_path);
+  const auto library_gemms = std::count_if(schedule.kernels.begin(), schedule.kernels.end(),
+                                           [](const scheduler::KernelSchedule& k) { return k.library_gemm; });
+  if (options.skip_dot)
+    std::cerr << "      " << library_gemms << " GEMMs call cuBLASLt (--skip-dot)" << std::endl;
   if (int_gemms > 0)
     std::cerr << "      " << int_gemms << " integer GEMMs on the int8 micro-kernel (qgemm_"
               << codegen::int_gemm_variant_for(arch).name << ")" << std::endl;
@@ -255,7 +267,8 @@ CompileReport compile(const CompileOptions& options) {
   info.arch = arch.name;
   info.model_path = fs::path(options.model_path).filename().string();
   info.compile_stats = {{"kernels", kernels.size()}, {"ops_after_passes", g.ops.size()},
-                        {"precision", options.fp16 ? "fp16" : "as exported"}};
+                        {"precision", options.fp16 ? "fp16" : "as exported"},
+                        {"library_gemms", library_gemms}};
   info.explain = explain;
   if (int_gemms > 0) info.int_gemm_header = codegen::int_gemm_variant_for(arch).header();
   if (!gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native

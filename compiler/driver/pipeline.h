@@ -18,6 +18,7 @@ struct CompileOptions {
   bool fusion = true;                          // --no-fusion: one op per kernel
   bool fp16 = false;                           // --fp16: float32 tensors stored in half (passes/to_half_precision.h)
   bool emulate = false;                        // GPU archs: also write + build the CPU emulation
+  bool skip_dot = false;                       // CUDA archs: float GEMMs call cuBLASLt (scheduler/library_gemm.h)
   bool build_gpu = true;                       // GPU archs: build the CUDA/HIP project when its compiler exists
   std::map<std::string, Shape> input_shapes;
   std::map<std::string, Tensor> frozen_inputs;  // --freeze-input
