@@ -28,6 +28,7 @@ spent on it. A benchmark, not a test.
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -154,6 +155,9 @@ def main(argv=None):
     p.add_argument("--iters", type=int, default=200)
     p.add_argument("--work", default=str(REPO / "build" / "gpu_bench"))
     p.add_argument("--tilegraph", default=None, help="the tilegraph binary (default: build/bin/tilegraph)")
+    p.add_argument("--tune-flags", default="--topk 4",
+                   help="extra `tilegraph tune` flags, e.g. '--skip-dot' or '--topk 8 --profile-topk off' "
+                        "(default '--topk 4': on a GPU, tune profiles the 4 best configs of each kernel)")
     p.add_argument("--smoke", action="store_true", help="no GPU: tiny models, CPU emulation, eager on the CPU")
     args = p.parse_args(argv)
 
@@ -185,7 +189,7 @@ def main(argv=None):
                 rows.append(row)
                 try:
                     export_onnx(model, prefix, bs, args.smoke, prec == "fp16")
-                    flags = ["--emulate", "--no-gpu-build"] if args.smoke else []
+                    flags = (["--emulate", "--no-gpu-build"] if args.smoke else []) + shlex.split(args.tune_flags)
                     subprocess.run([str(exe), "tune", str(prefix), "--arch", args.arch, *flags], check=True)
                     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--arch", args.arch],
                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

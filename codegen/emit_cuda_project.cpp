@@ -624,4 +624,9 @@ nlohmann::json emit_cuda_project(const Graph& g, const std::vector<Kernel>& kern
   return manifest;
 }
 
+std::string cuda_kernel_with_launcher(const Kernel& k) {
+  const GpuTarget t = target_of("sm_80");  // the spelling only: the arch goes to nvcc
+  return print_kernel(k, *t.dialect) + "\n" + launch_function(k, t);
+}
+
 }  // namespace tilegraph::codegen

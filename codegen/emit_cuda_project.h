@@ -33,4 +33,10 @@ nlohmann::json emit_cuda_project(const Graph& g, const std::vector<Kernel>& kern
                                  const ProjectInfo& info, const std::string& gpu_arch,
                                  const std::string& out_dir);
 
+// A CUDA block kernel's source and its host launcher
+// `cudaError_t launch_<name>(params..., cudaStream_t)` (grid, threads,
+// dynamic shared memory, opting into more than 48 KiB), for harnesses that
+// launch kernels outside a project (top-k profiling).
+std::string cuda_kernel_with_launcher(const Kernel& k);
+
 }  // namespace tilegraph::codegen

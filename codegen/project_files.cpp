@@ -114,6 +114,13 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
     for (int op : k.schedule.ops) int8_matmul |= scheduler::is_int8_contraction(g, g.ops[static_cast<size_t>(op)]);
     ks.back()["int8_matmul"] = int8_matmul;
     if (!k.ukernel.empty()) ks.back()["ukernel"] = k.ukernel;
+    if (!k.schedule.measured_seconds.empty()) {  // --profile-topk: every candidate's time, in candidate order
+      nlohmann::json profile = nlohmann::json::array();
+      for (size_t c = 0; c < k.schedule.candidates.size(); ++c)
+        profile.push_back({{"config", k.schedule.candidates[c].to_string()},
+                           {"measured_ms", k.schedule.measured_seconds[c] * 1e3}});
+      ks.back()["profile"] = profile;
+    }
     if (const auto& gemm = k.schedule.library_gemm) {
       auto matrix = [](const scheduler::GemmMatrix& x) {
         return nlohmann::json{{"offset", x.offset}, {"batch_stride", x.batch_stride},

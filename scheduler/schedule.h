@@ -76,6 +76,9 @@ struct KernelSchedule {
   std::vector<TileConfig> candidates;   // top-k by the cost model, best first
   KernelFeatures features;              // of the chosen config
   CostEstimate estimate;
+  // Top-k profiling (tune --profile-topk): each candidate's measured median
+  // time in seconds, parallel to candidates (empty: chosen by the cost model).
+  std::vector<double> measured_seconds;
 };
 
 struct Schedule {

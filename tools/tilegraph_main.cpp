@@ -68,6 +68,7 @@ struct TuneFlags {
   int topk = 20, jobs = 0;
   std::string cpu_features;
   bool no_build = false, no_fusion = false, fp16 = false, emulate = false, skip_dot = false, no_gpu_build = false, verbose = false;
+  std::string profile_topk = "auto";
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
 
@@ -84,6 +85,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.cpu_features = f.cpu_features;
   o.fusion = !f.no_fusion;
   o.fp16 = f.fp16;
+  o.profile_topk = f.profile_topk;
   o.emulate = f.emulate;
   o.skip_dot = f.skip_dot;
   o.build_gpu = !f.no_gpu_build;
@@ -186,6 +188,11 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
   tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
   tune_cmd->add_flag("--fp16", f.fp16, "compute an fp32 model in half precision: float32 weights and activations are stored as float16 (inputs and outputs stay float32; arithmetic, reductions, softmax and layer norm accumulate in float32). test_acc then uses the fp16 tolerance");
+  tune_cmd->add_option("--profile-topk", f.profile_topk,
+                       "time each kernel's --topk best tile configs on this machine's device and keep the fastest "
+                       "(cached in profile_cache.json): auto = on for a CUDA arch when an NVIDIA GPU is present; "
+                       "on = also for the host CPU; off = the cost model's first choice")
+      ->default_val("auto");
   tune_cmd->add_flag("--emulate", f.emulate, "GPU archs: also write and build the CPU emulation of the GPU kernels (PREFIX/tilegraph_rt/<arch>/emulation), which `run` and test_acc use where there is no such GPU");
   tune_cmd->add_flag("--skip-dot", f.skip_dot, "CUDA archs: compute float MatMul/Gemm (batched, with transposed operands) with cuBLASLt, each its own library call, and fuse everything else; the CPU emulation runs a reference GEMM in its place");
   tune_cmd->add_flag("--no-gpu-build", f.no_gpu_build, "GPU archs: write the CUDA/HIP project but do not build it (nvcc/hipcc)");

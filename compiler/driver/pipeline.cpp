@@ -30,6 +30,8 @@
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
 #include "compiler/driver/aarch64_target.h"
+#include "compiler/driver/cmake_build.h"
+#include "compiler/driver/profile_topk.h"
 #include "compiler/driver/explain.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/block_plan.h"
@@ -72,45 +74,6 @@ void progress(int step, int total, const std::string& what, Clock::time_point st
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "%.1f", seconds_since(start));
   std::cerr << "[" << step << "/" << total << " " << elapsed << " s] " << what << std::endl;
-}
-
-// The toolchain file a configured build folder was set up with ("" for none),
-// from its CMakeCache.txt; nullopt when the folder was never configured.
-std::optional<std::string> configured_toolchain(const fs::path& build_dir) {
-  std::ifstream in(build_dir / "CMakeCache.txt");
-  if (!in) return std::nullopt;
-  std::string line;
-  const std::string key = "CMAKE_TOOLCHAIN_FILE:";
-  while (std::getline(in, line))
-    if (line.rfind(key, 0) == 0) return line.substr(line.find('=') + 1);
-  return std::string();
-}
-
-// Builds the generated project with CMake; the full log goes to build.log.
-// A non-empty `toolchain` (a CMake toolchain file) cross-compiles it; a build
-// folder configured with another toolchain (or none) is configured afresh,
-// since CMake cannot switch compilers in place.
-void build_project(const std::string& dir, int jobs, const std::string& toolchain = "") {
-  const fs::path log = fs::path(dir) / "build.log";
-  const fs::path build_dir = fs::path(dir) / "build";
-  if (const std::optional<std::string> cached = configured_toolchain(build_dir); cached && *cached != toolchain) {
-    fs::remove(build_dir / "CMakeCache.txt");
-    fs::remove_all(build_dir / "CMakeFiles");
-  }
-  const std::string quoted_dir = "'" + dir + "'";
-  const std::string toolchain_flag = toolchain.empty() ? "" : " -DCMAKE_TOOLCHAIN_FILE='" + toolchain + "'";
-  const std::string configure = "cmake -S " + quoted_dir + " -B " + quoted_dir + "/build -DCMAKE_BUILD_TYPE=Release" +
-                                toolchain_flag + " > '" + log.string() + "' 2>&1";
-  const std::string build = "cmake --build " + quoted_dir + "/build -j " + std::to_string(jobs) +
-                            " >> '" + log.string() + "' 2>&1";
-  if (std::system(configure.c_str()) != 0 || std::system(build.c_str()) != 0) {
-    std::ifstream in(log);
-    std::string line, first_error;
-    while (std::getline(in, line))
-      if (first_error.empty() && line.find("error") != std::string::npos) first_error = line;
-    throw UserError(str_cat("building the generated project failed (see ", log.string(), ")",
-                            first_error.empty() ? "" : ": " + first_error));
-  }
 }
 
 }  // namespace
@@ -192,6 +155,25 @@ void check_nvcc_supports(const scheduler::ArchSpec& arch) {
                           "to write the project only, and --emulate to run the ", arch.name, " schedule on the CPU"));
 }
 
+// Whether to profile the top-k configs (CompileOptions::profile_topk) on
+// this machine; an impossible "on" is a user error, said up front.
+bool profiles_topk(const CompileOptions& o, const scheduler::ArchSpec& arch, bool build_gpu, bool cross) {
+  if (o.profile_topk == "off") return false;
+  if (o.profile_topk != "on" && o.profile_topk != "auto")
+    throw UserError("--profile-topk takes on, off or auto, not '" + o.profile_topk + "'");
+  const bool cuda_device = arch.target == "cuda" && build_gpu && nvidia_gpu_present();
+  if (o.profile_topk == "auto") return cuda_device && o.topk > 1;
+  if (!o.build) throw UserError("--profile-topk on builds and runs the candidates: drop --no-build");
+  if (arch.target == "hip" || cross)
+    throw UserError(str_cat("--profile-topk on: tilegraph profiles on the host CPU or an NVIDIA GPU, not on ",
+                            arch.name));
+  if (arch.target == "cuda" && !cuda_device)
+    throw UserError(str_cat("--profile-topk on: ", build_gpu ? "no NVIDIA GPU is visible here"
+                                                             : "the CUDA project is not built (nvcc or --no-gpu-build)",
+                            "; without it the cost model chooses (--profile-topk auto)"));
+  return o.topk > 1;
+}
+
 }  // namespace
 
 CompileReport compile(const CompileOptions& options) {
@@ -209,6 +191,7 @@ CompileReport compile(const CompileOptions& options) {
   // An AArch64 arch on another host: cross-compiled (the project's toolchain file).
   const bool cross = needs_aarch64_cross(arch);
   if (cross && options.build) require_aarch64_cross_compiler(arch);
+  const bool profile = profiles_topk(options, arch, build_gpu, cross);
   const int steps = build_any ? 5 : 4;
 
   const auto start = Clock::now();
@@ -241,6 +224,16 @@ CompileReport compile(const CompileOptions& options) {
   const scheduler::Schedule unfused = options.fusion ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
                                                      : schedule;
   cache.save(cache_path);
+  ProfileReport profiled;
+  if (profile) {
+    const int jobs = options.build_jobs > 0 ? options.build_jobs : scheduler::host_arch().cores;
+    profiled = profile_topk(g, schedule, arch, options.topk, tg_options.search_budget, options.output_dir, jobs);
+    report.profiled_kernels = profiled.kernels;
+    std::cerr << "      top-" << options.topk << " profiling: " << profiled.kernels << " kernels ("
+              << profiled.problems << " distinct, " << profiled.cache_hits << " from profile_cache.json), "
+              << profiled.changed << " faster than the cost model's first choice, " << profiled.seconds << " s"
+              << std::endl;
+  }
   const auto library_gemms = std::count_if(schedule.kernels.begin(), schedule.kernels.end(),
                                            [](const scheduler::KernelSchedule& k) { return k.library_gemm; });
   if (options.skip_dot)
@@ -314,6 +307,9 @@ CompileReport compile(const CompileOptions& options) {
                           {"dram_bytes", report.dram_bytes},
                           {"dram_bytes_unfused", report.dram_bytes_unfused},
                           {"schedule_cache", {{"hits", report.cache_hits}, {"misses", report.cache_misses}}},
+                          {"profile", {{"kernels", profiled.kernels}, {"problems", profiled.problems},
+                                       {"variants", profiled.variants}, {"cache_hits", profiled.cache_hits},
+                                       {"changed", profiled.changed}, {"seconds", profiled.seconds}}},
                           {"seconds", {{"frontend", report.seconds_frontend},
                                        {"passes", report.seconds_passes},
                                        {"schedule", report.seconds_schedule},

@@ -16,6 +16,11 @@ struct CompileOptions {
   std::string cpu_features;                    // --cpu-features "+dotprod,-i8mm" (scheduler/cpu_features.h)
   int topk = 20;
   bool fusion = true;                          // --no-fusion: one op per kernel
+  // --profile-topk: time each kernel's top-k configs on the device and keep
+  // the fastest (driver/profile_topk.h). "auto": on for a CUDA arch when an
+  // NVIDIA GPU is present (and the project is built); "on": also on the host
+  // CPU, an error where the device is absent; "off": the cost model decides.
+  std::string profile_topk = "auto";
   bool fp16 = false;                           // --fp16: float32 tensors stored in half (passes/to_half_precision.h)
   bool emulate = false;                        // GPU archs: also write + build the CPU emulation
   bool skip_dot = false;                       // CUDA archs: float GEMMs call cuBLASLt (scheduler/library_gemm.h)
@@ -35,6 +40,7 @@ struct CompileReport {
   int cache_hits = 0, cache_misses = 0;            // schedule cache
   double seconds_frontend = 0, seconds_passes = 0, seconds_schedule = 0, seconds_codegen = 0,
          seconds_build = 0;
+  int profiled_kernels = 0;                        // configs chosen by --profile-topk
 };
 
 // Throws UserError for bad models/flags; prints progress to stderr.

@@ -206,3 +206,41 @@ def test_tensor_core_kernels_match_onnxruntime_in_emulation(form, tmp_path):
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in (project / "kernels.h").read_text()
     emulated = "".join(p.read_text() for p in sorted((project / "emulation").glob("kernels_*.cpp")))
     assert emulated.count("tg_warp_mma_m16n8k16(p") == 2
+
+
+def test_profile_topk_on_the_host_cpu_keeps_the_fastest_measured_config(tmp_path):
+    """tune --profile-topk on: every multi-candidate kernel's top-k configs are
+    timed by the harness, the fastest is compiled (and still matches
+    onnxruntime), and a second tune answers from profile_cache.json."""
+    project, _ = _tune_and_check(MODELS_DIR / "bert_small", "host", tmp_path, ["--profile-topk", "on", "--topk", "4"])
+    manifest = json.loads((project / "manifest.json").read_text())
+    profiled = [k for k in manifest["kernels"] if "profile" in k]
+    assert profiled, "no kernel was profiled"
+    for k in profiled:
+        times = {p["config"]: p["measured_ms"] for p in k["profile"]}
+        assert len(times) >= 2 and all(t > 0 for t in times.values()), k
+        assert k["launch"]["config"] == min(times, key=times.get), k
+    stats = json.loads((project / "compile_stats.json").read_text())["profile"]
+    assert stats["kernels"] == len(profiled) and stats["variants"] >= 2 * stats["problems"] > 0
+    exe = find_tilegraph_bin()
+    again = subprocess.run([str(exe), "tune", str(project.parent.parent), "--profile-topk", "on", "--topk", "4"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=TUNE_TIMEOUT)
+    assert again.returncode == 0, _tail(again.stdout)
+    cached = json.loads((project / "compile_stats.json").read_text())["profile"]
+    assert cached["variants"] == 0 and cached["cache_hits"] == stats["problems"]
+    assert [k["launch"]["config"] for k in json.loads((project / "manifest.json").read_text())["kernels"]
+            if "profile" in k] == [k["launch"]["config"] for k in profiled]
+
+
+def test_profile_topk_on_needs_its_device(tmp_path):
+    """Asking to profile on an absent GPU (or a HIP one) is a one-line error, not a silent cost-model run."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built")
+    prefix = tmp_path / "m"
+    prefix.mkdir()
+    shutil.copy(MODELS_DIR / "bert_small" / "model.onnx", prefix / "model.onnx")
+    for arch in ["MI250"] + ([] if Path("/dev/nvidiactl").exists() else ["H100"]):
+        r = subprocess.run([str(exe), "tune", str(prefix), "--arch", arch, "--profile-topk", "on"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+        assert r.returncode != 0 and "--profile-topk on:" in r.stdout, r.stdout
