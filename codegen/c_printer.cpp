@@ -359,12 +359,27 @@ class Printer {
   void thread_loop(const Stmt& s, int depth, std::ostringstream& out) {
     const std::string pad(static_cast<size_t>(depth) * 2, ' ');
     const std::string& v = k_.var_names[s->var];
-    if (d_.binds_hardware_threads)
-      out << pad << "{\n" << pad << "  const int64_t " << v << " = " << d_.thread_index << ";\n";
-    else
+    if (d_.binds_hardware_threads) {
+      out << pad << "{\n";
+      // A phase all threads run alike (one element per block) never reads
+      // its index, and nvcc warns about the unused local.
+      if (stmts_use_var(s->body, s->var)) out << pad << "  const int64_t " << v << " = " << d_.thread_index << ";\n";
+    } else {
       out << pad << "for (int64_t " << v << " = 0; " << v << " < " << expr(s->extent) << "; ++" << v << ") {\n";
+    }
     for (const Stmt& c : s->body) stmt(c, depth + 1, out);
     out << pad << "}\n";
+  }
+
+  static bool stmts_use_var(const std::vector<Stmt>& body, int id) {
+    for (const Stmt& c : body) {
+      for (const Expr* e : {&c->extent, &c->index, &c->value, &c->cond})
+        if (*e && uses_var(*e, id)) return true;
+      for (const CallArg& a : c->args)
+        if (a.value && uses_var(a.value, id)) return true;
+      if (stmts_use_var(c->body, id)) return true;
+    }
+    return false;
   }
 
   std::string call(const char* fn, const Expr& e) { return str_cat(fn, "(", expr(e->args[0]), ")"); }
