@@ -375,10 +375,11 @@ class BlockKernelBuilder {
 
   // A matmul phase on tensor cores (scheduler/mma_plan.h): warp w owns
   // tiles [w * tpw, (w + 1) * tpw) of the region's 16 x 8 tiles (row-major
-  // over tiles_m x tiles_n). Per 16-deep step of the reduce axis, each
-  // thread loads its lane's A and B fragment values (kernel_ir.h, WarpMma)
-  // from wherever the operands live (staged chunks, producers' regions,
-  // global memory), then the warps run the MMA on their accumulators.
+  // over tiles_m x tiles_n). Per 16-deep step of the flattened reduce axes,
+  // each thread loads its lane's A and B fragment values (kernel_ir.h,
+  // WarpMma) from wherever the operands live (staged chunks, producers'
+  // regions, global memory), then the warps run the MMA on their
+  // accumulators.
   Stmt build_mma_phase(int i) {
     using scheduler::kMmaK;
     using scheduler::kMmaM;
@@ -386,9 +387,9 @@ class BlockKernelBuilder {
     const Op& op = plan_.phases[i];
     const PhasePlan& pp = plan_.phase_plans[i];
     const scheduler::MmaPlan& m = *pp.mma;
+    const Region& region = plan_.tiling.ops[i].region;
     const std::string prefix = str_cat("p", i, "_");
     const int rank = static_cast<int>(g_.tensor(op.output).shape.size());
-    const int64_t cols = plan_.tiling.ops[i].region.dims[rank - 1].extent;
     const int64_t tpw = m.tiles_per_warp;
     const int acc = add_local(prefix + "acc", DType::kF32, 4 * tpw);
     const int frag_a = add_local(prefix + "fa", DType::kF32, 8);
@@ -396,62 +397,99 @@ class BlockKernelBuilder {
     const Expr lane = floormod(var(tid_), scheduler::kWarpLanes);
     const Expr warp = floordiv(var(tid_), scheduler::kWarpLanes);
     const Expr group = floordiv(lane, 4), quad = floormod(lane, 4);
-    const int t = new_var(prefix + "t", tpw);
-    const Expr tile = warp * tpw + var(t);
-    const Expr tile_row = floordiv(tile, m.tiles_n) * kMmaM, tile_col = floormod(tile, m.tiles_n) * kMmaN;
     std::map<int, const StagedInput*> staged;
     for (const StagedInput& st : pp.staged) staged[st.slot] = &st;
-    const int64_t depth = op.reduce_extents[0];
 
-    // Region-local coordinates of (row, col); other dims are 1 (plan_mma).
-    auto local_at = [&](const Expr& row, const Expr& col) {
+    // Region-local coordinates of flat row r and flat column c (each
+    // unflattened over its axes' extents, axis order); other axes are 1.
+    auto local_at = [&](const Expr& r, const Expr& c) {
       std::vector<Expr> local(static_cast<size_t>(rank), int_imm(0));
-      local[rank - 2] = row;
-      local[rank - 1] = col;
+      for (const auto& [axes, flat] : {std::pair{&m.row_axes, r}, std::pair{&m.col_axes, c}}) {
+        int64_t stride = 1;
+        for (size_t x = axes->size(); x-- > 0;) {
+          const int64_t extent = region.dims[(*axes)[x]].extent;
+          local[(*axes)[x]] = floormod(floordiv(flat, stride), extent);
+          stride *= extent;
+        }
+      }
       return local;
     };
-    // One fragment value: factor f at region row/col and reduce index k,
-    // zero past the reduce axis's end.
-    auto fragment = [&](const Expr& f, const Expr& row, const Expr& col, const Expr& k, bool tail) {
-      std::vector<Expr> values = coords_at(i, local_at(row, col));
-      values.push_back(k);
+    // Reduce-axis values of flat index k within reduce axis 0's range
+    // [axis0_base, axis0_base + axis0_extent) and the other axes whole.
+    auto reduce_at = [&](const Expr& axis0_base, const Expr& k) {
+      std::vector<Expr> values(op.reduce_extents.size());
+      Expr rest = k;
+      for (size_t r = op.reduce_extents.size(); r-- > 1;) {
+        values[r] = floormod(rest, op.reduce_extents[r]);
+        rest = floordiv(rest, op.reduce_extents[r]);
+      }
+      values[0] = axis0_base + rest;
+      return values;
+    };
+    // One fragment value: factor f at flat row/column and flat reduce index
+    // k (zero where k is past the chunk or reduce axis 0 past its end).
+    auto fragment = [&](const Expr& f, const Expr& r, const Expr& c, const Expr& axis0_base, const Expr& k,
+                        const Expr& valid) {
+      std::vector<Expr> values = coords_at(i, local_at(r, c));
+      for (const Expr& v : reduce_at(axis0_base, k)) values.push_back(v);
       Expr v = value_of(i, f, values, staged);
-      if (tail) v = select(lt(k, int_imm(depth)), v, float_imm(0, v->dtype));
+      if (valid) v = select(simplify(substitute_k(valid, k), bounds_), v, float_imm(0, v->dtype));
       return finalize_indices(v, bounds_);
     };
-    // The MMA steps over reduce indices [k0, k0 + extent).
-    auto mma_steps = [&](const Expr& k0, int64_t extent, bool tail) {
-      const int ks = new_var(prefix + "ks", extent / kMmaK);
-      const Expr k = k0 + var(ks) * kMmaK + quad * 2;
+    const int t = new_var(prefix + "t", tpw);
+    const int64_t tiles = m.tiles_m * m.tiles_n;
+    // A warp's run past the last tile recomputes the last one (stored once).
+    Expr tile = warp * tpw + var(t);
+    if (tpw * (threads_ / scheduler::kWarpLanes) > tiles) tile = min(tile, int_imm(tiles - 1));
+    const Expr tile_row = floordiv(tile, m.tiles_n) * kMmaM, tile_col = floormod(tile, m.tiles_n) * kMmaN;
+    // The MMA steps over `points` flat reduce indices from axis0_base;
+    // `valid(k)` (a predicate over k_var_, or null) guards the tail.
+    auto mma_steps = [&](const Expr& axis0_base, int64_t points, const Expr& valid) {
+      const int64_t steps = (points + kMmaK - 1) / kMmaK;
+      const int ks = new_var(prefix + "ks", steps);
+      const Expr k = var(ks) * kMmaK + quad * 2;
       std::vector<Stmt> fill;
       for (int v = 0; v < 8; ++v) {  // a0..a7
-        const Expr row = tile_row + group + 8 * ((v / 2) % 2), kv = k + (v % 2 + 8 * (v / 4));
-        fill.push_back(make_store(frag_a, int_imm(v), fragment(m.a, row, int_imm(0), kv, tail)));
+        const Expr r = tile_row + group + 8 * ((v / 2) % 2), kv = k + (v % 2 + 8 * (v / 4));
+        fill.push_back(make_store(frag_a, int_imm(v), fragment(m.a, r, int_imm(0), axis0_base, kv, valid)));
       }
       for (int v = 0; v < 4; ++v) {  // b0..b3
         const Expr kv = k + (v % 2 + 8 * (v / 2));
-        fill.push_back(make_store(frag_b, int_imm(v), fragment(m.b, int_imm(0), tile_col + group, kv, tail)));
+        fill.push_back(make_store(frag_b, int_imm(v), fragment(m.b, int_imm(0), tile_col + group, axis0_base, kv, valid)));
       }
       const Stmt step = make_seq({thread_loop(std::move(fill)),
                                   make_warp_mma({frag_a, int_imm(0)}, {frag_b, int_imm(0)}, {acc, var(t) * 4})});
-      return make_for(ks, int_imm(extent / kMmaK), LoopKind::kSerial,
-                      {make_for(t, int_imm(tpw), LoopKind::kUnrolled, {step})});
+      return make_for(ks, int_imm(steps), LoopKind::kSerial, {make_for(t, int_imm(tpw), LoopKind::kUnrolled, {step})});
     };
 
     std::vector<Stmt> steps;
     {
-      const int s = new_var(prefix + "z", 4 * tpw);
-      steps.push_back(thread_loop({make_for(s, int_imm(4 * tpw), LoopKind::kUnrolled,
-                                            {make_store(acc, var(s), float_imm(0))})}));
+      const int z = new_var(prefix + "z", 4 * tpw);
+      steps.push_back(thread_loop({make_for(z, int_imm(4 * tpw), LoopKind::kUnrolled,
+                                            {make_store(acc, var(z), float_imm(0))})}));
     }
+    const int64_t inner = [&] {
+      int64_t n = 1;
+      for (size_t r = 1; r < op.reduce_extents.size(); ++r) n *= op.reduce_extents[r];
+      return n;
+    }();
+    const int64_t depth = op.reduce_extents[0];
     if (pp.step == 0) {
-      const int64_t padded = (depth + kMmaK - 1) / kMmaK * kMmaK;
-      steps.push_back(mma_steps(int_imm(0), padded, padded != depth));
+      const int64_t points = depth * inner;
+      steps.push_back(mma_steps(int_imm(0), points, points % kMmaK ? lt(k_var(), int_imm(points)) : nullptr));
     } else {
       std::vector<Stmt> chunk;
       for (const StagedInput& st : pp.staged) chunk.push_back(stage(i, st));
       chunk.push_back(make_barrier());
-      chunk.push_back(mma_steps(var(pp.chunk_var) * pp.step, pp.step, depth % pp.step != 0));
+      const Expr base = var(pp.chunk_var) * pp.step;
+      const int64_t points = pp.step * inner;
+      // Past the chunk (padding to 16) or past reduce axis 0's end (the last chunk).
+      Expr valid = points % kMmaK ? lt(k_var(), int_imm(points)) : nullptr;
+      if (depth % pp.step != 0) {
+        const Expr in_axis = lt(base + floordiv(k_var(), inner), int_imm(depth));
+        valid = valid ? logical_and(valid, in_axis) : in_axis;
+      }
+      chunk.push_back(mma_steps(base, points, valid));
       chunk.push_back(make_barrier());
       steps.push_back(make_for(pp.chunk_var, int_imm(pp.chunks), LoopKind::kSerial, chunk));
     }
@@ -459,14 +497,34 @@ class BlockKernelBuilder {
     std::vector<Stmt> write;
     const int w = new_var(prefix + "w", tpw);
     const Expr write_tile = warp * tpw + var(w);
+    std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+    for (int d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * region.dims[d].extent;
     for (int v = 0; v < 4; ++v) {
-      const Expr row = floordiv(write_tile, m.tiles_n) * kMmaM + group + 8 * (v / 2);
-      const Expr col = floormod(write_tile, m.tiles_n) * kMmaN + quad * 2 + v % 2;
-      const Expr flat = finalize_indices(simplify(row * cols + col, bounds_), bounds_);
-      write.push_back(store_result(i, local_at(row, col), flat, load(acc, DType::kF32, {var(w) * 4 + v})));
+      const Expr r = floordiv(write_tile, m.tiles_n) * kMmaM + group + 8 * (v / 2);
+      const Expr c = floormod(write_tile, m.tiles_n) * kMmaN + quad * 2 + v % 2;
+      const std::vector<Expr> local = local_at(r, c);
+      Expr flat = int_imm(0);
+      for (int d = 0; d < rank; ++d) flat = flat + local[d] * strides[d];
+      flat = finalize_indices(simplify(flat, bounds_), bounds_);
+      write.push_back(store_result(i, local, flat, load(acc, DType::kF32, {var(w) * 4 + v})));
     }
-    steps.push_back(thread_loop({make_for(w, int_imm(tpw), LoopKind::kUnrolled, write)}));
+    Stmt written = make_for(w, int_imm(tpw), LoopKind::kUnrolled, write);
+    if (tpw * (threads_ / scheduler::kWarpLanes) > tiles)
+      written = make_for(w, int_imm(tpw), LoopKind::kUnrolled, {make_if(lt(write_tile, int_imm(tiles)), write)});
+    steps.push_back(thread_loop({written}));
     return make_allocate(acc, {make_allocate(frag_a, {make_allocate(frag_b, steps)})});
+  }
+
+  // The placeholder var of build_mma_phase's tail predicates: the flat
+  // reduce index, substituted per fragment value (substitute_k).
+  Expr k_var() {
+    if (k_placeholder_ < 0) k_placeholder_ = new_var("mma_k", 1);
+    return var(k_placeholder_);
+  }
+  Expr substitute_k(const Expr& e, const Expr& k) const {
+    return rewrite(e, [&](const Expr& n) -> Expr {
+      return n->kind == ExprKind::kVar && n->int_value == k_placeholder_ ? k : nullptr;
+    });
   }
 
   // With several threads, accumulator slots are the strided loop's counter,
@@ -529,6 +587,7 @@ class BlockKernelBuilder {
   int output_ = -1;
   std::map<int, int> extra_output_;  // phase -> global buffer
   int tid_ = -1;
+  int k_placeholder_ = -1;
 };
 
 }  // namespace

@@ -165,7 +165,10 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     if (pp.mma) {
       // Every lane loads 8 + 4 fragment values per 16 x 8 x 16 step, not two
       // operands per multiply-add.
-      const int64_t steps = pp.elements / (kMmaM * kMmaN) * ceil_div(op.reduce_extents[0], kMmaK);
+      const int64_t inner = reduce_points(op) / op.reduce_extents[0];  // per index of reduce axis 0
+      const int64_t depth = pp.step > 0 ? pp.chunks * ceil_div(pp.step * inner, kMmaK)
+                                        : ceil_div(reduce_points(op), kMmaK);
+      const int64_t steps = pp.elements / (kMmaM * kMmaN) * depth;
       phase_reads = steps * kWarpLanes * 12 * on_chip_bytes(DType::kF16);
     }
     shared_reads += phase_reads;

@@ -15,14 +15,22 @@ namespace tilegraph::scheduler {
 // The MMA shape.
 constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16, kWarpLanes = 32;
 
+// The phase as a GEMM (implicit for convolutions): out[rows, cols] =
+// sum_k a[rows, k] * b[k, cols], where `a` and `b` are the two factors of
+// the body (half values, possibly each widened to float), the rows are the
+// output axes only `a` reads, the columns those only `b` reads, and k runs
+// over all reduce axes flattened (axis 0 outermost). Output axes both or
+// neither factor read must be 1 in the block's region. A matmul [.., M, N]
+// has rows {M} and columns {N}; a convolution [n, f, oh, ow] with the
+// activation as `a` has rows {n, oh, ow} and columns {f}.
 struct MmaPlan {
-  // The body is a * b (half values, possibly each widened to float): `a`
-  // reads the row axis (the output's
-  // second to last) and not the column axis (the last), `b` the reverse;
-  // both read the single reduce axis. Over the op's vars.
-  Expr a, b;
-  int64_t tiles_m = 0, tiles_n = 0;  // 16 x 8 tiles of the region's rows x columns
-  int64_t tiles_per_warp = 0;        // tiles_m * tiles_n / warps, dealt in order
+  Expr a, b;                         // over the op's vars
+  std::vector<int> row_axes, col_axes;  // output axes, in order
+  int64_t rows = 0, cols = 0;        // the region's extent over each set
+  int64_t tiles_m = 0, tiles_n = 0;  // 16 x 8 tiles of rows x columns
+  // Tiles are dealt in order, tiles_per_warp to each warp; the last warp's
+  // run may overhang (it recomputes the last tile and stores nothing extra).
+  int64_t tiles_per_warp = 0;
 };
 
 // Does the arch run mma.sync m16n8k16 with half inputs (CUDA sm_80+)?
@@ -30,10 +38,10 @@ bool has_mma_m16n8k16(const ArchSpec& arch);
 
 // The tensor-core plan of phase op `op` whose block region is `region`,
 // run by `threads` threads with reduce chunks of `step` (0: none); nullopt
-// when the phase does not fit: not a single-axis sum of a product of two
-// half factors of the roles above, region dims other than rows and columns
-// not 1, rows not a multiple of 16, columns not of 8, a chunk not of 16, or
-// tiles not shared evenly by the warps.
+// when the phase does not fit: not a sum of a product of two half factors
+// with the roles above, fewer than 16 reduce points, rows not a multiple of
+// 16, columns not of 8, or more warps than runs of tiles. Of the two
+// ways to cast the factors as a and b, the first that fits.
 std::optional<MmaPlan> plan_mma(const Graph& g, const Op& op, const Region& region, int threads, int64_t step,
                                 const ArchSpec& arch);
 

@@ -38,6 +38,26 @@ bool has_reduction(const Graph& g, const KernelSchedule& k) {
   return false;
 }
 
+bool has_half_reduction(const Graph& g, const KernelSchedule& k) {
+  for (int op : k.ops) {
+    const Op& o = g.ops[op];
+    bool half = false;
+    visit(o.body, [&](const Expr& e) { half |= e->dtype == DType::kF16; });
+    if (o.reduction == Reduction::kSum && half) return true;
+  }
+  return false;
+}
+
+// Threads per block to try for a tile: threads_for's, and where tensor
+// cores may apply, a half and a quarter of it too — MMA tiles are dealt
+// whole to warps, so fewer warps with longer runs can be what fits.
+std::vector<int> thread_options(const std::vector<int64_t>& tile, const ArchSpec& arch, bool mma) {
+  std::vector<int> options = {threads_for(tile, arch)};
+  if (!mma) return options;
+  for (int t = options.front() / 2; t >= arch.warp_size && options.size() < 3; t /= 2) options.push_back(t);
+  return options;
+}
+
 struct Candidate {
   TileConfig config;
   CostEstimate estimate;
@@ -58,6 +78,8 @@ TilingResult tile_subgraph(const Graph& g, const KernelSchedule& k, const ArchSp
   std::vector<int64_t> steps = {0};
   if (arch.is_gpu() && has_reduction(g, k)) steps = {32, 64};
 
+  const bool mma = has_mma_m16n8k16(arch) && has_half_reduction(g, k);
+  if (mma) budget *= 3;  // up to three thread counts per tile
   std::vector<Candidate> evaluated;
   std::set<std::vector<int64_t>> seen;
   using Entry = std::pair<double, std::string>;  // cost, key: min-heap, ties by text
@@ -68,10 +90,11 @@ TilingResult tile_subgraph(const Graph& g, const KernelSchedule& k, const ArchSp
     if (!seen.insert(tile).second || result.evaluated >= budget) return;
     double best = std::numeric_limits<double>::infinity();
     std::string best_key;
+    for (int threads : thread_options(tile, arch, mma))
     for (int64_t step : steps) {
       TileConfig c;
       c.tile = tile;
-      c.threads = threads_for(tile, arch);
+      c.threads = threads;
       c.reduce_step = step;
       const BlockPlan plan = plan_block_kernel(g, k, c, arch);
       CostEstimate e = estimate_cost(plan.features, arch);

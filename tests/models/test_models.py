@@ -188,15 +188,35 @@ def _attention_like_model(path, elem_type):
     return path
 
 
-@pytest.mark.parametrize("form", ["fp16_model", "fp32_model_tuned_fp16"])
-def test_tensor_core_kernels_match_onnxruntime_in_emulation(form, tmp_path):
-    """Half matmuls on H100 run on mma.sync m16n8k16: the CUDA kernels call it
-    (and nvcc builds them where it can), the emulation computes each warp's
-    MMA from the lanes' fragments by the PTX lane mapping, and the result
-    matches onnxruntime."""
+def _conv_model(path):
+    """Half 3x3 conv (padding 1, bias) + ReLU + 1x1 conv with stride 2 on
+    28 x 28: implicit GEMMs whose rows are (n, oh, ow) and k is (c, kh, kw)."""
+    import numpy as np
     import onnx
-    elem = onnx.TensorProto.FLOAT16 if form == "fp16_model" else onnx.TensorProto.FLOAT
-    src = _attention_like_model(tmp_path / "src" / form, elem)
+    from onnx import helper, numpy_helper
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float16), name)
+             for name, shape, scale in [("w1", (64, 64, 3, 3), 0.05), ("b1", (64,), 0.05), ("w2", (128, 64, 1, 1), 0.1)]]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]), helper.make_node("Conv", ["r1", "w2"], ["y"], strides=[2, 2])]
+    graph = helper.make_graph(nodes, "convs",
+                              [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT16, [1, 64, 28, 28])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT16, [1, 128, 14, 14])], inits)
+    path.mkdir(parents=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path / "model.onnx"))
+    return path
+
+
+@pytest.mark.parametrize("form", ["fp16_model", "fp32_model_tuned_fp16", "fp16_convolutions"])
+def test_tensor_core_kernels_match_onnxruntime_in_emulation(form, tmp_path):
+    """Half matmuls and convolutions on H100 run on mma.sync m16n8k16: the
+    CUDA kernels call it (and nvcc builds them where it can), the emulation
+    computes each warp's MMA from the lanes' fragments by the PTX lane
+    mapping, and the result matches onnxruntime."""
+    import onnx
+    elem = onnx.TensorProto.FLOAT if form == "fp32_model_tuned_fp16" else onnx.TensorProto.FLOAT16
+    src = (_conv_model(tmp_path / "src" / form) if form == "fp16_convolutions"
+           else _attention_like_model(tmp_path / "src" / form, elem))
     flags = [] if form == "fp16_model" else ["--fp16"]
     project, _ = _tune_and_check(src, "H100", tmp_path, flags)
     manifest = json.loads((project / "manifest.json").read_text())

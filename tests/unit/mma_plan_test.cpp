@@ -84,13 +84,44 @@ TEST(MmaPlan, RejectsShapesTheFragmentsDoNotTile) {
   EXPECT_TRUE(plan_mma(g, op, region({1, 16, 8}), 32, 0, h100));    // one tile, one warp, no chunks
   EXPECT_FALSE(plan_mma(g, op, region({1, 8, 32}), 128, 32, h100));  // 8 rows
   EXPECT_FALSE(plan_mma(g, op, region({1, 16, 12}), 32, 32, h100));  // 12 columns
-  EXPECT_FALSE(plan_mma(g, op, region({2, 16, 8}), 32, 32, h100));   // a batch of 2 in the block
   EXPECT_FALSE(plan_mma(g, op, region({1, 16, 8}), 48, 32, h100));   // not whole warps
-  EXPECT_FALSE(plan_mma(g, op, region({1, 16, 24}), 64, 32, h100));  // 3 tiles over 2 warps
-  EXPECT_FALSE(plan_mma(g, op, region({1, 16, 8}), 32, 24, h100));   // chunk of 24
+  EXPECT_FALSE(plan_mma(g, op, region({1, 16, 8}), 64, 32, h100));   // 1 tile, a second warp idle
+  const auto uneven = plan_mma(g, op, region({1, 16, 24}), 64, 32, h100);  // 3 tiles over 2 warps
+  ASSERT_TRUE(uneven.has_value());
+  EXPECT_EQ(uneven->tiles_per_warp, 2);  // the second warp's run overhangs by one
   EXPECT_FALSE(plan_mma(g, matmul_of(matmul_graph(kF16, 8)), region({1, 16, 8}), 32, 0, h100));  // K < 16
   const Graph f = matmul_graph(kF32, 64);  // float32 is not half: CUDA cores
   EXPECT_FALSE(plan_mma(f, matmul_of(f), region({1, 16, 8}), 32, 32, h100));
+}
+
+TEST(MmaPlan, SharedWeightsMakeTheBatchPartOfTheRows) {
+  // x[2, 64, K] @ w[K, 32]: only x reads the batch axis, so a block over 2
+  // batches x 8 rows has 16 GEMM rows.
+  const Graph g = matmul_graph(kF16, 64);
+  const auto p = plan_mma(g, matmul_of(g), region({2, 8, 8}), 32, 24, arch("H100"));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(p->row_axes, (std::vector<int>{0, 1}));
+  EXPECT_EQ(p->col_axes, (std::vector<int>{2}));
+  EXPECT_EQ(p->rows, 16);
+}
+
+TEST(MmaPlan, ConvolutionIsAnImplicitGemm) {
+  // x[1, 8, 10, 10] * w[16, 8, 3, 3] (half): rows are the activation's
+  // (n, oh, ow), columns the filters, k = (c, kh, kw) = 72 points.
+  OnnxModelBuilder b(13);
+  b.input("x", kF16, {1, 8, 10, 10}).input("w", kF16, {16, 8, 3, 3}).output("y", kF16);
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  const std::string path = (std::filesystem::temp_directory_path() / "tilegraph_unit" / "mma_conv" / "model.onnx").string();
+  b.save(path);
+  const Graph g = onnx_frontend::import_model(path);
+  const Op& conv = matmul_of(g);
+  ASSERT_EQ(conv.reduce_extents.size(), 3u);
+  const auto p = plan_mma(g, conv, region({1, 8, 2, 8}), 32, 0, arch("H100"));
+  ASSERT_TRUE(p.has_value()) << to_string(g);
+  EXPECT_EQ(p->row_axes, (std::vector<int>{0, 2, 3}));  // n, oh, ow: 16 rows
+  EXPECT_EQ(p->col_axes, (std::vector<int>{1}));        // f: 8 columns
+  EXPECT_EQ(p->tiles_m * p->tiles_n, 1);
+  EXPECT_FALSE(plan_mma(g, conv, region({1, 8, 1, 8}), 32, 0, arch("H100")));  // 8 rows
 }
 
 TEST(MmaPlan, WidenedHalfFactorsOfAFloatOutputQualify) {
