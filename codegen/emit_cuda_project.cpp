@@ -454,7 +454,7 @@ std::string gemm_shape_row(const Graph& g, const MemoryPlan& plan, const Kernel&
   const std::vector<CallArg>& args = k.body->args;
   return str_cat("    {", gemm.dtype == DType::kF16 ? 1 : 0, ", ", gemm.batch, ", ", gemm.m, ", ", gemm.n, ", ",
                  gemm.k, ", ", matrix(gemm.a, args[0]), ", ", matrix(gemm.b, args[1]), ", ",
-                 matrix(gemm.c, args[2]), "},  // kernel ", index, ": ", k.name, "\n");
+                 matrix(gemm.c, args[2]), ", ", gemm.bias_op >= 0 ? 1 : 0, "},  // kernel ", index, ": ", k.name, "\n");
 }
 
 std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
@@ -507,10 +507,16 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
   int gemm = 0;
   for (size_t k = 0; k < kernels.size(); ++k) {
     if (is_library_gemm(kernels[k])) {
-      // tg_gemm(A, B, C, ...): the pointers of the Call's first three arguments.
+      // tg_gemm(A, B, C, ...): the pointers of the Call's A, B, C and bias arguments.
       launches << "  if (begin_kernel(m, " << k << ") ||\n      end_gemm(m, " << k << ", tg_blas_gemm(&m->blas, "
                << gemm++;
-      for (size_t a = 0; a < 3; ++a) {
+      // tg_gemm's bias pointer is its 17th argument (C's when there is no bias).
+      const bool bias = kernels[k].schedule.library_gemm->bias_op >= 0;
+      for (size_t a : {size_t{0}, size_t{1}, size_t{2}, size_t{16}}) {
+        if (a == 16 && !bias) {
+          launches << ", nullptr";
+          continue;
+        }
         const CallArg& arg = kernels[k].body->args[a];
         int64_t offset = 0;
         TG_CHECK(is_const_int(arg.value, &offset), "library GEMM ", kernels[k].name, " has a variable offset");

@@ -17,17 +17,23 @@ void matrix_args(const scheduler::GemmMatrix& x, std::vector<CallArg>& args) {
 }  // namespace
 
 Kernel lower_library_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& schedule) {
-  TG_CHECK(schedule.library_gemm && schedule.ops.size() == 1, "kernel is not a single library GEMM");
+  TG_CHECK(schedule.library_gemm, "kernel is not a library GEMM");
   const scheduler::LibraryGemm& gemm = *schedule.library_gemm;
+  const bool bias = gemm.bias_op >= 0;
+  TG_CHECK(schedule.ops.size() == (bias ? 2u : 1u), "a library GEMM kernel is the GEMM and its bias epilogue");
   const Op& op = g.ops.at(static_cast<size_t>(schedule.ops.front()));
+  const Op& root = g.ops.at(static_cast<size_t>(schedule.ops.back()));
   Kernel k;
-  k.name = op.name;
+  k.name = root.name;
   k.source_nodes = op.source_nodes;
+  if (bias) k.source_nodes.insert(k.source_nodes.end(), root.source_nodes.begin(), root.source_nodes.end());
   k.schedule = schedule;
-  // Buffers in slot order, then the output, as for every kernel.
+  // Buffers in slot order, then the bias, then the output (the epilogue's when there is one).
   std::vector<int> buffer_of_slot;
   for (TensorId in : op.inputs) buffer_of_slot.push_back(add_global_buffer(k, g, in, false));
-  const int out = add_global_buffer(k, g, op.output, true);
+  const int bias_buffer =
+      bias ? add_global_buffer(k, g, root.inputs.at(static_cast<size_t>(gemm.bias_slot)), false) : -1;
+  const int out = add_global_buffer(k, g, root.output, true);
   std::vector<CallArg> args{{buffer_of_slot.at(static_cast<size_t>(gemm.a_slot)), int_imm(gemm.a.offset)},
                             {buffer_of_slot.at(static_cast<size_t>(gemm.b_slot)), int_imm(gemm.b.offset)},
                             {out, int_imm(gemm.c.offset)}};
@@ -35,6 +41,9 @@ Kernel lower_library_gemm_kernel(const Graph& g, const scheduler::KernelSchedule
   matrix_args(gemm.a, args);
   matrix_args(gemm.b, args);
   matrix_args(gemm.c, args);
+  // The bias vector (length n, added to every row), or C itself with a 0 flag.
+  args.push_back({bias ? bias_buffer : out, int_imm(0)});
+  args.push_back({-1, int_imm(bias ? 1 : 0)});
   k.body = make_call(kLibraryGemmCallee, std::move(args));
   k.flops = 2 * gemm.batch * gemm.m * gemm.n * gemm.k;
   return k;
@@ -47,7 +56,9 @@ std::string library_gemm_reference_source() {
 // tg_gemm: the CPU stand-in for a cuBLASLt GEMM (tune --skip-dot).
 // C[b] = A[b] * B[b] (m x n, inner dimension k) for b < batch; element (r, c)
 // of a matrix at r * ld + c when row-major, else r + c * ld, plus b times its
-// batch stride. Float accumulation, as cuBLASLt's CUBLAS_COMPUTE_32F.
+// batch stride. Float accumulation, as cuBLASLt's CUBLAS_COMPUTE_32F; with
+// has_bias, bias[c] is added to column c before the result is stored
+// (CUBLASLT_EPILOGUE_BIAS).
 static inline float tg_gemm_value(float x) { return x; }
 static inline float tg_gemm_value(uint16_t x) { return tg_h2f(x); }
 static inline void tg_gemm_store(float* p, float v) { *p = v; }
@@ -56,7 +67,7 @@ template <typename T>
 static void tg_gemm(const T* A, const T* B, T* C, int64_t batch, int64_t m, int64_t n, int64_t k,
                     int64_t a_row_major, int64_t lda, int64_t a_batch_stride,
                     int64_t b_row_major, int64_t ldb, int64_t b_batch_stride,
-                    int64_t c_row_major, int64_t ldc, int64_t c_batch_stride) {
+                    int64_t c_row_major, int64_t ldc, int64_t c_batch_stride, const T* bias, int64_t has_bias) {
   // Steps along each matrix's rows and columns.
   const int64_t a_r = a_row_major ? lda : 1, a_c = a_row_major ? 1 : lda;
   const int64_t b_r = b_row_major ? ldb : 1, b_c = b_row_major ? 1 : ldb;
@@ -70,6 +81,7 @@ static void tg_gemm(const T* A, const T* B, T* C, int64_t batch, int64_t m, int6
       for (int64_t j = 0; j < n; ++j) {
         float acc = 0.0f;
         for (int64_t p = 0; p < k; ++p) acc += tg_gemm_value(a[p * a_c]) * tg_gemm_value(bm[p * b_r + j * b_c]);
+        if (has_bias) acc += tg_gemm_value(bias[j]);  // the epilogue adds before C is rounded
         tg_gemm_store(c + j * c_c, acc);
       }
     }

@@ -73,6 +73,7 @@ class Connector {
 
   Schedule run() {
     if (o_.fusion) {
+      connect_bias_epilogues();
       connect_registers();
       connect_shared();
     }
@@ -91,7 +92,7 @@ class Connector {
       k.features = r.features.front();
       k.estimate = r.estimates.front();
       const std::vector<Op> phases = phase_ops(g_, k);
-      k.library_gemm = library_gemm_[k.ops.back()];
+      k.library_gemm = library_gemm_[k.ops.front()];  // a GEMM leads its group (its bias epilogue follows)
       k.block_kernel = !k.library_gemm && (arch_.is_gpu() || phases.size() > 1);
       if (!k.block_kernel && !k.library_gemm) apply_cpu_loop_rules(g_, phases.front(), arch_, k);
       s.kernels.push_back(std::move(k));
@@ -183,6 +184,23 @@ class Connector {
     return true;
   }
 
+  // --skip-dot: a library GEMM's bias add joins it, computed by the
+  // library's epilogue (match_bias_epilogue); nothing else ever does.
+  void connect_bias_epilogues() {
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      std::optional<LibraryGemm>& gemm = library_gemm_[i];
+      const TensorId out = g_.ops[i].output;
+      if (!gemm || group_of_[i] < 0 || outputs_.count(out) || consumers_[out].size() != 1) continue;
+      const int c = consumers_[out].front();
+      if (group_of_[c] < 0 || library_gemm_[c]) continue;
+      const int slot = match_bias_epilogue(g_, g_.ops[c], out, *gemm);
+      if (slot < 0) continue;
+      gemm->bias_op = c;
+      gemm->bias_slot = slot;
+      merge(group_of_[i], group_of_[c], Connection::kShared);
+    }
+  }
+
   void connect_registers() {
     const char* limit_env = std::getenv("TILEGRAPH_DEBUG_MAX_REGISTER_MERGES");
     int64_t merges_left = limit_env ? std::atoll(limit_env) : std::numeric_limits<int64_t>::max();
@@ -192,6 +210,7 @@ class Connector {
       if (producer.reduction != Reduction::kNone) continue;
       const TensorId out = producer.output;
       if (outputs_.count(out) || consumers_[out].size() != 1) continue;
+      if (has_library_gemm(groups_[group_of_[p]])) continue;  // a bias epilogue stays in the library call
       const int c = consumers_[out].front();
       const Op& consumer = g_.ops[c];
       int loads = 0;  // over every slot reading out (Mul(x, x) has two)
@@ -203,7 +222,7 @@ class Connector {
       int64_t domain = num_elements(g_.tensor(consumer.output).shape);
       for (int64_t r : consumer.reduce_extents) domain = num_elements({domain, r});
       if (domain > num_elements(g_.tensor(out).shape) || group_of_[c] < 0) continue;
-      if (library_gemm_[c]) continue;  // the library reads its operands from memory
+      if (group_of_[c] >= 0 && has_library_gemm(groups_[group_of_[c]])) continue;  // the library reads memory
       merge(group_of_[p], group_of_[c], Connection::kRegister);
       --merges_left;
     }

@@ -98,6 +98,39 @@ std::optional<GemmMatrix> layout(int64_t rows, int64_t cols, int64_t row_stride,
 
 }  // namespace
 
+int match_bias_epilogue(const Graph& g, const Op& consumer, TensorId gemm_out, const LibraryGemm& gemm) {
+  const Shape& shape = g.tensor(gemm_out).shape;
+  const int rank = static_cast<int>(shape.size());
+  if (consumer.reduction != Reduction::kNone || !gemm.c.row_major || rank == 0 || gemm.n != shape.back() ||
+      g.tensor(consumer.output).shape != shape || g.tensor(consumer.output).dtype != gemm.dtype)
+    return -1;
+  const Expr& body = consumer.body;
+  if (body->kind != ExprKind::kBinary || body->binary_op != BinaryOp::kAdd) return -1;
+  auto slot_of = [&](const Expr& e) { return e->kind == ExprKind::kLoad ? static_cast<int>(e->int_value) : -1; };
+  for (int order = 0; order < 2; ++order) {
+    const Expr& acc = body->args[order];
+    const Expr& bias = body->args[1 - order];
+    const int acc_slot = slot_of(acc), bias_slot = slot_of(bias);
+    if (acc_slot < 0 || bias_slot < 0 || consumer.inputs[acc_slot] != gemm_out) continue;
+    bool own_index = true;
+    for (int d = 0; d < rank; ++d) {
+      const Expr& i = acc->args[d];
+      own_index &= shape[d] == 1 || (i->kind == ExprKind::kVar && i->int_value == d);
+    }
+    const Tensor& b = g.tensor(consumer.inputs[bias_slot]);
+    if (!own_index || b.kind != TensorKind::kConstant || b.dtype != gemm.dtype || num_elements(b.shape) != gemm.n)
+      continue;
+    // The bias's flat index must be the last axis itself.
+    Expr flat = int_imm(0);
+    for (size_t d = 0; d < b.shape.size(); ++d) flat = flat * b.shape[d] + bias->args[d];
+    std::vector<Interval> bounds;
+    for (int64_t e : shape) bounds.push_back(Interval::range(std::max<int64_t>(e, 1)));
+    const Expr index = simplify(flat, bounds);
+    if (index->kind == ExprKind::kVar && index->int_value == rank - 1) return bias_slot;
+  }
+  return -1;
+}
+
 int64_t gemm_element_offset(const GemmMatrix& x, int64_t batch, int64_t row, int64_t col) {
   return x.offset + batch * x.batch_stride + (x.row_major ? row * x.ld + col : row + col * x.ld);
 }

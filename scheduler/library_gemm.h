@@ -44,10 +44,24 @@ struct LibraryGemm {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   int a_slot = 0, b_slot = 1;  // the op's input slots read as A and B
   GemmMatrix a, b, c;          // c: the op's output
+  // A bias epilogue (cuBLASLt's CUBLASLT_EPILOGUE_BIAS): the GEMM's only
+  // consumer adds a constant vector over the columns, C[r][c] += bias[c], and
+  // is computed by the library call; the kernel then writes the consumer's
+  // output (laid out as c). bias_op: the consumer (Graph::ops index), -1: none.
+  int bias_op = -1;
+  int bias_slot = -1;          // the consumer's input slot of the bias vector
 };
 
 // The library GEMM `op` computes, or nullopt when it is not one (see above).
 std::optional<LibraryGemm> match_library_gemm(const Graph& g, const Op& op);
+
+// Is `consumer` (the only reader of `gemm_op`'s output) a bias epilogue of
+// the library GEMM `gemm`: out = gemm_out + bias (either order), gemm_out
+// read at the consumer's own index (same shape and dtype), bias a constant
+// indexed by the last axis only, which is the GEMM's whole column range of a
+// row-major C? Returns the bias's input slot, or -1. (A bias over the rows
+// of a column-major C has no cuBLASLt epilogue.)
+int match_bias_epilogue(const Graph& g, const Op& consumer, TensorId gemm_out, const LibraryGemm& gemm);
 
 // Element (row, col) of batch `batch` of a matrix: its offset in the tensor.
 int64_t gemm_element_offset(const GemmMatrix& x, int64_t batch, int64_t row, int64_t col);

@@ -29,6 +29,7 @@ struct tg_gemm_shape {
   int half;  // 1: A, B, C are float16 (CUDA_R_16F); 0: float32
   int64_t batch, m, n, k;
   tg_gemm_matrix a, b, c;
+  int bias;  // 1: C[r][c] += bias[c] (CUBLASLT_EPILOGUE_BIAS; C is row-major)
 };
 
 struct tg_gemm_plan {
@@ -97,6 +98,13 @@ inline cublasStatus_t make_plan(cublasLtHandle_t handle, const tg_gemm_shape& g,
     s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first);
   if (s == CUBLAS_STATUS_SUCCESS)
     s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second);
+  // The bias epilogue adds one value per row of cuBLASLt's D: with a
+  // row-major C (swapped), D's rows are our columns. The pointer is set per call.
+  if (s == CUBLAS_STATUS_SUCCESS && g.bias) {
+    if (!p->swapped) return CUBLAS_STATUS_NOT_SUPPORTED;
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
+  }
   if (s != CUBLAS_STATUS_SUCCESS) return s;
   // The heuristic's first choice for these layouts, pointer alignments and workspace.
   cublasLtMatmulPreference_t pref = nullptr;
@@ -166,11 +174,16 @@ inline std::string tg_blas_create(tg_blas* blas, const tg_gemm_shape* shapes, in
   return "";
 }
 
-// Enqueues GEMM `plan` on `stream`: C = A * B (alpha 1, beta 0).
+// Enqueues GEMM `plan` on `stream`: C = A * B (alpha 1, beta 0), plus
+// `bias` per column when the plan has the bias epilogue (else nullptr).
 inline cublasStatus_t tg_blas_gemm(const tg_blas* blas, int plan, const void* A, const void* B, void* C,
-                                   cudaStream_t stream) {
+                                   const void* bias, cudaStream_t stream) {
   const tg_gemm_plan& p = blas->plans[plan];
   const float alpha = 1.0f, beta = 0.0f;
+  if (bias) {
+    const cublasStatus_t s = cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+  }
   return cublasLtMatmul(blas->handle, p.op, &alpha, p.swapped ? B : A, p.first, p.swapped ? A : B, p.second, &beta,
                         C, p.out, C, p.out, &p.algo, blas->workspace, blas->workspace_bytes, stream);
 }

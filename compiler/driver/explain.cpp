@@ -47,7 +47,8 @@ nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
   if (k.library_gemm)  // a cuBLASLt call; its tile and prediction are the fused kernel's, as a stand-in
     j["library"] = {{"name", "cublasLt"}, {"batch", k.library_gemm->batch}, {"m", k.library_gemm->m},
                     {"n", k.library_gemm->n}, {"k", k.library_gemm->k},
-                    {"dtype", dtype_name(k.library_gemm->dtype)}};
+                    {"dtype", dtype_name(k.library_gemm->dtype)},
+                    {"epilogue", k.library_gemm->bias_op >= 0 ? "bias" : "none"}};
   return j;
 }
 
@@ -110,10 +111,11 @@ std::string explain_text(const nlohmann::json& e, bool no_fusion) {
     out << line;
     if (const auto lib = k.find("library"); lib != k.end()) {
       const nlohmann::json& l = *lib;
-      std::snprintf(line, sizeof line, "    library: cuBLASLt GEMM %s, batch %lld, %lld x %lld x %lld (m x n x k)\n",
+      std::snprintf(line, sizeof line, "    library: cuBLASLt GEMM %s, batch %lld, %lld x %lld x %lld (m x n x k)%s\n",
                     l.at("dtype").get<std::string>().c_str(), static_cast<long long>(l.at("batch").get<int64_t>()),
                     static_cast<long long>(l.at("m").get<int64_t>()), static_cast<long long>(l.at("n").get<int64_t>()),
-                    static_cast<long long>(l.at("k").get<int64_t>()));
+                    static_cast<long long>(l.at("k").get<int64_t>()),
+                    l.value("epilogue", "none") == "bias" ? ", bias epilogue" : "");
       out << line;
     }
     out << "    ops:";

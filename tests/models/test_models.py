@@ -116,29 +116,33 @@ def test_fp16_build_of_an_fp32_model_matches_onnxruntime(name, arch, tmp_path):
     assert "float16" in stored and "float32" not in stored, stored
 
 
-# (model, library GEMMs, kernels in all). BERT: per layer q, k, v, q@k^T,
-# p@v and both FFN matmuls (the attention output projection reads the merged
-# heads through floordiv/floormod: not one stride, so it stays fused), plus
-# the pooler. ViT: per block qkv, q@k^T, p@v, fc1, fc2, plus the head (its
-# patch-embedding conv and output projection stay fused).
-@pytest.mark.parametrize("name,gemms,kernels", [("bert_small", 15, 31), ("vit_small", 11, 26),
-                                                ("bert_small_fp16", 15, 31)])
-def test_skip_dot_sends_gemms_to_cublaslt(name, gemms, kernels, tmp_path):
-    """tune --skip-dot: each float GEMM its own kernel, a cuBLASLt call in the
-    CUDA project (built by nvcc where present) and a reference GEMM in the
-    CPU emulation that test_acc checks against onnxruntime."""
+# (model, library GEMMs, of them with a bias epilogue, kernels in all).
+# BERT: per layer q, k, v, q@k^T, p@v and both FFN matmuls (the attention
+# output projection reads the merged heads through floordiv/floormod: not
+# one stride, so it stays fused), plus the pooler; every linear layer's bias
+# add rides along. ViT: per block qkv, q@k^T, p@v, fc1, fc2, plus the head
+# (its patch-embedding conv and output projection stay fused).
+@pytest.mark.parametrize("name,gemms,biased,kernels", [("bert_small", 15, 11, 25), ("vit_small", 11, 7, 23),
+                                                       ("bert_small_fp16", 15, 11, 25)])
+def test_skip_dot_sends_gemms_to_cublaslt(name, gemms, biased, kernels, tmp_path):
+    """tune --skip-dot: each float GEMM its own kernel (with its bias add as
+    cuBLASLt's bias epilogue where it has one), a cuBLASLt call in the CUDA
+    project (built by nvcc where present) and a reference GEMM in the CPU
+    emulation that test_acc checks against onnxruntime."""
     project, _ = _tune_and_check(MODELS_DIR / name, "H100", tmp_path, ["--skip-dot"])
     manifest = json.loads((project / "manifest.json").read_text())
     library = [k for k in manifest["kernels"] if k.get("library") == "cublasLt"]
     assert len(library) == gemms, [k["name"] for k in library]
     assert manifest["num_kernels"] == kernels
     assert manifest["compile"]["library_gemms"] == gemms
+    assert sum(k["gemm"]["epilogue"] == "bias" for k in library) == biased
     for k in library:
-        assert k["schedule"]["ops"] == 1 and "launch" not in k, k
+        assert k["schedule"]["ops"] == (2 if k["gemm"]["epilogue"] == "bias" else 1) and "launch" not in k, k
         assert k["gemm"]["dtype"] == ("float16" if name.endswith("fp16") else "float32")
     assert sum(1 for s in manifest["explain"]["subgraphs"] if s.get("library")) == gemms
     model_cu = (project / "model.cu").read_text()
     assert model_cu.count("tg_blas_gemm(&m->blas, ") == gemms
+    assert model_cu.count(", nullptr, m->stream)") == gemms - biased  # no bias pointer
     assert "CUDA::cublasLt" in (project / "CMakeLists.txt").read_text()
     assert (project / "tg_cublaslt.h").is_file()
     emulated = "".join(f.read_text() for f in (project / "emulation").glob("kernels_*.cpp"))

@@ -228,21 +228,42 @@ TEST(LibraryGemm, SchedulerKeepsTheGemmApartAndLowersItToOneCall) {
       continue;
     }
     ++library;
-    ASSERT_EQ(k.ops.size(), 1u);
+    ASSERT_EQ(k.ops.size(), 2u);  // the GEMM and its bias add (cuBLASLt's epilogue)
+    EXPECT_EQ(k.library_gemm->bias_op, k.ops.back());
     EXPECT_FALSE(k.block_kernel);
     const codegen::Kernel kernel = codegen::lower_library_gemm_kernel(g, k);
     EXPECT_TRUE(codegen::is_library_gemm(kernel));
     EXPECT_EQ(kernel.grid, 0);
     ASSERT_EQ(kernel.body->kind, codegen::StmtKind::kCall);
     EXPECT_EQ(kernel.body->callee, "tg_gemm");
-    ASSERT_EQ(kernel.body->args.size(), 16u);  // A, B, C; batch, m, n, k; 3 per matrix
-    int64_t m = 0;
+    // A, B, C; batch, m, n, k; 3 per matrix; the bias and its flag.
+    ASSERT_EQ(kernel.body->args.size(), 18u);
+    int64_t m = 0, has_bias = 0;
     EXPECT_TRUE(is_const_int(kernel.body->args[4].value, &m));
     EXPECT_EQ(m, 16);
+    EXPECT_TRUE(is_const_int(kernel.body->args[17].value, &has_bias));
+    EXPECT_EQ(has_bias, 1);
+    EXPECT_EQ(g.tensor(kernel.buffers[kernel.body->args[16].buffer].tensor).name, "bias");
+    // C is the epilogue's output: the GEMM's own result never reaches memory.
+    EXPECT_EQ(kernel.buffers[kernel.body->args[2].buffer].tensor, g.ops[k.ops.back()].output);
     EXPECT_EQ(kernel.flops, 2 * 16 * 32 * 32);
   }
   EXPECT_EQ(library, 1);
-  EXPECT_EQ(s.kernels.size(), 2u);  // the GEMM, then bias + relu + square fused
+  EXPECT_EQ(s.kernels.size(), 2u);  // GEMM + bias, then relu + square fused
+}
+
+TEST(LibraryGemm, OnlyABiasOverTheColumnsIsAnEpilogue) {
+  // A per-row vector ([16, 1]) broadcast over the columns has no cuBLASLt epilogue.
+  OnnxModelBuilder b(13);
+  b.input("a", kF32, {16, 32}).output("y");
+  b.initializer_f("w", {32, 32}, std::vector<float>(32 * 32, 0.01f));
+  b.initializer_f("rows", {16, 1}, std::vector<float>(16, 0.5f));
+  b.node("MatMul", {"a", "w"}, {"mm"});
+  b.node("Add", {"mm", "rows"}, {"y"});
+  const Graph g = optimized(b, "gemm_row_bias");
+  const auto gemm = scheduler::match_library_gemm(g, g.ops.front());
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_EQ(scheduler::match_bias_epilogue(g, g.ops.back(), g.ops.front().output, *gemm), -1);
 }
 
 TEST(LibraryGemm, SkipDotOnANonCudaArchIsAUserError) {
