@@ -454,7 +454,8 @@ std::string gemm_shape_row(const Graph& g, const MemoryPlan& plan, const Kernel&
   const std::vector<CallArg>& args = k.body->args;
   return str_cat("    {", gemm.dtype == DType::kF16 ? 1 : 0, ", ", gemm.batch, ", ", gemm.m, ", ", gemm.n, ", ",
                  gemm.k, ", ", matrix(gemm.a, args[0]), ", ", matrix(gemm.b, args[1]), ", ",
-                 matrix(gemm.c, args[2]), ", ", gemm.bias_op >= 0 ? 1 : 0, "},  // kernel ", index, ": ", k.name, "\n");
+                 matrix(gemm.c, args[2]), ", ", (gemm.bias_op >= 0 ? 1 : 0) | (gemm.relu_op >= 0 ? 2 : 0),
+                 "},  // kernel ", index, ": ", k.name, "\n");
 }
 
 std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,

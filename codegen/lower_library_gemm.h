@@ -2,11 +2,12 @@
 // --skip-dot`) to Kernel IR: a body of one Call and no launch grid (grid 0),
 //   tg_gemm(&A[a.offset], &B[b.offset], &C[0], batch, m, n, k,
 //           a_row_major, lda, a_batch_stride, b_row_major, ldb, b_batch_stride,
-//           c_row_major, ldc, c_batch_stride, &bias[0] (or &C[0]), has_bias)
+//           c_row_major, ldc, c_batch_stride, &bias[0] (or &C[0]), epilogue)
 // C[b] (m x n) = A[b] (m x k) * B[b] (k x n), element (r, c) of a matrix at
 // r * ld + c (row-major) or r + c * ld, plus its batch stride times b; all in
-// elements of the kernel's buffers; with a bias epilogue (LibraryGemm::
-// bias_op) bias[c] is added to column c and C is the epilogue's output.
+// elements of the kernel's buffers. The epilogue (LibraryGemm::bias_op,
+// relu_op; bits 1 and 2) adds bias[c] to column c, then applies a ReLU; C is
+// then the epilogue's output.
 // The CUDA project turns the call into a cuBLASLt matmul
 // (codegen/emit_cuda_project.cpp, cublaslt/tg_cublaslt.h);
 // the CPU emulation calls library_gemm_reference_source()'s tg_gemm.

@@ -130,7 +130,7 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
       ks.back()["library"] = "cublasLt";
       ks.back()["gemm"] = {{"dtype", dtype_name(gemm->dtype)}, {"batch", gemm->batch}, {"m", gemm->m},
                            {"n", gemm->n}, {"k", gemm->k}, {"a", matrix(gemm->a)}, {"b", matrix(gemm->b)},
-                           {"c", matrix(gemm->c)}, {"epilogue", gemm->bias_op >= 0 ? "bias" : "none"}};
+                           {"c", matrix(gemm->c)}, {"epilogue", gemm->epilogue_name()}};
     }
     if (k.schedule.block_kernel)
       ks.back()["launch"] = {{"grid", k.grid}, {"threads", k.threads}, {"shared_bytes", k.shared_bytes},

@@ -73,7 +73,7 @@ class Connector {
 
   Schedule run() {
     if (o_.fusion) {
-      connect_bias_epilogues();
+      connect_library_epilogues();
       connect_registers();
       connect_shared();
     }
@@ -184,20 +184,33 @@ class Connector {
     return true;
   }
 
-  // --skip-dot: a library GEMM's bias add joins it, computed by the
-  // library's epilogue (match_bias_epilogue); nothing else ever does.
-  void connect_bias_epilogues() {
+  // --skip-dot: a library GEMM's bias add, then a ReLU, join it, computed
+  // by the library's epilogue (match_bias_epilogue, is_relu_epilogue);
+  // nothing else ever does.
+  void connect_library_epilogues() {
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       std::optional<LibraryGemm>& gemm = library_gemm_[i];
-      const TensorId out = g_.ops[i].output;
-      if (!gemm || group_of_[i] < 0 || outputs_.count(out) || consumers_[out].size() != 1) continue;
-      const int c = consumers_[out].front();
-      if (group_of_[c] < 0 || library_gemm_[c]) continue;
-      const int slot = match_bias_epilogue(g_, g_.ops[c], out, *gemm);
-      if (slot < 0) continue;
-      gemm->bias_op = c;
-      gemm->bias_slot = slot;
-      merge(group_of_[i], group_of_[c], Connection::kShared);
+      if (!gemm || group_of_[i] < 0) continue;
+      // The only reader of `tail`'s output, when it may join (-1: none).
+      auto sole_consumer = [&](int tail) {
+        const TensorId out = g_.ops[tail].output;
+        if (outputs_.count(out) || consumers_[out].size() != 1) return -1;
+        const int c = consumers_[out].front();
+        return group_of_[c] < 0 || library_gemm_[c] ? -1 : c;
+      };
+      int tail = static_cast<int>(i);
+      if (const int c = sole_consumer(tail); c >= 0) {
+        const int slot = match_bias_epilogue(g_, g_.ops[c], g_.ops[tail].output, *gemm);
+        if (slot >= 0) {
+          gemm->bias_op = c, gemm->bias_slot = slot;
+          merge(group_of_[tail], group_of_[c], Connection::kShared);
+          tail = c;
+        }
+      }
+      if (const int c = sole_consumer(tail); c >= 0 && is_relu_epilogue(g_, g_.ops[c], g_.ops[tail].output)) {
+        gemm->relu_op = c;
+        merge(group_of_[tail], group_of_[c], Connection::kShared);
+      }
     }
   }
 

@@ -98,6 +98,41 @@ std::optional<GemmMatrix> layout(int64_t rows, int64_t cols, int64_t row_stride,
 
 }  // namespace
 
+std::string LibraryGemm::epilogue_name() const {
+  if (bias_op >= 0) return relu_op >= 0 ? "bias+relu" : "bias";
+  return relu_op >= 0 ? "relu" : "none";
+}
+
+namespace {
+
+// Does `load` (of tensor `in`, of `shape`) read it at the op's own index?
+bool reads_own_index(const Expr& load, const Shape& shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const Expr& i = load->args[d];
+    if (shape[d] != 1 && !(i->kind == ExprKind::kVar && i->int_value == static_cast<int64_t>(d))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool is_relu_epilogue(const Graph& g, const Op& consumer, TensorId in) {
+  const Tensor& t = g.tensor(in);
+  if (consumer.reduction != Reduction::kNone || g.tensor(consumer.output).shape != t.shape ||
+      g.tensor(consumer.output).dtype != t.dtype)
+    return false;
+  const Expr& body = consumer.body;
+  if (body->kind != ExprKind::kBinary || body->binary_op != BinaryOp::kMax) return false;
+  for (int order = 0; order < 2; ++order) {
+    const Expr& x = body->args[order];
+    const Expr& zero = body->args[1 - order];
+    if (x->kind == ExprKind::kLoad && consumer.inputs[static_cast<size_t>(x->int_value)] == in &&
+        zero->kind == ExprKind::kFloatImm && zero->float_value == 0.0 && reads_own_index(x, t.shape))
+      return true;
+  }
+  return false;
+}
+
 int match_bias_epilogue(const Graph& g, const Op& consumer, TensorId gemm_out, const LibraryGemm& gemm) {
   const Shape& shape = g.tensor(gemm_out).shape;
   const int rank = static_cast<int>(shape.size());
@@ -112,11 +147,7 @@ int match_bias_epilogue(const Graph& g, const Op& consumer, TensorId gemm_out, c
     const Expr& bias = body->args[1 - order];
     const int acc_slot = slot_of(acc), bias_slot = slot_of(bias);
     if (acc_slot < 0 || bias_slot < 0 || consumer.inputs[acc_slot] != gemm_out) continue;
-    bool own_index = true;
-    for (int d = 0; d < rank; ++d) {
-      const Expr& i = acc->args[d];
-      own_index &= shape[d] == 1 || (i->kind == ExprKind::kVar && i->int_value == d);
-    }
+    const bool own_index = reads_own_index(acc, shape);
     const Tensor& b = g.tensor(consumer.inputs[bias_slot]);
     if (!own_index || b.kind != TensorKind::kConstant || b.dtype != gemm.dtype || num_elements(b.shape) != gemm.n)
       continue;

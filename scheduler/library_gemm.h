@@ -25,6 +25,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "compiler/ir/graph.h"
 
@@ -50,6 +51,13 @@ struct LibraryGemm {
   // output (laid out as c). bias_op: the consumer (Graph::ops index), -1: none.
   int bias_op = -1;
   int bias_slot = -1;          // the consumer's input slot of the bias vector
+  // A ReLU epilogue (CUBLASLT_EPILOGUE_RELU / RELU_BIAS): the only consumer
+  // of the GEMM (or of its bias add) is max(x, 0); -1: none.
+  int relu_op = -1;
+  // "none", "bias", "relu" or "bias+relu".
+  std::string epilogue_name() const;
+  // The ops of the kernel after the GEMM: its bias add, then its ReLU, as present.
+  int epilogue_ops() const { return (bias_op >= 0) + (relu_op >= 0); }
 };
 
 // The library GEMM `op` computes, or nullopt when it is not one (see above).
@@ -62,6 +70,10 @@ std::optional<LibraryGemm> match_library_gemm(const Graph& g, const Op& op);
 // row-major C? Returns the bias's input slot, or -1. (A bias over the rows
 // of a column-major C has no cuBLASLt epilogue.)
 int match_bias_epilogue(const Graph& g, const Op& consumer, TensorId gemm_out, const LibraryGemm& gemm);
+
+// Is `consumer` max(x, 0) of `in` (read at the consumer's own index, same
+// shape and dtype), the only reader of in?
+bool is_relu_epilogue(const Graph& g, const Op& consumer, TensorId in);
 
 // Element (row, col) of batch `batch` of a matrix: its offset in the tensor.
 int64_t gemm_element_offset(const GemmMatrix& x, int64_t batch, int64_t row, int64_t col);

@@ -29,7 +29,7 @@ struct tg_gemm_shape {
   int half;  // 1: A, B, C are float16 (CUDA_R_16F); 0: float32
   int64_t batch, m, n, k;
   tg_gemm_matrix a, b, c;
-  int bias;  // 1: C[r][c] += bias[c] (CUBLASLT_EPILOGUE_BIAS; C is row-major)
+  int epilogue;  // bit 0: C[r][c] += bias[c] (C row-major); bit 1: then max(C, 0)
 };
 
 struct tg_gemm_plan {
@@ -100,9 +100,11 @@ inline cublasStatus_t make_plan(cublasLtHandle_t handle, const tg_gemm_shape& g,
     s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second);
   // The bias epilogue adds one value per row of cuBLASLt's D: with a
   // row-major C (swapped), D's rows are our columns. The pointer is set per call.
-  if (s == CUBLAS_STATUS_SUCCESS && g.bias) {
-    if (!p->swapped) return CUBLAS_STATUS_NOT_SUPPORTED;
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (s == CUBLAS_STATUS_SUCCESS && g.epilogue) {
+    const bool bias = g.epilogue & 1, relu = g.epilogue & 2;
+    if (bias && !p->swapped) return CUBLAS_STATUS_NOT_SUPPORTED;
+    const cublasLtEpilogue_t epilogue =
+        bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS) : CUBLASLT_EPILOGUE_RELU;
     s = cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue);
   }
   if (s != CUBLAS_STATUS_SUCCESS) return s;

@@ -48,7 +48,7 @@ nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
     j["library"] = {{"name", "cublasLt"}, {"batch", k.library_gemm->batch}, {"m", k.library_gemm->m},
                     {"n", k.library_gemm->n}, {"k", k.library_gemm->k},
                     {"dtype", dtype_name(k.library_gemm->dtype)},
-                    {"epilogue", k.library_gemm->bias_op >= 0 ? "bias" : "none"}};
+                    {"epilogue", k.library_gemm->epilogue_name()}};
   return j;
 }
 
@@ -115,7 +115,7 @@ std::string explain_text(const nlohmann::json& e, bool no_fusion) {
                     l.at("dtype").get<std::string>().c_str(), static_cast<long long>(l.at("batch").get<int64_t>()),
                     static_cast<long long>(l.at("m").get<int64_t>()), static_cast<long long>(l.at("n").get<int64_t>()),
                     static_cast<long long>(l.at("k").get<int64_t>()),
-                    l.value("epilogue", "none") == "bias" ? ", bias epilogue" : "");
+                    l.value("epilogue", "none") == "none" ? "" : (", epilogue " + l.value("epilogue", "")).c_str());
       out << line;
     }
     out << "    ops:";

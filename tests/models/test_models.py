@@ -137,7 +137,8 @@ def test_skip_dot_sends_gemms_to_cublaslt(name, gemms, biased, kernels, tmp_path
     assert manifest["compile"]["library_gemms"] == gemms
     assert sum(k["gemm"]["epilogue"] == "bias" for k in library) == biased
     for k in library:
-        assert k["schedule"]["ops"] == (2 if k["gemm"]["epilogue"] == "bias" else 1) and "launch" not in k, k
+        parts = [p for p in k["gemm"]["epilogue"].split("+") if p != "none"]
+        assert k["schedule"]["ops"] == 1 + len(parts) and "launch" not in k, k
         assert k["gemm"]["dtype"] == ("float16" if name.endswith("fp16") else "float32")
     assert sum(1 for s in manifest["explain"]["subgraphs"] if s.get("library")) == gemms
     model_cu = (project / "model.cu").read_text()
@@ -268,3 +269,32 @@ def test_profile_topk_on_needs_its_device(tmp_path):
         r = subprocess.run([str(exe), "tune", str(prefix), "--arch", arch, "--profile-topk", "on"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
         assert r.returncode != 0 and "--profile-topk on:" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("half", [False, True])
+def test_skip_dot_epilogues_match_onnxruntime(half, tmp_path):
+    """--skip-dot on an MLP: x @ W1 + b1 -> ReLU -> @ W2 -> ReLU. Both GEMMs
+    take their tails as cuBLASLt epilogues (RELU_BIAS, RELU), so the project
+    is two library calls and nothing else; the emulation's reference
+    epilogues match onnxruntime."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    dtype, elem = (np.float16, onnx.TensorProto.FLOAT16) if half else (np.float32, onnx.TensorProto.FLOAT)
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(dtype), name)
+             for name, shape in [("W1", (96, 128)), ("b1", (128,)), ("W2", (128, 32))]]
+    nodes = [helper.make_node("MatMul", ["x", "W1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "W2"], ["o"]),
+             helper.make_node("Relu", ["o"], ["y"])]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", elem, [1, 64, 96])],
+                              [helper.make_tensor_value_info("y", elem, [1, 64, 32])], inits)
+    src = tmp_path / "src" / ("mlp_fp16" if half else "mlp")
+    src.mkdir(parents=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src / "model.onnx"))
+    project, _ = _tune_and_check(src, "H100", tmp_path, ["--skip-dot"])
+    manifest = json.loads((project / "manifest.json").read_text())
+    assert [(k.get("library"), k.get("gemm", {}).get("epilogue")) for k in manifest["kernels"]] == \
+        [("cublasLt", "bias+relu"), ("cublasLt", "relu")]
+    rows = (project / "model.cu").read_text()
+    assert "}, 3},  // kernel 0" in rows and "}, 2},  // kernel 1" in rows  # the epilogue bits in kGemmShapes

@@ -228,8 +228,10 @@ TEST(LibraryGemm, SchedulerKeepsTheGemmApartAndLowersItToOneCall) {
       continue;
     }
     ++library;
-    ASSERT_EQ(k.ops.size(), 2u);  // the GEMM and its bias add (cuBLASLt's epilogue)
-    EXPECT_EQ(k.library_gemm->bias_op, k.ops.back());
+    ASSERT_EQ(k.ops.size(), 3u);  // the GEMM, its bias add and the ReLU (cuBLASLt's RELU_BIAS epilogue)
+    EXPECT_EQ(k.library_gemm->bias_op, k.ops[1]);
+    EXPECT_EQ(k.library_gemm->relu_op, k.ops[2]);
+    EXPECT_EQ(k.library_gemm->epilogue_name(), "bias+relu");
     EXPECT_FALSE(k.block_kernel);
     const codegen::Kernel kernel = codegen::lower_library_gemm_kernel(g, k);
     EXPECT_TRUE(codegen::is_library_gemm(kernel));
@@ -238,18 +240,18 @@ TEST(LibraryGemm, SchedulerKeepsTheGemmApartAndLowersItToOneCall) {
     EXPECT_EQ(kernel.body->callee, "tg_gemm");
     // A, B, C; batch, m, n, k; 3 per matrix; the bias and its flag.
     ASSERT_EQ(kernel.body->args.size(), 18u);
-    int64_t m = 0, has_bias = 0;
+    int64_t m = 0, epilogue = 0;
     EXPECT_TRUE(is_const_int(kernel.body->args[4].value, &m));
     EXPECT_EQ(m, 16);
-    EXPECT_TRUE(is_const_int(kernel.body->args[17].value, &has_bias));
-    EXPECT_EQ(has_bias, 1);
+    EXPECT_TRUE(is_const_int(kernel.body->args[17].value, &epilogue));
+    EXPECT_EQ(epilogue, 3);  // bias, then ReLU
     EXPECT_EQ(g.tensor(kernel.buffers[kernel.body->args[16].buffer].tensor).name, "bias");
-    // C is the epilogue's output: the GEMM's own result never reaches memory.
+    // C is the ReLU's output: the GEMM's and the bias add's never reach memory.
     EXPECT_EQ(kernel.buffers[kernel.body->args[2].buffer].tensor, g.ops[k.ops.back()].output);
     EXPECT_EQ(kernel.flops, 2 * 16 * 32 * 32);
   }
   EXPECT_EQ(library, 1);
-  EXPECT_EQ(s.kernels.size(), 2u);  // GEMM + bias, then relu + square fused
+  EXPECT_EQ(s.kernels.size(), 2u);  // GEMM + bias + relu, then the square
 }
 
 TEST(LibraryGemm, OnlyABiasOverTheColumnsIsAnEpilogue) {
