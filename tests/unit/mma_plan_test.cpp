@@ -33,11 +33,7 @@ Graph matmul_graph(int elem_type, int64_t k, bool transposed_b = false) {
   } else {
     b.node("MatMul", {"x", "w"}, {"y"});
   }
-  const std::string path = (std::filesystem::temp_directory_path() / "tilegraph_unit" /
-                            ("mma_" + std::to_string(elem_type) + "_" + std::to_string(k) +
-                             (transposed_b ? "_t" : "")) / "model.onnx").string();
-  b.save(path);
-  return onnx_frontend::import_model(path);
+  return b.import_as("mma_" + std::to_string(elem_type) + "_" + std::to_string(k) + (transposed_b ? "_t" : ""));
 }
 
 const Op& matmul_of(const Graph& g) {
@@ -111,9 +107,7 @@ TEST(MmaPlan, ConvolutionIsAnImplicitGemm) {
   OnnxModelBuilder b(13);
   b.input("x", kF16, {1, 8, 10, 10}).input("w", kF16, {16, 8, 3, 3}).output("y", kF16);
   OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
-  const std::string path = (std::filesystem::temp_directory_path() / "tilegraph_unit" / "mma_conv" / "model.onnx").string();
-  b.save(path);
-  const Graph g = onnx_frontend::import_model(path);
+  const Graph g = b.import_as("mma_conv");
   const Op& conv = matmul_of(g);
   ASSERT_EQ(conv.reduce_extents.size(), 3u);
   const auto p = plan_mma(g, conv, region({1, 8, 2, 8}), 32, 0, arch("H100"));
@@ -131,9 +125,7 @@ TEST(MmaPlan, WidenedHalfFactorsOfAFloatOutputQualify) {
   b.input("x", kF32, {1, 16, 64}).initializer_f("w", {64, 8}, std::vector<float>(64 * 8, 0.5f)).output("y");
   b.node("Relu", {"x"}, {"r"});  // an intermediate: half under --fp16 (the graph input stays float32)
   b.node("MatMul", {"r", "w"}, {"y"});
-  const std::string path = (std::filesystem::temp_directory_path() / "tilegraph_unit" / "mma_widened" / "model.onnx").string();
-  b.save(path);
-  const Graph g = passes::to_half_precision(onnx_frontend::import_model(path));
+  const Graph g = passes::to_half_precision(b.import_as("mma_widened"));
   const Op& op = matmul_of(g);
   ASSERT_EQ(g.tensor(op.output).dtype, DType::kF32);
   const auto p = plan_mma(g, op, region({1, 16, 8}), 32, 32, arch("H100"));

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "frontends/onnx/import.h"
+
 namespace tilegraph::testing {
 
 OnnxModelBuilder::OnnxModelBuilder(int opset) {
@@ -109,6 +111,12 @@ void OnnxModelBuilder::save(const std::string& path) const {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream out(path, std::ios::binary);
   model_.SerializeToOstream(&out);
+}
+
+Graph OnnxModelBuilder::import_as(const std::string& name) const {
+  const std::string path = (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
+  save(path);
+  return onnx_frontend::import_model(path);
 }
 
 }  // namespace tilegraph::testing

@@ -7,6 +7,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "compiler/ir/graph.h"
+
 namespace tilegraph::testing {
 
 class OnnxModelBuilder {
@@ -33,6 +35,9 @@ class OnnxModelBuilder {
   const onnx::ModelProto& model() const { return model_; }
   // Writes the model to path (creating parent folders).
   void save(const std::string& path) const;
+  // Saves the model as <temp>/tilegraph_unit/<name>/model.onnx and imports
+  // it with the ONNX frontend (what most pass and scheduler tests start from).
+  Graph import_as(const std::string& name) const;
 
  private:
   onnx::ModelProto model_;

@@ -20,13 +20,6 @@ using testing::OnnxModelBuilder;
 
 constexpr int kF32 = 1;
 
-Graph imported(const OnnxModelBuilder& b, const std::string& name) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
-  b.save(path);
-  return onnx_frontend::import_model(path);
-}
-
 std::vector<uint8_t> random_floats(int64_t n, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-3.0f, 2.0f);
@@ -54,7 +47,7 @@ TEST(SplitReductions, DynamicQuantizeLinearRangeGetsOnePartialPerRowAndTheSameBy
   OnnxModelBuilder b(13);
   b.input("x", kF32, {197, 768}).output("y", 2).output("scale").output("zp", 2);
   b.node("DynamicQuantizeLinear", {"x"}, {"y", "scale", "zp"});
-  const Graph g = imported(b, "split_dql");
+  const Graph g = b.import_as("split_dql");
   const Graph split = passes::split_reductions(g);
   const Op* partial = op_named_like(split, "_partial");
   ASSERT_NE(partial, nullptr) << to_string(split);
@@ -73,7 +66,7 @@ TEST(SplitReductions, OneLongAxisIsCutNearTwoHundredFiftySixPartials) {
   b.input("x", kF32, {65536}).output("m");
   auto& n = b.node("ReduceMax", {"x"}, {"m"});
   OnnxModelBuilder::attr_int(n, "keepdims", 0);
-  const Graph g = imported(b, "split_long_axis");
+  const Graph g = b.import_as("split_long_axis");
   const Graph split = passes::split_reductions(g);
   const Op* partial = op_named_like(split, "_partial");
   ASSERT_NE(partial, nullptr) << to_string(split);
@@ -88,7 +81,7 @@ TEST(SplitReductions, AGlobalSumAgreesUpToReassociation) {
   b.input("x", kF32, {64, 1024}).output("s");
   auto& n = b.node("ReduceSum", {"x"}, {"s"});
   OnnxModelBuilder::attr_int(n, "keepdims", 0);
-  const Graph g = imported(b, "split_sum");
+  const Graph g = b.import_as("split_sum");
   const Graph split = passes::split_reductions(g);
   ASSERT_NE(op_named_like(split, "_partial"), nullptr) << to_string(split);
   const std::vector<uint8_t> x = random_floats(64 * 1024, 3);
@@ -105,7 +98,7 @@ TEST(SplitReductions, RowReductionsAndSmallReductionsStayWhole) {
   OnnxModelBuilder::attr_ints(rows, "axes", {1});
   auto& small = b.node("ReduceMax", {"z"}, {"small"});
   OnnxModelBuilder::attr_int(small, "keepdims", 0);
-  const Graph g = imported(b, "split_none");
+  const Graph g = b.import_as("split_none");
   const Graph split = passes::split_reductions(g);
   EXPECT_EQ(op_named_like(split, "_partial"), nullptr) << to_string(split);
   EXPECT_EQ(split.ops.size(), g.ops.size());

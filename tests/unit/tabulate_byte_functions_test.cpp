@@ -17,13 +17,6 @@ using testing::OnnxModelBuilder;
 
 constexpr int kU8 = 2, kI8 = 3;
 
-Graph imported(const OnnxModelBuilder& b, const std::string& name) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
-  b.save(path);
-  return onnx_frontend::import_model(path);
-}
-
 // Is op a lookup `table[...]` into a constant of 256 elements?
 bool is_lookup(const Graph& g, const Op& op) {
   if (op.body->kind != ExprKind::kLoad) return false;
@@ -53,7 +46,7 @@ std::vector<uint8_t> every_byte(int64_t rows) {
 }
 
 void expect_one_lookup_with_the_chains_values(int x_type, int x_zero, const std::string& name) {
-  const Graph g = imported(quantized_erf(x_type, x_zero, 8), name);
+  const Graph g = quantized_erf(x_type, x_zero, 8).import_as(name);
   const Graph opt = driver::optimize_graph(driver::CompileOptions{}, g);
   ASSERT_EQ(opt.ops.size(), 1u) << to_string(opt);
   EXPECT_TRUE(is_lookup(opt, opt.ops[0])) << to_string(opt);
@@ -83,7 +76,7 @@ TEST(TabulateByteFunctions, RequantizingToTheSameScaleIsACopyNotATable) {
   b.node("DequantizeLinear", {"x", "s", "z"}, {"f"});
   b.node("Reshape", {"f", "shape"}, {"r"});
   b.node("QuantizeLinear", {"r", "s", "z"}, {"y"});
-  const Graph g = imported(b, "tab_identity");
+  const Graph g = b.import_as("tab_identity");
   const Graph opt = driver::optimize_graph(driver::CompileOptions{}, g);
   for (const Tensor& t : opt.tensors) EXPECT_NE(t.shape, Shape{256}) << to_string(opt);
   ASSERT_EQ(opt.ops.size(), 1u) << to_string(opt);
@@ -102,12 +95,12 @@ TEST(TabulateByteFunctions, ChainsFedByTwoActivationsAreLeftAlone) {
   b.node("Mul", {"fa", "fc"}, {"m"});
   b.node("Erf", {"m"}, {"e"});
   b.node("QuantizeLinear", {"e", "s", "z"}, {"y"});
-  const Graph opt = driver::optimize_graph(driver::CompileOptions{}, imported(b, "tab_two_inputs"));
+  const Graph opt = driver::optimize_graph(driver::CompileOptions{}, b.import_as("tab_two_inputs"));
   for (const Op& op : opt.ops) EXPECT_FALSE(is_lookup(opt, op)) << to_string(opt);
 }
 
 TEST(TabulateByteFunctions, TensorsSmallerThanATableAreLeftAlone) {
-  const Graph small = imported(quantized_erf(kU8, 128, 2), "tab_small");  // 512 elements
+  const Graph small = quantized_erf(kU8, 128, 2).import_as("tab_small");  // 512 elements
   const Graph opt = driver::optimize_graph(driver::CompileOptions{}, small);
   for (const Op& op : opt.ops) EXPECT_FALSE(is_lookup(opt, op)) << to_string(opt);
 }

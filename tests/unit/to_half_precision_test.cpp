@@ -21,13 +21,6 @@ using testing::OnnxModelBuilder;
 constexpr int kF32 = 1;
 constexpr int kI64 = 7;
 
-Graph imported(const OnnxModelBuilder& b, const std::string& name) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
-  b.save(path);
-  return onnx_frontend::import_model(path);
-}
-
 // x[2,8] @ W[8,4] (W = k/3, not representable in half), then Softmax.
 Graph matmul_softmax() {
   OnnxModelBuilder b(13);
@@ -36,7 +29,7 @@ Graph matmul_softmax() {
   b.input("x", kF32, {2, 8}).initializer_f("W", {8, 4}, w).output("y");
   b.node("MatMul", {"x", "W"}, {"h"});
   b.node("Softmax", {"h"}, {"y"});
-  return imported(b, "half_matmul_softmax");
+  return b.import_as("half_matmul_softmax");
 }
 
 std::vector<float> floats(const std::vector<uint8_t>& bytes) {
@@ -96,7 +89,7 @@ TEST(ToHalfPrecision, GraphsWithoutFloat32AreUnchanged) {
   b.input("a", kI64, {4}).input("b", kI64, {4}).output("c", kI64);
   b.node("Add", {"a", "b"}, {"t"});
   b.node("Mul", {"t", "b"}, {"c"});
-  const Graph g = imported(b, "half_ints");
+  const Graph g = b.import_as("half_ints");
   EXPECT_EQ(to_string(passes::to_half_precision(g)), to_string(g));
 }
 
