@@ -489,13 +489,15 @@ class Printer {
 
 }  // namespace
 
+const char* storage_c_type(DType t) { return t == DType::kF16 ? "uint16_t" : dtype_c_type(t); }
+
 std::string print_kernel_signature(const Kernel& k, const Dialect& d) {
   std::ostringstream out;
   out << d.function_prefix << " " << k.name << "(";
   bool first = true;
   for (const Buffer& b : k.buffers) {
     if (b.scope != MemoryScope::kGlobal) continue;
-    const char* storage = b.dtype == DType::kF16 ? "uint16_t" : dtype_c_type(b.dtype);
+    const char* storage = storage_c_type(b.dtype);
     out << (first ? "" : ", ") << (b.written ? "" : "const ") << storage << "* " << d.restrict_qualifier
         << " " << b.name;
     first = false;

@@ -38,6 +38,10 @@ const Dialect& cpu_dialect();
 const Dialect& cuda_dialect();
 const Dialect& hip_dialect();
 
+// The C type a global buffer of dtype t is stored as (half: its bits in a
+// uint16_t; kernels compute it as float).
+const char* storage_c_type(DType t);
+
 // The kernel as a function `void <name>(params...)`; parameters are the
 // global buffers in order (inputs const).
 std::string print_kernel(const Kernel& k, const Dialect& d);

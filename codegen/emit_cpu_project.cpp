@@ -23,7 +23,7 @@ namespace {
 std::string pointer_expr(const Graph& g, const MemoryPlan& plan, TensorId id,
                          const std::vector<int>& input_index, const std::vector<int>& output_index) {
   const Tensor& t = g.tensor(id);
-  const std::string storage = t.dtype == DType::kF16 ? "uint16_t" : dtype_c_type(t.dtype);
+  const std::string storage = storage_c_type(t.dtype);
   if (t.kind == TensorKind::kConstant)
     return str_cat("(const ", storage, "*)(W + ", plan.weights_offsets.at(id), ")");
   if (input_index[id] >= 0) return str_cat("(const ", storage, "*)(inputs[", input_index[id], "])");

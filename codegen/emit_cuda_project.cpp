@@ -56,8 +56,6 @@ GpuTarget target_of(const std::string& gpu_arch) {
   throw UserError(str_cat("GPU arch '", gpu_arch, "' is neither CUDA (sm_NN) nor HIP (gfxNNN)"));
 }
 
-std::string storage_type(DType t) { return t == DType::kF16 ? "uint16_t" : dtype_c_type(t); }
-
 std::vector<const Buffer*> global_buffers(const Kernel& k) {
   std::vector<const Buffer*> params;
   for (const Buffer& b : k.buffers)
@@ -72,7 +70,7 @@ std::string launch_signature(const Kernel& k, const GpuTarget& t) {
   std::ostringstream out;
   out << t.api("cudaError_t ") << "launch_" << k.name << "(";
   for (const Buffer* b : global_buffers(k))
-    out << (b->written ? "" : "const ") << storage_type(b->dtype) << "* " << b->name << ", ";
+    out << (b->written ? "" : "const ") << storage_c_type(b->dtype) << "* " << b->name << ", ";
   out << t.api("cudaStream_t tg_stream)");
   return out.str();
 }
@@ -155,7 +153,7 @@ std::string memory_locals(const UsedMemory& used) {
 std::string pointer_expr(const Graph& g, const MemoryPlan& plan, TensorId id, const std::vector<int>& input_index,
                          const std::vector<int>& output_index, UsedMemory& used) {
   const Tensor& t = g.tensor(id);
-  const std::string storage = storage_type(t.dtype);
+  const std::string storage = storage_c_type(t.dtype);
   if (t.kind == TensorKind::kConstant) {
     TG_CHECK(plan.weights_offsets.count(id), "constant '", t.name, "' has no offset in weights.bin");
     used.weights = true;

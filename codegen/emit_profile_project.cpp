@@ -25,7 +25,7 @@ std::vector<const Buffer*> params_of(const Kernel& k) {
 }
 
 std::string param_type(const Buffer& b) {
-  return std::string(b.written ? "" : "const ") + (b.dtype == DType::kF16 ? "uint16_t" : dtype_c_type(b.dtype)) + "*";
+  return std::string(b.written ? "" : "const ") + storage_c_type(b.dtype) + "*";
 }
 
 int64_t param_bytes(const Buffer& b) { return std::max<int64_t>(b.elements * dtype_size(b.dtype), 1); }

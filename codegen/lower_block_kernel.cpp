@@ -1,6 +1,7 @@
 #include "codegen/lower_block_kernel.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "codegen/kernel_exprs.h"
@@ -429,11 +430,11 @@ class BlockKernelBuilder {
     // One fragment value: factor f at flat row/column and flat reduce index
     // k (zero where k is past the chunk or reduce axis 0 past its end).
     auto fragment = [&](const Expr& f, const Expr& r, const Expr& c, const Expr& axis0_base, const Expr& k,
-                        const Expr& valid) {
+                        const std::function<Expr(const Expr&)>& valid) {
       std::vector<Expr> values = coords_at(i, local_at(r, c));
       for (const Expr& v : reduce_at(axis0_base, k)) values.push_back(v);
       Expr v = value_of(i, f, values, staged);
-      if (valid) v = select(simplify(substitute_k(valid, k), bounds_), v, float_imm(0, v->dtype));
+      if (valid) v = select(simplify(valid(k), bounds_), v, float_imm(0, v->dtype));
       return finalize_indices(v, bounds_);
     };
     const int t = new_var(prefix + "t", tpw);
@@ -443,8 +444,8 @@ class BlockKernelBuilder {
     if (tpw * (threads_ / scheduler::kWarpLanes) > tiles) tile = min(tile, int_imm(tiles - 1));
     const Expr tile_row = floordiv(tile, m.tiles_n) * kMmaM, tile_col = floormod(tile, m.tiles_n) * kMmaN;
     // The MMA steps over `points` flat reduce indices from axis0_base;
-    // `valid(k)` (a predicate over k_var_, or null) guards the tail.
-    auto mma_steps = [&](const Expr& axis0_base, int64_t points, const Expr& valid) {
+    // `valid(k)` (empty: always) guards the tail.
+    auto mma_steps = [&](const Expr& axis0_base, int64_t points, const std::function<Expr(const Expr&)>& valid) {
       const int64_t steps = (points + kMmaK - 1) / kMmaK;
       const int ks = new_var(prefix + "ks", steps);
       const Expr k = var(ks) * kMmaK + quad * 2;
@@ -476,7 +477,9 @@ class BlockKernelBuilder {
     const int64_t depth = op.reduce_extents[0];
     if (pp.step == 0) {
       const int64_t points = depth * inner;
-      steps.push_back(mma_steps(int_imm(0), points, points % kMmaK ? lt(k_var(), int_imm(points)) : nullptr));
+      std::function<Expr(const Expr&)> valid;
+      if (points % kMmaK) valid = [points](const Expr& k) { return lt(k, int_imm(points)); };
+      steps.push_back(mma_steps(int_imm(0), points, valid));
     } else {
       std::vector<Stmt> chunk;
       for (const StagedInput& st : pp.staged) chunk.push_back(stage(i, st));
@@ -484,11 +487,13 @@ class BlockKernelBuilder {
       const Expr base = var(pp.chunk_var) * pp.step;
       const int64_t points = pp.step * inner;
       // Past the chunk (padding to 16) or past reduce axis 0's end (the last chunk).
-      Expr valid = points % kMmaK ? lt(k_var(), int_imm(points)) : nullptr;
-      if (depth % pp.step != 0) {
-        const Expr in_axis = lt(base + floordiv(k_var(), inner), int_imm(depth));
-        valid = valid ? logical_and(valid, in_axis) : in_axis;
-      }
+      const bool padded = points % kMmaK != 0, tail = depth % pp.step != 0;
+      std::function<Expr(const Expr&)> valid;
+      if (padded || tail)
+        valid = [=](const Expr& k) {
+          const Expr in_chunk = lt(k, int_imm(points)), in_axis = lt(base + floordiv(k, inner), int_imm(depth));
+          return padded && tail ? logical_and(in_chunk, in_axis) : padded ? in_chunk : in_axis;
+        };
       chunk.push_back(mma_steps(base, points, valid));
       chunk.push_back(make_barrier());
       steps.push_back(make_for(pp.chunk_var, int_imm(pp.chunks), LoopKind::kSerial, chunk));
@@ -513,18 +518,6 @@ class BlockKernelBuilder {
       written = make_for(w, int_imm(tpw), LoopKind::kUnrolled, {make_if(lt(write_tile, int_imm(tiles)), write)});
     steps.push_back(thread_loop({written}));
     return make_allocate(acc, {make_allocate(frag_a, {make_allocate(frag_b, steps)})});
-  }
-
-  // The placeholder var of build_mma_phase's tail predicates: the flat
-  // reduce index, substituted per fragment value (substitute_k).
-  Expr k_var() {
-    if (k_placeholder_ < 0) k_placeholder_ = new_var("mma_k", 1);
-    return var(k_placeholder_);
-  }
-  Expr substitute_k(const Expr& e, const Expr& k) const {
-    return rewrite(e, [&](const Expr& n) -> Expr {
-      return n->kind == ExprKind::kVar && n->int_value == k_placeholder_ ? k : nullptr;
-    });
   }
 
   // With several threads, accumulator slots are the strided loop's counter,
@@ -587,7 +580,6 @@ class BlockKernelBuilder {
   int output_ = -1;
   std::map<int, int> extra_output_;  // phase -> global buffer
   int tid_ = -1;
-  int k_placeholder_ = -1;
 };
 
 }  // namespace
