@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "codegen/source_text.h"
 #include "codegen/vector_math_prelude.h"
 #include "compiler/ir/error.h"
 
@@ -510,7 +511,7 @@ std::string print_kernel(const Kernel& k, const Dialect& d) {
   Printer p(k, d);
   std::ostringstream out;
   out << "// " << k.name << ": ";
-  for (size_t i = 0; i < k.source_nodes.size(); ++i) out << (i ? ", " : "") << k.source_nodes[i];
+  for (size_t i = 0; i < k.source_nodes.size(); ++i) out << (i ? ", " : "") << comment_text(k.source_nodes[i]);
   out << "\n" << print_kernel_signature(k, d) << " {\n";
   p.stmt(k.body, 1, out);
   out << "}\n";

@@ -13,23 +13,6 @@ namespace tilegraph::codegen {
 
 namespace fs = std::filesystem;
 
-std::string c_string_literal(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 32 || c >= 127) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\%03o", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
 void write_file(const fs::path& path, const std::string& contents) {
   // Unchanged files keep their timestamps, so re-tuning rebuilds only what changed.
   {

@@ -10,6 +10,7 @@
 
 #include "codegen/kernel_ir.h"
 #include "codegen/memory_plan.h"
+#include "codegen/source_text.h"
 #include "compiler/ir/graph.h"
 
 namespace tilegraph::codegen {
@@ -22,9 +23,6 @@ struct ProjectInfo {
   std::string int_gemm_header;       // CPU: the int8 GEMM micro-kernel header to ship ("qgemm_avx2.h"), if used
   std::string cpu_isa;               // CPU: the arch spec's ISA ("armv8.6-a+dotprod+i8mm"); empty: -march=native
 };
-
-// A C string literal for s ("a\"b" ...).
-std::string c_string_literal(const std::string& s);
 
 // Writes contents unless the file already holds exactly that (unchanged
 // files keep their timestamps, so re-tuning rebuilds only what changed).

@@ -109,10 +109,18 @@ class Connector {
     return k;
   }
 
+  // A cached result whose configs cannot belong to k (a tile of another rank:
+  // an edited or damaged cache file) is searched again instead of used.
+  bool fits_kernel(const TilingResult& r, const KernelSchedule& k) const {
+    const size_t rank = g_.tensor(g_.ops[k.ops.back()].output).shape.size();
+    return std::all_of(r.top.begin(), r.top.end(), [&](const TileConfig& c) { return c.tile.size() == rank; });
+  }
+
   TilingResult tiling(const KernelSchedule& k, int topk, int budget) {
     const uint64_t key = tiling_key(g_, k, arch_, topk, budget);
     if (cache_) {
-      if (const TilingResult* hit = cache_->find(key)) {
+      const TilingResult* hit = cache_->find(key);
+      if (hit && fits_kernel(*hit, k)) {
         ++cache_->hits;
         TilingResult r = *hit;
         // The cache keeps features; estimates follow from them and the arch.
@@ -363,6 +371,9 @@ TileConfig config_from(const nlohmann::json& j) {
   c.tile = j.at("tile").get<std::vector<int64_t>>();
   c.threads = j.at("threads").get<int>();
   c.reduce_step = j.at("reduce_step").get<int64_t>();
+  const bool positive = std::all_of(c.tile.begin(), c.tile.end(), [](int64_t t) { return t > 0; });
+  if (!positive || c.threads < 0 || c.reduce_step < 0)
+    throw std::invalid_argument("a tile config with a negative or zero size");
   return c;
 }
 
@@ -429,8 +440,11 @@ void ScheduleCache::load(const std::string& path) {
       }
       entries_[std::stoull(key)] = std::move(r);
     }
-  } catch (const std::exception&) {
-    entries_.clear();  // a stale or damaged cache is only a missed speed-up
+  } catch (const std::exception& e) {
+    // A damaged cache is only a missed speed-up: say so, and start cold.
+    entries_.clear();
+    std::cerr << "warning: ignoring the damaged schedule cache '" << path << "' (" << one_line(e.what())
+              << "); it is rewritten after this tune" << std::endl;
   }
 }
 

@@ -38,7 +38,11 @@ std::map<std::string, Shape> parse_input_shapes(const std::vector<std::string>& 
     const size_t eq = spec.rfind('=');
     if (eq == std::string::npos || eq == 0)
       throw UserError("--input-shape '" + spec + "': expected NAME=DIMS, e.g. input_ids=1x128");
-    shapes[spec.substr(0, eq)] = onnx_frontend::parse_shape(spec.substr(eq + 1));
+    const std::string name = spec.substr(0, eq);
+    const Shape shape = onnx_frontend::parse_shape(spec.substr(eq + 1));
+    if (const auto [it, added] = shapes.emplace(name, shape); !added && it->second != shape)
+      throw UserError(str_cat("--input-shape ", name, " is given twice with different shapes (",
+                              shape_to_string(it->second), " and ", shape_to_string(shape), ")"));
   }
   return shapes;
 }
@@ -52,8 +56,11 @@ std::map<std::string, Tensor> read_frozen_inputs(const std::vector<std::string>&
     if (eq == std::string::npos || eq == 0)
       throw UserError("--freeze-input '" + spec + "': expected NAME=FILE.pb");
     const std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+    if (frozen.count(name)) throw UserError("--freeze-input " + name + " is given twice");
+    std::error_code ec;
     std::ifstream in(file, std::ios::binary);
-    if (!in) throw UserError("--freeze-input " + name + ": cannot open '" + file + "'");
+    if (!in || !fs::is_regular_file(file, ec))
+      throw UserError("--freeze-input " + name + ": cannot open '" + file + "' (not a readable file)");
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     onnx::TensorProto proto;
     if (!proto.ParseFromString(bytes))
@@ -200,7 +207,9 @@ int main(int argc, char** argv) {
   tune_cmd->add_option("--freeze-input", f.frozen_inputs, "NAME=FILE.pb: bake an input's value (an onnx TensorProto file) into the model as a constant (repeatable)");
   tune_cmd->add_flag("--no-build", f.no_build, "write the project(s) but do not build them");
   tune_cmd->add_option("--jobs,-j", f.jobs, "parallel build jobs (default: all cores)");
-  tune_cmd->add_option("--dump-after", f.dump_after, "print the IR after a pass: import, inline_index_maps, simplify_indices, quantize_matmul, fold_constants, tabulate_byte_functions, split_reductions, eliminate_dead_ops, materialize_outputs, all");
+  std::string dump_names;
+  for (const std::string& p : driver::dump_points()) dump_names += p + ", ";
+  tune_cmd->add_option("--dump-after", f.dump_after, "print the IR after a pass: " + dump_names + "all");
   tune_cmd->add_flag("--verbose,-v", f.verbose, "log passes and every fusion decision, print the Kernel IR");
 
   std::string run_prefix, run_arch = "host";

@@ -51,6 +51,19 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Flags with a range or a fixed vocabulary, checked before any work.
+void check_options(const CompileOptions& o) {
+  if (o.topk < 1) throw UserError(str_cat("--topk ", o.topk, ": keep at least 1 tile config"));
+  if (o.build_jobs < 0) throw UserError(str_cat("--jobs ", o.build_jobs, ": give a positive count, or 0 for all cores"));
+  for (const std::string& p : o.dump_after) {
+    const std::vector<std::string>& known = dump_points();
+    if (p == "all" || std::find(known.begin(), known.end(), p) != known.end()) continue;
+    std::string list;
+    for (const std::string& k : known) list += k + ", ";
+    throw UserError(str_cat("--dump-after ", p, ": no such pass (", list, "all)"));
+  }
+}
+
 bool wants_dump(const CompileOptions& o, const std::string& pass) {
   for (const std::string& p : o.dump_after)
     if (p == pass || p == "all") return true;
@@ -77,6 +90,14 @@ void progress(int step, int total, const std::string& what, Clock::time_point st
 }
 
 }  // namespace
+
+const std::vector<std::string>& dump_points() {
+  static const std::vector<std::string> points = {
+      "import", "inline_index_maps", "simplify_indices", "quantize_matmul", "fold_constants",
+      "tabulate_byte_functions", "split_reductions", "eliminate_dead_ops", "materialize_outputs",
+      "to_half_precision"};
+  return points;
+}
 
 Graph import_graph(const CompileOptions& options) {
   onnx_frontend::ImportOptions import_options;
@@ -177,6 +198,7 @@ bool profiles_topk(const CompileOptions& o, const scheduler::ArchSpec& arch, boo
 }  // namespace
 
 CompileReport compile(const CompileOptions& options) {
+  check_options(options);
   CompileReport report;
   scheduler::ArchSpec arch = scheduler::arch_by_name(options.arch);
   scheduler::apply_cpu_features(arch, options.cpu_features);

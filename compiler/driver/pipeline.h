@@ -48,6 +48,9 @@ struct CompileReport {
 // output_dir/emulation, the CPU emulation of the same kernels).
 CompileReport compile(const CompileOptions& options);
 
+// The names --dump-after accepts besides "all": "import" and each pass, in pipeline order.
+const std::vector<std::string>& dump_points();
+
 // Where a GPU arch's CPU emulation project lives.
 std::string emulation_dir(const std::string& output_dir);
 

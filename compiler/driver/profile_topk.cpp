@@ -45,9 +45,17 @@ struct ProfileCache {
     try {
       const nlohmann::json j = nlohmann::json::parse(in);
       if (j.value("format", "") != kCacheFormat || j.value("device", "") != device) return;
-      for (const auto& [key, value] : j.at("entries").items()) entries[std::stoull(key)] = value;
-    } catch (const std::exception&) {
-      entries.clear();  // a damaged cache only costs a new profile
+      for (const auto& [key, value] : j.at("entries").items()) {
+        // The shape the choice step reads: a config name and a number per candidate.
+        value.at("config").get<std::string>();
+        value.at("seconds").get<std::vector<double>>();
+        entries[std::stoull(key)] = value;
+      }
+    } catch (const std::exception& e) {
+      // A damaged cache only costs a new profile: say so, and start cold.
+      entries.clear();
+      std::cerr << "warning: ignoring the damaged profile cache '" << path << "' (" << one_line(e.what())
+                << "); it is rewritten after this tune" << std::endl;
     }
   }
 

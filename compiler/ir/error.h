@@ -2,7 +2,9 @@
 //
 // UserError: the model, a flag or an input file is wrong. The message is one
 // line naming the culprit (node, op, file, flag); the CLI prints it after
-// "error: " and exits non-zero.
+// "error: " and exits non-zero. Names in it come from untrusted models, so the
+// constructor escapes control characters (a newline in a node name shows as
+// \n): the message stays one line and cannot drive the user's terminal.
 // InternalError: a compiler invariant broke. TG_CHECK records file and line.
 #pragma once
 #include <sstream>
@@ -11,9 +13,12 @@
 
 namespace tilegraph {
 
+// message with control characters escaped (\n, \t, \x1b ...): one printable line.
+std::string one_line(const std::string& message);
+
 class UserError : public std::runtime_error {
  public:
-  explicit UserError(const std::string& message) : std::runtime_error(message) {}
+  explicit UserError(const std::string& message) : std::runtime_error(one_line(message)) {}
 };
 
 class InternalError : public std::logic_error {

@@ -35,8 +35,19 @@ onnx::ModelProto parse_model_proto(const std::string& bytes, const std::string& 
 class OpsetVersions {
  public:
   OpsetVersions(const onnx::ModelProto& model, const std::string& path) {
-    for (const auto& o : model.opset_import())
-      versions_.emplace(normalize_domain(o.domain()), static_cast<int>(o.version()));
+    for (const auto& o : model.opset_import()) {
+      const std::string domain = normalize_domain(o.domain());
+      const std::string shown = domain.empty() ? "ai.onnx (default)" : domain;
+      const int newest = domain.empty() ? kMaxDefaultOpset : domain == kMsDomain ? kMaxMsOpset : 0;
+      if (o.version() < 1 || (newest > 0 && o.version() > newest))
+        throw UserError(str_cat("'", path, "' imports opset ", o.version(), " of domain ", shown,
+                                "; tilegraph supports versions 1 to ", newest,
+                                newest > 0 ? " (re-export the model with an older opset)" : ""));
+      if (const auto [it, added] = versions_.emplace(domain, static_cast<int>(o.version()));
+          !added && it->second != o.version())
+        throw UserError(str_cat("'", path, "' imports domain ", shown, " twice (opsets ", it->second, " and ",
+                                o.version(), ")"));
+    }
     if (model.opset_import_size() == 0) versions_[""] = 1;
     if (!versions_.count(""))
       throw UserError(str_cat("'", path, "' imports no default-domain opset"));
@@ -115,6 +126,21 @@ Tensor frozen_input(const onnx::ValueInfoProto& info, const Tensor& value) {
   return t;
 }
 
+// Every value is defined once: by an initializer or graph input, or as the
+// output of exactly one node. Two definitions make the graph ambiguous.
+void check_single_definitions(const onnx::GraphProto& graph) {
+  std::unordered_map<std::string, std::string> defined_by;
+  for (const auto& init : graph.initializer()) defined_by.emplace(init.name(), "an initializer");
+  for (const auto& input : graph.input()) defined_by.emplace(input.name(), "a graph input");
+  for (const auto& node : graph.node())
+    for (const auto& out : node.output()) {
+      if (out.empty()) continue;
+      const std::string self = str_cat("node '", node_label(node), "' (", node.op_type(), ")");
+      if (const auto [it, added] = defined_by.emplace(out, self); !added)
+        throw UserError(str_cat(self, " writes '", out, "', which ", it->second, " already defines"));
+    }
+}
+
 // Nodes in an order where every input is produced before use (ONNX requires
 // topological order, but exporters and hand edits get it wrong).
 std::vector<int> topological_order(const onnx::GraphProto& graph,
@@ -169,6 +195,9 @@ Shape parse_shape(const std::string& text) {
 }
 
 Graph import_model(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw UserError(str_cat("model file '", path, "' is not a regular file (a directory?)"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(str_cat("cannot open model file '", path, "'"));
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -181,6 +210,7 @@ Graph import_model_bytes(const std::string& bytes, const std::string& model_dir,
   const onnx::GraphProto& gp = model.graph();
   const OpsetVersions opsets(model, path);
   check_all_ops_supported(gp, opsets);
+  check_single_definitions(gp);
 
   Graph graph;
   graph.name = gp.name().empty() ? std::filesystem::path(path).stem().string() : gp.name();

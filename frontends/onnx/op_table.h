@@ -16,6 +16,11 @@ namespace tilegraph::onnx_frontend {
 
 // onnxruntime's contrib operator domain.
 inline constexpr const char* kMsDomain = "com.microsoft";
+// The newest opset version of each domain whose operator definitions the
+// lowerings follow; a model importing a newer one is refused up front (its
+// ops may mean something else).
+inline constexpr int kMaxDefaultOpset = 21;
+inline constexpr int kMaxMsOpset = 1;
 
 struct OpLowering {
   std::string op_type;
