@@ -3,12 +3,13 @@
 #   1. unit tests (GoogleTest via CTest), incl. the ONNX node tests through the interpreter
 #   2. ONNX backend node tests through the generated code (tune + main_test), for the
 #      host and through the CPU emulation of the H100 schedule
-#   3. CLI/explain tests and model tests (pytest): the model set compiled for the host,
+#   3. CLI/explain tests, security tests (tests/security) and model tests (pytest): the model set compiled for the host,
 #      H100 (emulated; CUDA project built with nvcc) and V100 (emulated) vs onnxruntime;
 #      INT8 models quantized by onnxruntime on every x86 int8 micro-kernel; the ARM
 #      micro-kernels cross-built and run under qemu-aarch64
 #   4. unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
-#   5. a short libFuzzer run of the model loader
+#   5. a short libFuzzer run of the model loader, and more random hostile-name models
+#      through tune + the generated-code scan (tests/security/test_hostile_names.py)
 # Set TG_SKIP_SANITIZE=1 / TG_SKIP_FUZZ=1 to leave out 4 / 5 locally.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph
 python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph --arch H100
 
 stage "3. CLI error tests and model tests (pytest)"
-PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/models tests/bench tests/quantized tests/arm
+PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/security tests/models tests/bench tests/quantized tests/arm
 
 if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
   stage "4. unit tests under ASan + UBSan"
@@ -46,7 +47,9 @@ if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
 fi
 
 if [ -z "${TG_SKIP_FUZZ:-}" ]; then
-  stage "5. fuzzing the model loader (libFuzzer, 60 s)"
+  stage "5. fuzzing the model loader (libFuzzer, 60 s) and generated code with hostile names (20 models)"
   bash fuzz/run_fuzzer.sh 60
+  TG_NAME_FUZZ_CASES=20 PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" \
+    python3 -m pytest -q tests/security/test_hostile_names.py -k stay_in_comments
 fi
 stage "all tests passed"

@@ -225,6 +225,8 @@ def compare(name: str, actual, expected, rtol: float | None = None) -> Compariso
             diff = np.abs(ai.astype(np.float64) - bi.astype(np.float64))
         rel = diff / np.maximum(np.abs(bi.astype(np.float64)), 1.0)
         equal = not note and bool(np.array_equal(a, b))
+        if not note and not equal:
+            note = f"{int(np.count_nonzero(ai != bi))} of {b.size} elements differ"
         return Comparison(name, tuple(b.shape), str(dtype), float(diff.max()), float(rel.max()),
                           tol, equal, note)
     a64 = a.astype(np.float64)
@@ -265,6 +267,17 @@ def compare_all(actual: Mapping, expected: Mapping, rtol: float | None = None) -
 # ---------------------------------------------------------------------------------------------
 # running
 # ---------------------------------------------------------------------------------------------
+class OnnxruntimeFailure(RuntimeError):
+    """onnxruntime itself failed on the model: nothing to compare against."""
+
+
+def one_line(text: str) -> str:
+    """The first non-empty line of a (multi-line) message, control characters escaped."""
+    lines = [l.strip() for l in str(text).splitlines() if l.strip()]
+    first = lines[0] if lines else ""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in first)
+
+
 def run_onnxruntime(model_path: str | os.PathLike, inputs: Mapping, optimize: bool = True) -> dict:
     """onnxruntime's outputs. optimize=False turns its graph optimizations off, so
     a QDQ model's QuantizeLinear/DequantizeLinear run as written instead of being
@@ -274,10 +287,23 @@ def run_onnxruntime(model_path: str | os.PathLike, inputs: Mapping, optimize: bo
     options = ort.SessionOptions()
     if not optimize:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in sess.get_outputs()]
-    feed = {i.name: inputs[i.name] for i in sess.get_inputs()}
-    return dict(zip(names, sess.run(names, feed)))
+    try:
+        sess = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        names = [o.name for o in sess.get_outputs()]
+        feed = {i.name: inputs[i.name] for i in sess.get_inputs()}
+        return dict(zip(names, sess.run(names, feed)))
+    except Exception as e:  # onnxruntime raises its own exception types (Fail, InvalidGraph, ...)
+        raise OnnxruntimeFailure(f"onnxruntime, the reference, cannot run {model_path}: {one_line(str(e))}") from None
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the tolerance must be finite and >= 0")
+    return value
 
 
 def _save(directory: Path, arrays: Mapping) -> None:
@@ -319,7 +345,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("prefix", help="folder holding model.onnx and tilegraph_rt/")
     p.add_argument("--arch", default="host")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rtol", type=float, default=None,
+    p.add_argument("--rtol", type=_non_negative_float, default=None,
                    help=f"max relative error (default {DEFAULT_RTOL:g}, fp16 outputs "
                         f"{DEFAULT_RTOL_FP16:g})")
     p.add_argument("--inputs", help="read inputs from DIR/NAME.npy instead of generating them")
