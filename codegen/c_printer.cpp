@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "codegen/embedded_sanitizer.h"
 #include "codegen/source_text.h"
 #include "codegen/vector_math_prelude.h"
 #include "compiler/ir/error.h"
@@ -117,6 +118,14 @@ const Dialect& hip_dialect() {
   return d;
 }
 
+Dialect sanitizer_dialect(int warp_size) {
+  Dialect d = cpu_dialect();
+  d.name = "cpu-sanitizer";
+  d.parallel_pragma = "";  // the shadow state is one block's: blocks in turn
+  d.sanitizer_warp_size = warp_size;
+  return d;
+}
+
 namespace {
 
 // The C type values of dtype t are computed in (half is computed as float).
@@ -161,13 +170,16 @@ class Printer {
       case ExprKind::kVar: return k_.var_names.at(static_cast<size_t>(e->int_value));
       case ExprKind::kLoad: {
         const Buffer& b = k_.buffers.at(static_cast<size_t>(e->int_value));
-        std::string access = b.name + "[" + expr(e->args[0]) + "]";
+        std::string access = b.name + "[" + checked_index("load", e->int_value, expr(e->args[0])) + "]";
         if (b.dtype == DType::kF16 && b.scope == MemoryScope::kGlobal) return "tg_h2f(" + access + ")";
         return access;
       }
       case ExprKind::kUnary: return unary(e);
       case ExprKind::kBinary: return binary(e);
       case ExprKind::kSelect:
+        // The sanitizer checks only the loads a GPU thread would execute.
+        if (sanitizing())
+          return str_cat("(", expr(e->args[0]), " ? ", expr(e->args[1]), " : ", expr(e->args[2]), ")");
         // Eager: every load is in bounds (kernel_ir.h), and a call lets the
         // compiler if-convert and vectorize where a ?: with loads would not.
         return str_cat("tg_select<", compute_type(e->dtype), ">(", expr(e->args[0]), ", ",
@@ -183,7 +195,7 @@ class Printer {
       case StmtKind::kFor: {
         if (s->loop == LoopKind::kBlocks) return blocks(s, depth, out);
         if (s->loop == LoopKind::kThreads) return thread_loop(s, depth, out);
-        if (s->loop == LoopKind::kReduce && reduce_loop(s, depth, out)) return;
+        if (s->loop == LoopKind::kReduce && !sanitizing() && reduce_loop(s, depth, out)) return;
         const bool innermost = s->body.size() == 1 && s->body[0]->kind != StmtKind::kFor &&
                                s->body[0]->kind != StmtKind::kAllocate;
         if (s->loop == LoopKind::kParallel && *d_.parallel_pragma) {
@@ -210,7 +222,7 @@ class Printer {
         std::string value = expr(s->value);
         if (b.scope == MemoryScope::kGlobal && b.dtype == DType::kF16) value = "tg_f2h(" + value + ")";
         else if (b.dtype == DType::kBool) value = "(uint8_t)(" + value + ")";
-        out << pad << b.name << "[" << expr(s->index) << "] = " << value << ";\n";
+        out << pad << b.name << "[" << checked_index("store", s->buffer, expr(s->index)) << "] = " << value << ";\n";
         break;
       }
       case StmtKind::kSeq:
@@ -240,8 +252,11 @@ class Printer {
         break;
       case StmtKind::kBarrier:
         if (*d_.barrier) out << pad << d_.barrier << "\n";
+        if (sanitizing()) out << pad << "tg_san::barrier();\n";
         break;
       case StmtKind::kWarpMma: {
+        // A warp-collective step reads every lane's registers: a phase boundary.
+        if (sanitizing()) out << pad << "tg_san::barrier();\n";
         auto fragment = [&](const CallArg& a) { return k_.buffers[a.buffer].name + " + " + expr(a.value); };
         if (d_.binds_hardware_threads) {
           out << pad << "tg_mma_m16n8k16(" << fragment(s->args[0]) << ", " << fragment(s->args[1]) << ", "
@@ -251,6 +266,7 @@ class Printer {
           for (const CallArg& a : s->args) out << fragment(a) << ", " << k_.buffers[a.buffer].elements << ", ";
           out << k_.threads << ");\n";
         }
+        if (sanitizing()) out << pad << "tg_san::barrier();\n";
         break;
       }
       case StmtKind::kCall: {
@@ -291,9 +307,11 @@ class Printer {
       for (const Stmt& c : body) stmt(c, depth, out);
       return;
     }
-    std::string pragma = d_.parallel_pragma;
-    if (loops.size() > 1) pragma += " collapse(" + std::to_string(loops.size()) + ")";
-    out << pad << pragma << "\n";
+    if (*d_.parallel_pragma) {
+      std::string pragma = d_.parallel_pragma;
+      if (loops.size() > 1) pragma += " collapse(" + std::to_string(loops.size()) + ")";
+      out << pad << pragma << "\n";
+    }
     for (size_t i = 0; i < loops.size(); ++i) {
       const std::string& v = k_.var_names[loops[i]->var];
       out << std::string((depth + i) * 2, ' ') << "for (int64_t " << v << " = 0; " << v << " < "
@@ -301,6 +319,12 @@ class Printer {
     }
     const int inner = depth + static_cast<int>(loops.size());
     if (*arena) out << std::string(inner * 2, ' ') << arena << "\n";
+    if (sanitizing()) {
+      std::string flat = k_.var_names[loops[0]->var];
+      for (size_t i = 1; i < loops.size(); ++i)
+        flat = "(" + flat + ") * " + expr(loops[i]->extent) + " + " + k_.var_names[loops[i]->var];
+      out << std::string(inner * 2, ' ') << "tg_san::begin_block(" << flat << ");\n";
+    }
     for (const Stmt& c : body) stmt(c, inner, out);
     for (size_t i = loops.size(); i-- > 0;) out << std::string((depth + i) * 2, ' ') << "}\n";
   }
@@ -368,8 +392,21 @@ class Printer {
     } else {
       out << pad << "for (int64_t " << v << " = 0; " << v << " < " << expr(s->extent) << "; ++" << v << ") {\n";
     }
+    thread_var_ = s->var;
     for (const Stmt& c : s->body) stmt(c, depth + 1, out);
+    thread_var_ = -1;
     out << pad << "}\n";
+  }
+
+  bool sanitizing() const { return d_.sanitizer_warp_size > 0; }
+
+  // A block kernel's shared or global access index, through the sanitizer's
+  // check when sanitizing (thread -1: block-level code, run by every thread).
+  std::string checked_index(const char* access, int64_t buffer, const std::string& index) const {
+    const Buffer& b = k_.buffers.at(static_cast<size_t>(buffer));
+    if (!sanitizing() || k_.grid == 0 || b.scope == MemoryScope::kLocal) return index;
+    return str_cat("tg_san::", access, "(", buffer, ", ", index, ", ",
+                   thread_var_ >= 0 ? k_.var_names[static_cast<size_t>(thread_var_)] : "-1", ")");
   }
 
   static bool stmts_use_var(const std::vector<Stmt>& body, int id) {
@@ -486,7 +523,30 @@ class Printer {
 
   const Kernel& k_;
   const Dialect& d_;
+  int thread_var_ = -1;  // the kThreads loop being printed
 };
+
+// What the sanitizer knows of a block kernel's buffers, and its launch
+// checks, at the top of the kernel's body.
+std::string sanitizer_kernel_begin(const Kernel& k, const Dialect& d) {
+  std::ostringstream out;
+  std::string nodes;
+  for (size_t i = 0; i < k.source_nodes.size(); ++i) nodes += (i ? ", " : "") + k.source_nodes[i];
+  out << "  static const tg_san::BufferInfo tg_san_buffers[] = {\n";
+  std::string globals;
+  for (const Buffer& b : k.buffers) {
+    const bool shared = b.scope == MemoryScope::kShared;
+    const int elem_size = b.scope == MemoryScope::kGlobal || b.dtype != DType::kF16 ? dtype_size(b.dtype) : 4;
+    out << "    {" << c_string_literal(b.name) << ", " << b.elements * b.copies << ", " << elem_size << ", "
+        << shared << ", " << b.offset << "},\n";
+    if (b.scope == MemoryScope::kGlobal) globals += (globals.empty() ? "" : ", ") + b.name;
+  }
+  out << "  };\n  const void* tg_san_globals[] = {" << (globals.empty() ? "nullptr" : globals) << "};\n"
+      << "  tg_san::begin_kernel(" << c_string_literal(k.name) << ", " << c_string_literal(nodes)
+      << ", tg_san_buffers, " << k.buffers.size() << ", tg_san_globals, " << k.shared_bytes << ", " << k.threads
+      << ", " << (k.tensor_cores ? 1 : 0) << ", " << d.sanitizer_warp_size << ");\n";
+  return out.str();
+}
 
 }  // namespace
 
@@ -513,6 +573,7 @@ std::string print_kernel(const Kernel& k, const Dialect& d) {
   out << "// " << k.name << ": ";
   for (size_t i = 0; i < k.source_nodes.size(); ++i) out << (i ? ", " : "") << comment_text(k.source_nodes[i]);
   out << "\n" << print_kernel_signature(k, d) << " {\n";
+  if (d.sanitizer_warp_size > 0 && k.grid > 0) out << sanitizer_kernel_begin(k, d);
   p.stmt(k.body, 1, out);
   out << "}\n";
   return out.str();
@@ -606,6 +667,8 @@ static inline float tg_round_half(float f) { return tg_h2f(tg_f2h(f)); }
     at += std::string(d.helper_qualifier).size() - 1;
   }
   if (d.vector_math) text += vector_math_prelude();
+  if (d.sanitizer_warp_size > 0)
+    for (const EmbeddedFile& f : embedded_sanitizer_files()) text += f.contents;
   text += d.warp_mma_prelude;
   if (!d.binds_hardware_threads) text += R"PRELUDE(#include <cstdlib>
 #include <memory>

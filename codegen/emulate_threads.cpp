@@ -21,6 +21,7 @@ class Expander {
       const int64_t size = static_cast<int64_t>(sizeof(double)) * b.elements * k_.threads;
       b.offset = (k_.shared_bytes + 15) / 16 * 16;
       b.scope = MemoryScope::kShared;
+      b.copies = k_.threads;
       k_.shared_bytes = b.offset + size;
     }
     if (n.kind == StmtKind::kFor && n.loop == LoopKind::kThreads) thread_var = n.var;

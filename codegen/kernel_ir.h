@@ -120,6 +120,9 @@ struct Buffer {
   // the stack. A second array on the stack kept GCC from holding a register
   // tile's accumulators in registers (q @ k^T: 4x slower).
   bool scratch = false;
+  // Shared buffers made by the emulation from a per-thread Local
+  // (expand_thread_locals): `copies` arrays of `elements`, one per thread.
+  int64_t copies = 1;
   TensorId tensor = -1;   // Global: the graph tensor
   bool written = false;   // Global: the kernel's output
 };

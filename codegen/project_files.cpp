@@ -64,6 +64,7 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
   m["model"] = info.model_path;
   m["graph"] = g.name;
   m["arch"] = info.arch;
+  if (info.sanitizer_warp_size > 0) m["sanitizer"] = {{"warp_size", info.sanitizer_warp_size}};
   for (TensorId i : g.inputs) m["inputs"].push_back(tensor_json(g, i));
   for (TensorId o : g.outputs) m["outputs"].push_back(tensor_json(g, o));
   m["memory_plan"] = {{"arena_bytes", plan.arena_bytes},

@@ -22,6 +22,9 @@ struct ProjectInfo {
   nlohmann::json explain;            // the scheduler's explain report (manifest["explain"])
   std::string int_gemm_header;       // CPU: the int8 GEMM micro-kernel header to ship ("qgemm_avx2.h"), if used
   std::string cpu_isa;               // CPU: the arch spec's ISA ("armv8.6-a+dotprod+i8mm"); empty: -march=native
+  // A GPU arch's CPU emulation tuned with --sanitize: the emulated warp size
+  // (the kernels check every access: codegen/sanitizer/tg_sanitizer.h); 0: off.
+  int sanitizer_warp_size = 0;
 };
 
 // Writes contents unless the file already holds exactly that (unchanged

@@ -74,7 +74,7 @@ struct TuneFlags {
   std::string model;
   int topk = 20, jobs = 0;
   std::string cpu_features;
-  bool no_build = false, no_fusion = false, fp16 = false, emulate = false, skip_dot = false, no_gpu_build = false, verbose = false;
+  bool no_build = false, no_fusion = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::string profile_topk = "auto";
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
@@ -94,6 +94,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.fp16 = f.fp16;
   o.profile_topk = f.profile_topk;
   o.emulate = f.emulate;
+  o.sanitize = f.sanitize;
   o.skip_dot = f.skip_dot;
   o.build_gpu = !f.no_gpu_build;
   o.input_shapes = parse_input_shapes(f.input_shapes);
@@ -201,6 +202,7 @@ int main(int argc, char** argv) {
                        "on = also for the host CPU; off = the cost model's first choice")
       ->default_val("auto");
   tune_cmd->add_flag("--emulate", f.emulate, "GPU archs: also write and build the CPU emulation of the GPU kernels (PREFIX/tilegraph_rt/<arch>/emulation), which `run` and test_acc use where there is no such GPU");
+  tune_cmd->add_flag("--sanitize", f.sanitize, "with --emulate: the emulation checks every shared and global access of the GPU kernels (races between threads of a phase, reads of unwritten shared memory, out-of-bounds indices, misalignment, warp size) and stops at the first violation with a report naming the kernel, its ONNX nodes, the phase, threads and index; blocks run one at a time");
   tune_cmd->add_flag("--skip-dot", f.skip_dot, "CUDA archs: compute float MatMul/Gemm (batched, with transposed operands) with cuBLASLt, each its own library call, and fuse everything else; the CPU emulation runs a reference GEMM in its place");
   tune_cmd->add_flag("--no-gpu-build", f.no_gpu_build, "GPU archs: write the CUDA/HIP project but do not build it (nvcc/hipcc)");
   tune_cmd->add_option("--input-shape", f.input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");

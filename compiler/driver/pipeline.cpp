@@ -54,6 +54,8 @@ double seconds_since(Clock::time_point start) {
 // Flags with a range or a fixed vocabulary, checked before any work.
 void check_options(const CompileOptions& o) {
   if (o.topk < 1) throw UserError(str_cat("--topk ", o.topk, ": keep at least 1 tile config"));
+  if (o.sanitize && !o.emulate)
+    throw UserError("--sanitize checks the CPU emulation of a GPU arch's kernels: add --emulate");
   if (o.build_jobs < 0) throw UserError(str_cat("--jobs ", o.build_jobs, ": give a positive count, or 0 for all cores"));
   for (const std::string& p : o.dump_after) {
     const std::vector<std::string>& known = dump_points();
@@ -294,6 +296,7 @@ CompileReport compile(const CompileOptions& options) {
       for (const codegen::Kernel& k : kernels) emulated.push_back(codegen::expand_thread_locals(k));
       codegen::ProjectInfo emulation_info = info;
       emulation_info.arch = arch.name + "-emulation";
+      if (options.sanitize) emulation_info.sanitizer_warp_size = arch.warp_size;
       codegen::emit_cpu_project(g, emulated, plan, emulation_info, emulation_dir(options.output_dir));
     }
   } else {
