@@ -194,7 +194,10 @@ TEST_F(EmitCudaProject, WritesKernelsLaunchesAndModel) {
   EXPECT_EQ(manifest["target"], "cuda");
   EXPECT_EQ(manifest["gpu_arch"], "sm_90");
   EXPECT_EQ(manifest["kernels"][1]["launch"]["shared_bytes"], 65536);
-  EXPECT_EQ(files.at("weights.bin").size(), 4032u);  // 1000 floats, 64-byte aligned
+  EXPECT_EQ(files.at("weights.bin").size(), 64u + 4032u);  // the header, 1000 floats 64-byte aligned
+  EXPECT_EQ(files.at("weights.bin").substr(0, 37), "tilegraph-weights/1 0000000000000000\n");
+  EXPECT_TRUE(contains(files.at("model.cu"), "const char kProjectHash[] = \"0000000000000000\";"));
+  EXPECT_EQ(manifest["project_hash"], "0000000000000000");
 }
 
 TEST_F(EmitCudaProject, SameInputGivesByteIdenticalProjects) {
