@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import env, save_mlp, tg
+from security_cli import env, needs_tilegraph, save_mlp, tg
+
+pytestmark = needs_tilegraph
 
 WEIRD = "a'b \"c\" $(touch PWNED) `touch PWNED` d\ne"
 

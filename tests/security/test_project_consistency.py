@@ -16,7 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import TILEGRAPH, env, save_mlp, tg
+from security_cli import TILEGRAPH, env, needs_tilegraph, save_mlp, tg
+
+pytestmark = needs_tilegraph
 
 
 def project(prefix: Path) -> Path:

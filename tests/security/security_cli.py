@@ -1,4 +1,5 @@
-"""Shared helpers of the security tests: the CLI, a tiny model with weights."""
+"""Shared helpers of the security tests: the CLI, a tiny model with weights.
+(Not a conftest.py: tests/models imports its own `conftest` by that name.)"""
 import os
 import subprocess
 import sys
@@ -54,7 +55,4 @@ def save_mlp(prefix: Path, seed: int, external_data=False) -> Path:
     return prefix
 
 
-@pytest.fixture(autouse=True)
-def _needs_tilegraph():
-    if not Path(TILEGRAPH).exists():
-        pytest.skip("tilegraph is not built")
+needs_tilegraph = pytest.mark.skipif(not Path(TILEGRAPH).exists(), reason="tilegraph is not built")
