@@ -31,7 +31,8 @@ std::string pointer_expr(const Graph& g, const MemoryPlan& plan, TensorId id,
   return str_cat("(", storage, "*)(A + ", plan.arena_offsets.at(id), ")");
 }
 
-std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan) {
+std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
+                         const ProjectInfo& info) {
   std::vector<int> input_index(g.tensors.size(), -1), output_index(g.tensors.size(), -1);
   for (size_t i = 0; i < g.inputs.size(); ++i) input_index[g.inputs[i]] = static_cast<int>(i);
   for (size_t i = 0; i < g.outputs.size(); ++i) output_index[g.outputs[i]] = static_cast<int>(i);
@@ -47,7 +48,8 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "const int kNumOutputs = " << g.outputs.size() << ";\n"
       << "const int kNumKernels = " << kernels.size() << ";\n"
       << "const int64_t kArenaBytes = " << plan.arena_bytes << ";\n"
-      << "const int64_t kWeightsBytes = " << plan.weights_bytes << ";\n";
+      << "const int64_t kWeightsBytes = " << plan.weights_bytes << ";\n"
+      << project_hash_constant(info);
   out << kernel_name_tables(kernels);
   out << "\nthread_local std::string g_last_error;\n\n"
       << "double now_ms() {\n"
@@ -67,16 +69,14 @@ int tg_model_create(const char* weights_path, tg_model** out) {
   *out = nullptr;
   tg_model* m = new (std::nothrow) tg_model();
   if (!m) { g_last_error = "out of memory allocating the model"; return 1; }
-  char err[512];
+  char err[1024];
   if (tg_map_weights(weights_path, &m->weights, err, sizeof err) != 0) {
     g_last_error = err;
     delete m;
     return 1;
   }
-  if ((int64_t)m->weights.size != kWeightsBytes) {
-    g_last_error = std::string("weights file '") + weights_path + "' has " +
-                   std::to_string(m->weights.size) + " bytes, this model needs " +
-                   std::to_string(kWeightsBytes) + " (a weights.bin of another model?)";
+  if (tg_check_weights(&m->weights, weights_path, kProjectHash, kWeightsBytes, err, sizeof err) != 0) {
+    g_last_error = err;
     tg_unmap_weights(&m->weights);
     delete m;
     return 1;
@@ -114,7 +114,7 @@ double tg_kernel_time_ms(const tg_model* m, int k) {
       << "    if (!inputs || !inputs[i]) { g_last_error = \"tg_model_run: input \" + std::to_string(i) + \" is null\"; return 1; }\n"
       << "  for (int i = 0; i < kNumOutputs; ++i)\n"
       << "    if (!outputs || !outputs[i]) { g_last_error = \"tg_model_run: output \" + std::to_string(i) + \" is null\"; return 1; }\n"
-      << "  const unsigned char* W = m->weights.data;\n  unsigned char* A = m->arena;\n"
+      << "  const unsigned char* W = m->weights.data + TG_WEIGHTS_HEADER_BYTES;\n  unsigned char* A = m->arena;\n"
       << "  (void)W;\n  (void)A;\n  const bool profile = m->profiling != 0;\n  double t0 = 0;\n";
   for (size_t k = 0; k < kernels.size(); ++k) {
     out << "  if (profile) t0 = now_ms();\n  " << kernels[k].name << "(";
@@ -250,7 +250,7 @@ nlohmann::json emit_cpu_project(const Graph& g, const std::vector<Kernel>& kerne
                                 const MemoryPlan& plan, const ProjectInfo& info,
                                 const std::string& out_dir) {
   const std::vector<std::string> main_test_sources = write_runtime_files(out_dir);
-  write_file(fs::path(out_dir) / "model.cpp", model_source(g, kernels, plan));
+  write_file(fs::path(out_dir) / "model.cpp", model_source(g, kernels, plan, info));
   const Dialect d = info.sanitizer_warp_size > 0 ? sanitizer_dialect(info.sanitizer_warp_size) : cpu_dialect();
   write_file(fs::path(out_dir) / "kernels.h", kernels_header(kernels, info.int_gemm_header, d));
   if (!info.int_gemm_header.empty()) write_ukernel_header(info.int_gemm_header, out_dir);
@@ -267,7 +267,7 @@ nlohmann::json emit_cpu_project(const Graph& g, const std::vector<Kernel>& kerne
              cmake_source(info.arch, info.cpu_isa, model_sources, main_test_sources));
   if (is_aarch64_isa(info.cpu_isa))
     write_file(fs::path(out_dir) / kAarch64ToolchainFile, aarch64_toolchain_source());
-  write_weights(g, plan, out_dir);
+  write_weights(g, plan, info, out_dir);
   nlohmann::json manifest = manifest_json(g, kernels, plan, info);
   write_file(fs::path(out_dir) / "manifest.json", manifest.dump(2) + "\n");
   return manifest;

@@ -328,15 +328,14 @@ int tg_model_create(const char* weights_path, tg_model** out) {
   tg_model* m = new (std::nothrow) tg_model();
   if (!m) { g_last_error = "out of memory allocating the model"; return 1; }
   tg_weights host = {};
-  char err[512];
+  char err[1024];
   if (tg_map_weights(weights_path, &host, err, sizeof err) != 0) {
     g_last_error = err;
     delete m;
     return 1;
   }
-  if ((int64_t)host.size != kWeightsBytes) {
-    g_last_error = std::string("weights file '") + weights_path + "' has " + std::to_string(host.size) +
-                   " bytes, this model needs " + std::to_string(kWeightsBytes) + " (a weights.bin of another model?)";
+  if (tg_check_weights(&host, weights_path, kProjectHash, kWeightsBytes, err, sizeof err) != 0) {
+    g_last_error = err;
     tg_unmap_weights(&host);
     delete m;
     return 1;
@@ -346,7 +345,7 @@ int tg_model_create(const char* weights_path, tg_model** out) {
              failed(cudaEventCreate(&m->stop), "creating an event") ||
              device_alloc((void**)&m->weights, kWeightsBytes, "the weights") ||
              (kWeightsBytes > 0 &&
-              failed(cudaMemcpy(m->weights, host.data, (size_t)kWeightsBytes, cudaMemcpyHostToDevice),
+              failed(cudaMemcpy(m->weights, host.data + TG_WEIGHTS_HEADER_BYTES, (size_t)kWeightsBytes, cudaMemcpyHostToDevice),
                      "uploading the weights")) ||
              device_alloc((void**)&m->arena, kArenaBytes, "the activation arena");
   for (int i = 0; i < kNumInputs && !bad; ++i)
@@ -457,7 +456,7 @@ std::string gemm_shape_row(const Graph& g, const MemoryPlan& plan, const Kernel&
 }
 
 std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
-                         const GpuTarget& t) {
+                         const ProjectInfo& info, const GpuTarget& t) {
   std::vector<int> input_index(g.tensors.size(), -1), output_index(g.tensors.size(), -1);
   for (size_t i = 0; i < g.inputs.size(); ++i) input_index[g.inputs[i]] = static_cast<int>(i);
   for (size_t i = 0; i < g.outputs.size(); ++i) output_index[g.outputs[i]] = static_cast<int>(i);
@@ -479,7 +478,8 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "const int kOutputSlots = " << std::max<size_t>(g.outputs.size(), 1) << ";\n"
       << "const int kKernelSlots = " << std::max<size_t>(kernels.size(), 1) << ";\n"
       << "const int64_t kArenaBytes = " << plan.arena_bytes << ";\n"
-      << "const int64_t kWeightsBytes = " << plan.weights_bytes << ";\n";
+      << "const int64_t kWeightsBytes = " << plan.weights_bytes << ";\n"
+      << project_hash_constant(info);
   out << kernel_name_tables(kernels);
   if (library) {
     // The library GEMMs in kernel order: their shapes, their kernel indices.
@@ -605,7 +605,7 @@ nlohmann::json emit_cuda_project(const Graph& g, const std::vector<Kernel>& kern
     TG_CHECK(k.grid <= INT_MAX && k.threads > 0, "kernel ", k.name, " has launch shape ", k.grid, "x", k.threads);
   }
   const std::vector<std::string> main_test_sources = write_runtime_files(out_dir);
-  write_file(fs::path(out_dir) / ("model" + t.source_ext), model_source(g, kernels, plan, t));
+  write_file(fs::path(out_dir) / ("model" + t.source_ext), model_source(g, kernels, plan, info, t));
   write_file(fs::path(out_dir) / "kernels.h", kernels_header(kernels, t));
   std::vector<std::string> model_sources{"model" + t.source_ext, "weights_file.cpp"};
   const std::vector<std::string> kernel_files = kernel_sources(kernels, t);
@@ -621,7 +621,7 @@ nlohmann::json emit_cuda_project(const Graph& g, const std::vector<Kernel>& kern
       write_file(fs::path(out_dir) / std::string(f.name), std::string(f.contents));
   write_file(fs::path(out_dir) / "CMakeLists.txt",
              cmake_source(info.arch, gpu_arch, t, model_sources, main_test_sources, library));
-  write_weights(g, plan, out_dir);
+  write_weights(g, plan, info, out_dir);
   nlohmann::json manifest = manifest_json(g, kernels, plan, info);
   manifest["target"] = t.hip ? "hip" : "cuda";
   manifest["gpu_arch"] = gpu_arch;

@@ -25,10 +25,22 @@ struct ProjectInfo {
   // A GPU arch's CPU emulation tuned with --sanitize: the emulated warp size
   // (the kernels check every access: codegen/sanitizer/tg_sanitizer.h); 0: off.
   int sanitizer_warp_size = 0;
+  // 16 hex digits naming this compile (the driver hashes the model, the
+  // flags and the tilegraph version): weights.bin's header, model.cpp's
+  // kProjectHash and the manifest carry it; the model refuses a weights.bin
+  // from another compile (runtime/weights_file.h).
+  std::string project_hash = "0000000000000000";
 };
 
+// The bytes before the weights in weights.bin (runtime/weights_file.h).
+inline constexpr int64_t kWeightsHeaderBytes = 64;
+
+// model.cpp's line declaring kProjectHash.
+std::string project_hash_constant(const ProjectInfo& info);
+
 // Writes contents unless the file already holds exactly that (unchanged
-// files keep their timestamps, so re-tuning rebuilds only what changed).
+// files keep their timestamps, so re-tuning rebuilds only what changed);
+// a symlink in its place is replaced, never followed (compiler/ir/replace_file.h).
 void write_file(const std::filesystem::path& path, const std::string& contents);
 
 // `const tg_tensor_info <prefix>_info[]` and its shape arrays.
@@ -52,7 +64,8 @@ std::string main_test_cmake(const std::vector<std::string>& main_test_sources);
 // Creates out_dir, writes the runtime sources; returns the main_test sources.
 std::vector<std::string> write_runtime_files(const std::string& out_dir);
 
-// weights.bin at the plan's offsets.
-void write_weights(const Graph& g, const MemoryPlan& plan, const std::string& out_dir);
+// weights.bin: the header naming info.project_hash, then the constants at
+// the plan's offsets.
+void write_weights(const Graph& g, const MemoryPlan& plan, const ProjectInfo& info, const std::string& out_dir);
 
 }  // namespace tilegraph::codegen

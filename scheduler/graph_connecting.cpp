@@ -10,19 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/ir/content_hash.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/replace_file.h"
 #include "scheduler/int_gemm.h"
 
 namespace tilegraph::scheduler {
 
 namespace {
-
-// FNV-1a: stable across runs and platforms (std::hash is neither promised).
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 std::string tensor_signature(const Tensor& t) {
   return std::string(dtype_name(t.dtype)) + "[" + shape_to_string(t.shape) + "]";
@@ -420,7 +415,7 @@ uint64_t tiling_key(const Graph& g, const KernelSchedule& k, const ArchSpec& arc
   }
   for (const FusedEdge& e : k.edges)
     text += str_cat("edge ", position[e.producer], ">", position[e.consumer], " ", connection_name(e.level), "\n");
-  return fnv1a(text);
+  return content_hash(text);
 }
 
 void ScheduleCache::load(const std::string& path) {
@@ -460,9 +455,7 @@ void ScheduleCache::save(const std::string& path) const {
   }
   const std::filesystem::path file(path);
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
-  std::ofstream out(path);
-  out << j.dump() << "\n";
-  if (!out) throw UserError(str_cat("cannot write the schedule cache '", path, "'"));
+  replace_file(file, j.dump() + "\n");
 }
 
 const TilingResult* ScheduleCache::find(uint64_t key) const {

@@ -14,6 +14,7 @@
 #include "compiler/driver/aarch64_target.h"
 #include "compiler/driver/explain.h"
 #include "compiler/driver/pipeline.h"
+#include "compiler/driver/version.h"
 #include "compiler/ir/error.h"
 #include "frontends/onnx/import.h"
 #include "frontends/onnx/op_table.h"
@@ -182,7 +183,7 @@ int run(const std::string& prefix, const std::string& arch, const std::vector<st
 int main(int argc, char** argv) {
   CLI::App app{"tilegraph: an ahead-of-time tile-graph DNN compiler (ONNX in, C++ project out)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tilegraph 0.1");
+  app.set_version_flag("--version", std::string("tilegraph ") + driver::kTilegraphVersion);
 
   std::string arch_names;
   for (const std::string& a : scheduler::known_arch_names()) arch_names += (arch_names.empty() ? "" : ", ") + a;
