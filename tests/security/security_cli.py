@@ -31,6 +31,21 @@ def tg(*args, cwd=None, extra_env=None, timeout=600):
                           cwd=cwd, env=env(**(extra_env or {})))
 
 
+def error_line(result):
+    """The one `error:` line of a failed command; asserts there is exactly one."""
+    lines = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+    assert len(lines) == 1, f"expected one 'error:' line in stderr:\n{result.stderr}"
+    return lines[0]
+
+
+def save(model, prefix, **kwargs):
+    """Saves an onnx model as PREFIX/model.onnx."""
+    prefix = Path(prefix)
+    prefix.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(prefix / "model.onnx"), **kwargs)
+    return prefix
+
+
 def save_mlp(prefix: Path, seed: int, external_data=False) -> Path:
     """y = softmax(relu(x @ w + b)), x: 4x16, w: 16x8: two models of one
     architecture differ only in their weights (equal weights.bin sizes). The
