@@ -177,9 +177,7 @@ class Printer {
       case ExprKind::kUnary: return unary(e);
       case ExprKind::kBinary: return binary(e);
       case ExprKind::kSelect:
-        // The sanitizer checks only the loads a GPU thread would execute.
-        if (sanitizing())
-          return str_cat("(", expr(e->args[0]), " ? ", expr(e->args[1]), " : ", expr(e->args[2]), ")");
+        if (sanitizing()) return sanitized_select(e);
         // Eager: every load is in bounds (kernel_ir.h), and a call lets the
         // compiler if-convert and vectorize where a ?: with loads would not.
         return str_cat("tg_select<", compute_type(e->dtype), ">(", expr(e->args[0]), ", ",
@@ -400,12 +398,31 @@ class Printer {
 
   bool sanitizing() const { return d_.sanitizer_warp_size > 0; }
 
+  // A GPU evaluates both branches of a Select (tg_select is a call), so every
+  // load in either must be in bounds; but only the chosen branch's value is
+  // used, so only its loads count as reads for racecheck and initcheck.
+  // Prints (bounds checks of both branches' loads, c ? a : b).
+  std::string sanitized_select(const Expr& e) {
+    std::string checks;
+    const bool outer = bounds_only_;
+    bounds_only_ = true;
+    for (int branch = 1; branch <= 2; ++branch)
+      visit(e->args[static_cast<size_t>(branch)], [&](const Expr& n) {
+        if (n->kind == ExprKind::kLoad) {
+          const std::string index = checked_index("bounds", n->int_value, expr(n->args[0]));
+          if (index.rfind("tg_san::", 0) == 0) checks += "(void)" + index + ", ";
+        }
+      });
+    bounds_only_ = outer;
+    return str_cat("(", checks, "(", expr(e->args[0]), " ? ", expr(e->args[1]), " : ", expr(e->args[2]), "))");
+  }
+
   // A block kernel's shared or global access index, through the sanitizer's
   // check when sanitizing (thread -1: block-level code, run by every thread).
   std::string checked_index(const char* access, int64_t buffer, const std::string& index) const {
     const Buffer& b = k_.buffers.at(static_cast<size_t>(buffer));
     if (!sanitizing() || k_.grid == 0 || b.scope == MemoryScope::kLocal) return index;
-    return str_cat("tg_san::", access, "(", buffer, ", ", index, ", ",
+    return str_cat("tg_san::", bounds_only_ ? "bounds" : access, "(", buffer, ", ", index, ", ",
                    thread_var_ >= 0 ? k_.var_names[static_cast<size_t>(thread_var_)] : "-1", ")");
   }
 
@@ -524,6 +541,7 @@ class Printer {
   const Kernel& k_;
   const Dialect& d_;
   int thread_var_ = -1;  // the kThreads loop being printed
+  bool bounds_only_ = false;  // printing loads a GPU evaluates but whose values are unused
 };
 
 // What the sanitizer knows of a block kernel's buffers, and its launch

@@ -144,6 +144,13 @@ inline void check_bounds(int buffer, int64_t index, int64_t thread, const char* 
   report("memcheck", what);
 }
 
+// Index of a load whose value is not used (the other branch of a Select,
+// which a GPU evaluates too): in bounds, nothing more.
+inline int64_t bounds(int buffer, int64_t index, int64_t thread) {
+  check_bounds(buffer, index, thread, "reads");
+  return index;
+}
+
 // Index of a load of buffer[index] by thread (-1: block-level code, every thread).
 inline int64_t load(int buffer, int64_t index, int64_t thread) {
   check_bounds(buffer, index, thread, "reads");
