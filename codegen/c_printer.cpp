@@ -247,7 +247,9 @@ class Printer {
               << fragment(s->args[2]) << ");\n";
         } else {
           out << pad << "tg_warp_mma_m16n8k16(";
-          for (const CallArg& a : s->args) out << fragment(a) << ", " << k_.buffers[a.buffer].elements << ", ";
+          // The fragments are the per-thread arrays of expand_thread_locals:
+          // thread t's values start at t * (elements / threads).
+          for (const CallArg& a : s->args) out << fragment(a) << ", " << k_.buffers[a.buffer].elements / k_.threads << ", ";
           out << k_.threads << ");\n";
         }
         break;
