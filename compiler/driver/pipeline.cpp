@@ -266,7 +266,7 @@ CompileReport compile(const CompileOptions& options) {
                         {"precision", options.fp16 ? "fp16" : "as exported"},
                         {"library_gemms", library_gemms}};
   info.explain = explain;
-  if (int_gemms > 0) info.int_gemm_header = codegen::int_gemm_variant_for(arch).header();
+  if (int_gemms > 0) info.int_gemm = codegen::int_gemm_variant_for(arch);
   if (!gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native
   if (gpu) {
     codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, options.output_dir);
