@@ -261,7 +261,9 @@ class Printer {
               << fragment(s->args[2]) << ");\n";
         } else {
           out << pad << "tg_warp_mma_m16n8k16(";
-          for (const CallArg& a : s->args) out << fragment(a) << ", " << k_.buffers[a.buffer].elements << ", ";
+          // The fragments are the per-thread arrays of expand_thread_locals:
+          // thread t's values start at t * (elements / threads).
+          for (const CallArg& a : s->args) out << fragment(a) << ", " << k_.buffers[a.buffer].elements / k_.threads << ", ";
           out << k_.threads << ");\n";
         }
         if (sanitizing()) out << pad << "tg_san::barrier();\n";
@@ -555,7 +557,7 @@ std::string sanitizer_kernel_begin(const Kernel& k, const Dialect& d) {
   for (const Buffer& b : k.buffers) {
     const bool shared = b.scope == MemoryScope::kShared;
     const int elem_size = b.scope == MemoryScope::kGlobal || b.dtype != DType::kF16 ? dtype_size(b.dtype) : 4;
-    out << "    {" << c_string_literal(b.name) << ", " << b.elements * b.copies << ", " << elem_size << ", "
+    out << "    {" << c_string_literal(b.name) << ", " << b.elements << ", " << elem_size << ", "
         << shared << ", " << b.offset << "},\n";
     if (b.scope == MemoryScope::kGlobal) globals += (globals.empty() ? "" : ", ") + b.name;
   }

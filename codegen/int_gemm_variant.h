@@ -23,4 +23,9 @@ IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch);
 // The variant of that name; a user error listing the known names otherwise.
 IntGemmVariant int_gemm_variant_named(const std::string& name);
 
+// The C++ the generated code places after including the variant's header:
+// a static_assert that the header's tile constants (tg_qgemm::kMR, kNR, kKU,
+// kAUnsigned) are the ones the packing loops were generated for.
+std::string int_gemm_tile_assert(const IntGemmVariant& v);
+
 }  // namespace tilegraph::codegen

@@ -3,11 +3,13 @@
 // runtime sources, the weights file.
 #pragma once
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/int_gemm_variant.h"
 #include "codegen/kernel_ir.h"
 #include "codegen/memory_plan.h"
 #include "codegen/source_text.h"
@@ -20,7 +22,7 @@ struct ProjectInfo {
   std::string model_path;            // for the manifest
   nlohmann::json compile_stats;      // merged into manifest["compile"]
   nlohmann::json explain;            // the scheduler's explain report (manifest["explain"])
-  std::string int_gemm_header;       // CPU: the int8 GEMM micro-kernel header to ship ("qgemm_avx2.h"), if used
+  std::optional<IntGemmVariant> int_gemm;  // CPU: the int8 GEMM micro-kernel to ship (its header), if used
   std::string cpu_isa;               // CPU: the arch spec's ISA ("armv8.6-a+dotprod+i8mm"); empty: -march=native
   // A GPU arch's CPU emulation tuned with --sanitize: the emulated warp size
   // (the kernels check every access: codegen/sanitizer/tg_sanitizer.h); 0: off.

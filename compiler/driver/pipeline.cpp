@@ -16,6 +16,7 @@
 #include "codegen/lower_cpu_kernel.h"
 #include "codegen/lower_int_gemm_kernel.h"
 #include "codegen/lower_library_gemm.h"
+#include "codegen/verify_kernel.h"
 #include "codegen/memory_plan.h"
 #include "compiler/ir/error.h"
 #include "compiler/passes/eliminate_dead_ops.h"
@@ -136,7 +137,8 @@ std::string emulation_dir(const std::string& output_dir) {
 namespace {
 
 // Lowers every kernel; integer GEMM kernels get their constant B operand
-// packed into the micro-kernel's layout first (new constants in g).
+// packed into the micro-kernel's layout first (new constants in g). Each is
+// verified (codegen/verify_kernel.h) as it comes out of its lowering.
 std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& schedule,
                                            const scheduler::ArchSpec& arch, bool verbose) {
   std::vector<codegen::Kernel> kernels;
@@ -157,6 +159,7 @@ std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& 
       std::cerr << "      kernel " << k + 1 << "/" << schedule.kernels.size() << " ("
                 << schedule.kernels.size() - k - 1 << " left)" << std::endl;
     if (verbose) std::cerr << codegen::to_string(kernels.back());
+    codegen::verify(kernels.back());
   }
   return kernels;
 }
@@ -291,14 +294,17 @@ CompileReport compile(const CompileOptions& options) {
                         {"precision", options.fp16 ? "fp16" : "as exported"},
                         {"library_gemms", library_gemms}};
   info.explain = explain;
-  if (int_gemms > 0) info.int_gemm_header = codegen::int_gemm_variant_for(arch).header();
+  if (int_gemms > 0) info.int_gemm = codegen::int_gemm_variant_for(arch);
   if (!gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native
   info.project_hash = project_hash(options, g, plan);
   if (gpu) {
     codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, out_dir);
     if (options.emulate) {
       std::vector<codegen::Kernel> emulated;
-      for (const codegen::Kernel& k : kernels) emulated.push_back(codegen::expand_thread_locals(k));
+      for (const codegen::Kernel& k : kernels) {
+        emulated.push_back(codegen::expand_thread_locals(k));
+        codegen::verify(emulated.back());
+      }
       codegen::ProjectInfo emulation_info = info;
       emulation_info.arch = arch.name + "-emulation";
       if (options.sanitize) emulation_info.sanitizer_warp_size = arch.warp_size;

@@ -13,6 +13,7 @@
 
 #include "codegen/emit_profile_project.h"
 #include "codegen/lower_block_kernel.h"
+#include "codegen/verify_kernel.h"
 #include "compiler/driver/cmake_build.h"
 #include "compiler/driver/process.h"
 #include "compiler/ir/error.h"
@@ -128,6 +129,7 @@ ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const 
       variant.config = k.candidates[c];
       codegen::Kernel lowered = codegen::lower_block_kernel(
           g, variant, scheduler::plan_block_kernel(g, variant, variant.config, arch));
+      codegen::verify(lowered);
       lowered.name = str_cat("v", variants.size(), "_", lowered.name);
       variants.push_back(std::move(lowered));
       variant_of.emplace_back(key, c);

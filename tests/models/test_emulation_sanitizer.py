@@ -22,7 +22,9 @@ from tilegraph._common import find_tilegraph_bin
 MODELS_DIR = REPO / "models"
 ARCHS = [("H100", ["--fp16"]), ("A100", []), ("V100", []), ("MI250", [])]
 CASES = [("bert_small", "H100", ["--fp16"]), ("bert_small", "A100", []), ("mobilenet_small", "V100", []),
-         ("vit_small", "MI250", []), ("swin_transformer_small", "H100", ["--fp16"])]
+         ("vit_small", "MI250", []), ("swin_transformer_small", "H100", ["--fp16"]),
+         # Its tensor-core kernel read past a shared buffer in padded MMA steps (fixed in lowering).
+         ("Restormer_small", "H100", ["--fp16"])]
 if os.environ.get("TILEGRAPH_SANITIZE_ALL"):
     CASES = [(d.name, arch, flags) for d in sorted(MODELS_DIR.iterdir()) if (d / "model.onnx").is_file()
              for arch, flags in ARCHS]
