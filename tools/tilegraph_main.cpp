@@ -1,6 +1,7 @@
 // The `tilegraph` command line: tune (compile a model into a project and build
 // it), run (benchmark / run it via main_test), explain (the tile-graph
 // schedule of a tuned model), archs (known targets), ops (supported ONNX ops).
+#include <pthread.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -180,7 +181,9 @@ int run(const std::string& prefix, const std::string& arch, const std::vector<st
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int cli_main(int argc, char** argv) {
   CLI::App app{"tilegraph: an ahead-of-time tile-graph DNN compiler (ONNX in, C++ project out)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("tilegraph ") + driver::kTilegraphVersion);
@@ -264,4 +267,37 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+// The compiler's IR walks recurse once per expression level, and register
+// fusion makes a chain of n elementwise ops one expression n levels deep (a
+// 20k-op chain needs about 16 MB of stack). The command runs on a thread
+// whose stack is reserved large; only the pages a model needs are touched.
+constexpr size_t kStackBytes = size_t{256} << 20;  // chains of some 300k ops
+
+struct CliCall {
+  int argc;
+  char** argv;
+  int status;
+};
+
+void* call_cli(void* arg) {
+  auto* call = static_cast<CliCall*>(arg);
+  call->status = cli_main(call->argc, call->argv);
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CliCall call{argc, argv, 0};
+  pthread_attr_t attr;
+  pthread_t thread;
+  if (pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, kStackBytes) == 0 &&
+      pthread_create(&thread, &attr, call_cli, &call) == 0) {
+    pthread_attr_destroy(&attr);
+    pthread_join(thread, nullptr);
+    return call.status;
+  }
+  return cli_main(argc, argv);  // no room for the large stack (address-space limit): the default one
 }

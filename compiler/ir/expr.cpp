@@ -265,6 +265,15 @@ int count_loads(const Expr& e, int slot) {
   return n;
 }
 
+std::vector<int> count_loads_by_slot(const Expr& e, size_t slots) {
+  std::vector<int> counts(slots, 0);
+  visit(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::kLoad && x->int_value >= 0 && static_cast<size_t>(x->int_value) < slots)
+      ++counts[static_cast<size_t>(x->int_value)];
+  });
+  return counts;
+}
+
 bool uses_var(const Expr& e, int id) {
   bool used = false;
   visit(e, [&](const Expr& x) { used |= x->kind == ExprKind::kVar && x->int_value == id; });

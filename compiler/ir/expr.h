@@ -130,6 +130,9 @@ void visit(const Expr& e, const std::function<void(const Expr&)>& visit_node);
 Expr substitute_vars(const Expr& e, const std::vector<Expr>& values);
 // Number of Load nodes of input `slot` in e (each evaluation site counts).
 int count_loads(const Expr& e, int slot);
+// count_loads of every slot in [0, slots), in one walk of e (an op's per-slot
+// questions must not walk its body once per slot: fused bodies get long).
+std::vector<int> count_loads_by_slot(const Expr& e, size_t slots);
 // Does e mention Var(id)?
 bool uses_var(const Expr& e, int id);
 // Does e contain a Load inside an index of another Load (data-dependent index)?
