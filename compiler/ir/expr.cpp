@@ -316,8 +316,8 @@ std::string to_string(const Expr& e) {
           << to_string(e->args[2]) << ")";
       break;
     case ExprKind::kCast: out << dtype_name(e->dtype) << "(" << to_string(e->args[0]) << ")"; break;
-    case ExprKind::kCheckIndex:
-      out << "check" << e->int_value << "(" << to_string(e->args[0]) << ", " << e->args[1]->int_value << ")";
+    case ExprKind::kCheckIndex:  // without the site: schedule keys (graph_connecting) ignore which node it names
+      out << "check(" << to_string(e->args[0]) << ", " << e->args[1]->int_value << ")";
       break;
   }
   return out.str();
