@@ -51,6 +51,7 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "const int64_t kWeightsBytes = " << plan.weights_bytes << ";\n"
       << project_hash_constant(info);
   out << kernel_name_tables(kernels);
+  out << index_check_table(g);
   out << "\nthread_local std::string g_last_error;\n\n"
       << "double now_ms() {\n"
       << "  return std::chrono::duration<double, std::milli>(\n"
@@ -126,6 +127,11 @@ double tg_kernel_time_ms(const tg_model* m, int k) {
     }
     out << ");\n  if (profile) m->kernel_ms[" << k << "] += now_ms() - t0;\n";
   }
+  if (!g.index_checks.empty())
+    out << "  if (tg_index_error_site.load(std::memory_order_relaxed) != 0) {\n"
+        << "    const long long site = tg_index_error_site.exchange(0);\n"
+        << "    g_last_error = index_error_message(site - 1, tg_index_error_value.load());\n"
+        << "    return 1;\n  }\n";
   out << "  return 0;\n}\n\n}  // extern \"C\"\n";
   return out.str();
 }

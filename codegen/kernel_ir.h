@@ -44,9 +44,10 @@
 //    and every lane's C becomes A·B + C, A and B rounded to half, products
 //    summed in float. Kernel::threads is a multiple of 32; the offsets are
 //    the same in every thread.
-//  * Integer Div/Rem of index arithmetic may appear only where both operands
-//    are non-negative (codegen rewrites FloorDiv/FloorMod so), FloorDiv/
-//    FloorMod elsewhere.
+//  * Integer Div/Rem/FloorDiv/FloorMod follow expr.h (total: no trap on a
+//    zero divisor or MIN / -1). Index arithmetic divides by positive
+//    constants; codegen rewrites its FloorDiv/FloorMod of non-negative
+//    numerators to Div/Rem, which print as C's / and %.
 //  codegen/verify_kernel.h checks these after every lowering.
 #pragma once
 #include <cstdint>

@@ -57,6 +57,26 @@ nlohmann::json tensor_json(const Graph& g, TensorId id) {
 
 }  // namespace
 
+std::string index_check_table(const Graph& g) {
+  if (g.index_checks.empty()) return "";
+  std::ostringstream out;
+  out << "\n// Runtime index checks: the node, axis and size behind each site.\n"
+      << "struct tg_index_check { const char* node; int axis; long long dim; };\n"
+      << "const tg_index_check kIndexChecks[] = {\n";
+  for (const IndexCheckSite& s : g.index_checks)
+    out << "    {" << c_string_literal(str_cat(s.op_type, " node '", s.node, "'")) << ", " << s.axis << ", "
+        << s.dim << "},\n";
+  out << "};\n"
+      << "std::string index_error_message(long long site, long long index) {\n"
+      << "  if (site < 0 || site >= (long long)(sizeof kIndexChecks / sizeof kIndexChecks[0]))\n"
+      << "    return \"index \" + std::to_string(index) + \" out of range\";\n"
+      << "  const tg_index_check& c = kIndexChecks[site];\n"
+      << "  return std::string(c.node) + \": index \" + std::to_string(index) + \" out of range [\" +\n"
+      << "         std::to_string(-c.dim) + \", \" + std::to_string(c.dim) + \") for axis \" + std::to_string(c.axis);\n"
+      << "}\n";
+  return out.str();
+}
+
 nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
                              const MemoryPlan& plan, const ProjectInfo& info) {
   nlohmann::json m;

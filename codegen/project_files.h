@@ -52,6 +52,12 @@ std::string tensor_info_table(const Graph& g, const std::vector<TensorId>& ids, 
 // for tg_kernel_name / tg_kernel_nodes.
 std::string kernel_name_tables(const std::vector<Kernel>& kernels);
 
+// For a graph with CheckIndex sites (compiler/ir/expr.h): their table and
+// `std::string index_error_message(long long site, long long index)`, the
+// one-line error tg_model_run reports (index_check_message's wording), for
+// the model source's anonymous namespace. Empty for a graph without sites.
+std::string index_check_table(const Graph& g);
+
 // The C API's table lookups (tg_last_error, tg_num_inputs, tg_input_info,
 // tg_kernel_name ...) over the tables above; inside extern "C".
 std::string model_info_functions();
