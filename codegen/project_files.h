@@ -20,7 +20,8 @@ struct ProjectInfo {
   std::string model_path;            // for the manifest
   nlohmann::json compile_stats;      // merged into manifest["compile"]
   nlohmann::json explain;            // the scheduler's explain report (manifest["explain"])
-  std::string int_gemm_header;       // CPU: the int8 GEMM micro-kernel header to ship ("qgemm_avx2.h"), if used
+  // CPU: the GEMM micro-kernel headers to ship ("qgemm_avx2.h", "sgemm_avx512.h"), those used.
+  std::vector<std::string> ukernel_headers;
   std::string cpu_isa;               // CPU: the arch spec's ISA ("armv8.6-a+dotprod+i8mm"); empty: -march=native
 };
 

@@ -1,8 +1,13 @@
-// Integer GEMMs for the int8 micro-kernels (codegen/ukernels): recognizing
-// them, and fusing each one's elementwise consumer into it as the epilogue,
-// so int32 accumulators never reach memory.
+// GEMMs for the micro-kernels (codegen/ukernels): recognizing them, and
+// fusing each one's elementwise consumer into it as the epilogue, so
+// accumulators never reach memory. Two element types share the matcher and
+// the axis roles: int8 (qgemm_*.h) and float32 (sgemm_*.h).
 //
-// The canonical form (what the ONNX frontend emits for MatMulInteger,
+// float32: out[v..] = sum over the reduce axes EA * EB, EA and EB float32
+// expressions (a load; a Transpose/Reshape index map; a convolution window
+// with its padding select; an inlined elementwise producer), no zero points.
+//
+// int8: the canonical form (what the ONNX frontend emits for MatMulInteger,
 // QLinearMatMul, ConvInteger and QLinearConv, and compiler/passes/
 // quantize_matmul for QDQ matmuls and convs):
 //   out[v..] = sum over the reduce axes (i32(EA) - ZA) * (i32(EB) - ZB)   (int32)
@@ -26,9 +31,10 @@
 
 namespace tilegraph::scheduler {
 
-struct IntGemm {
-  Expr a, b;                     // EA, EB (dtype int8 / uint8), over the op's vars
-  Expr za, zb;                   // int32 zero points (IntImm 0 when absent)
+struct Gemm {
+  DType element = DType::kI8;    // of the products: kI8 (int8/uint8 operands, int32 sums) or kF32
+  Expr a, b;                     // EA, EB (dtype int8 / uint8, or float32), over the op's vars
+  Expr za, zb;                   // int32 zero points (IntImm 0 when absent; float: unused)
   std::vector<int> batch_axes;   // output axes of each role, in axis order
   std::vector<int> row_axes;
   std::vector<int> col_axes;
@@ -45,8 +51,15 @@ struct IntGemm {
 // that does is packed at compile time.)
 bool reads_only_constants(const Graph& g, const Op& op, const Expr& e);
 
-// The int GEMM `op` computes, if it has the canonical form.
-std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op);
+// The GEMM `op` computes (int8 or float32), if it has a canonical form.
+std::optional<Gemm> match_gemm(const Graph& g, const Op& op);
+// The int8 one only.
+std::optional<Gemm> match_int_gemm(const Graph& g, const Op& op);
+
+// Does a float32 GEMM of this shape gain from the micro-kernel? Not when it
+// has too few columns to fill a register tile (a depthwise conv's single
+// column per channel, a vector's dot products): those keep the loop nest.
+bool float_gemm_pays(const Gemm& m);
 
 // Is op a sum of products of two factors that both read int8/uint8 tensors
 // (an integer matmul or conv, or a float one over dequantized int8
@@ -64,11 +77,17 @@ std::vector<int> non_unit_dims(const Shape& shape);
 std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Shape& acc_shape,
                                   const Shape& epilogue_shape);
 
-// For a CPU schedule: marks each kernel whose op is an int GEMM for the
-// micro-kernel path, and merges into it the kernel of its only consumer when
-// that is one elementwise op of the same shape (up to unit dimensions)
-// reading the accumulator at its own index (requantize, scale + bias,
-// activation). Returns how many kernels use the micro-kernel path.
-int use_int_gemm_ukernels(const Graph& g, Schedule& schedule);
+struct GemmUkernelCounts {
+  int int_gemms = 0;
+  int float_gemms = 0;
+};
+
+// For a CPU schedule: marks each kernel whose op is an int GEMM (and, with
+// float_gemms, a float32 GEMM that float_gemm_pays) for the micro-kernel
+// path, and merges into it the kernel of its only consumer when that is one
+// elementwise op of the same shape (up to unit dimensions) reading the
+// accumulator at its own index (requantize, scale + bias, activation,
+// residual add). Returns how many kernels use each micro-kernel path.
+GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms);
 
 }  // namespace tilegraph::scheduler
