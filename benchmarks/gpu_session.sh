@@ -39,3 +39,23 @@ mkdir -p "$WORK"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>/dev/null || true
 python3 benchmarks/gpu_vs_torch.py --tilegraph "$TILEGRAPH_BIN" --work "$WORK" --bs 1 --precisions fp16 "$@" \
   2>&1 | tee "$WORK/log.txt" | grep -v "^\[\|^      \|^run it\|^tuned" || true
+
+# compute-sanitizer over the CUDA projects just built (memcheck, then racecheck
+# of shared memory): the first real GPU also validates the emulation's
+# sanitizer (tune --emulate --sanitize), which checks the same on the CPU.
+# TG_SKIP_COMPUTE_SANITIZER=1 leaves it out when device time is short.
+if [[ -z "${TG_SKIP_COMPUTE_SANITIZER:-}" ]] && command -v compute-sanitizer >/dev/null; then
+  echo "=== compute-sanitizer (memcheck, racecheck) on the built projects"
+  find "$WORK" -path '*/tilegraph_rt/*/build/main_test' -not -path '*/emulation/*' | sort | while read -r exe; do
+    dir=$(dirname "$(dirname "$exe")")
+    for tool in memcheck racecheck; do
+      log="$dir/compute_sanitizer_$tool.txt"
+      if TILEGRAPH_GPU_GRAPH=0 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 9 \
+          "$exe" --weights "$dir/weights.bin" --warmup 0 --iters 1 > "$log" 2>&1; then
+        echo "clean   $tool  $dir"
+      else
+        echo "ERRORS  $tool  $dir (see $log)"; grep -m3 "=========" "$log" || true
+      fi
+    done
+  done 2>&1 | tee "$WORK/compute_sanitizer.txt"
+fi

@@ -1,9 +1,12 @@
 #include "codegen/c_printer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
+#include "codegen/embedded_sanitizer.h"
 #include "codegen/source_text.h"
 #include "codegen/vector_math_prelude.h"
 #include "compiler/ir/error.h"
@@ -63,6 +66,33 @@ static inline void tg_warp_mma_m16n8k16(const float* a, int64_t a_stride, const 
 }
 )PRELUDE";
 
+// The CPU record of a run's first out-of-range data-dependent index: site + 1
+// (0: none) and the index. Only the bad case writes it; tg_model_run reads
+// and clears it after the kernels (model.cpp).
+constexpr const char* kCpuIndexError = R"PRELUDE(#include <atomic>
+// Hidden: two model libraries in one process keep their own records.
+__attribute__((visibility("hidden"))) inline std::atomic<long long> tg_index_error_site{0};
+__attribute__((visibility("hidden"))) inline std::atomic<long long> tg_index_error_value{0};
+__attribute__((noinline, cold)) static void tg_report_index_error(int site, long long index) {
+  long long none = 0;
+  if (tg_index_error_site.compare_exchange_strong(none, site + 1LL)) tg_index_error_value.store(index);
+}
+)PRELUDE";
+
+// The GPU record: one per source file (kernels_NNN.cu), read back and cleared
+// once per run by that file's tg_take_index_error_NNN (emit_cuda_project.cpp).
+constexpr const char* kGpuIndexError = R"PRELUDE(static __device__ unsigned long long tg_index_error[2];
+static __host__ __device__ inline void tg_report_index_error(int site, long long index) {
+#ifdef __CUDA_ARCH__
+  if (atomicCAS(&tg_index_error[0], 0ull, (unsigned long long)site + 1ull) == 0ull)
+    tg_index_error[1] = (unsigned long long)index;
+#else
+  (void)site;
+  (void)index;
+#endif
+}
+)PRELUDE";
+
 }  // namespace
 
 const Dialect& cpu_dialect() {
@@ -81,6 +111,7 @@ const Dialect& cpu_dialect() {
       "static inline",
       true,
       kEmulatedWarpMma,
+      kCpuIndexError,
   };
   return d;
 }
@@ -101,6 +132,7 @@ const Dialect& cuda_dialect() {
       "static __host__ __device__ inline",
       false,
       kCudaWarpMma,
+      kGpuIndexError,
   };
   return d;
 }
@@ -114,6 +146,14 @@ const Dialect& hip_dialect() {
     hip.warp_mma_prelude = "";  // no mma.sync (the scheduler plans MMA for CUDA sm_80+ only)
     return hip;
   }();
+  return d;
+}
+
+Dialect sanitizer_dialect(int warp_size) {
+  Dialect d = cpu_dialect();
+  d.name = "cpu-sanitizer";
+  d.parallel_pragma = "";  // the shadow state is one block's: blocks in turn
+  d.sanitizer_warp_size = warp_size;
   return d;
 }
 
@@ -161,18 +201,23 @@ class Printer {
       case ExprKind::kVar: return k_.var_names.at(static_cast<size_t>(e->int_value));
       case ExprKind::kLoad: {
         const Buffer& b = k_.buffers.at(static_cast<size_t>(e->int_value));
-        std::string access = b.name + "[" + expr(e->args[0]) + "]";
+        std::string access = b.name + "[" + checked_index("load", e->int_value, expr(e->args[0])) + "]";
         if (b.dtype == DType::kF16 && b.scope == MemoryScope::kGlobal) return "tg_h2f(" + access + ")";
         return access;
       }
       case ExprKind::kUnary: return unary(e);
       case ExprKind::kBinary: return binary(e);
       case ExprKind::kSelect:
+        if (sanitizing()) return sanitized_select(e);
         // Eager: every load is in bounds (kernel_ir.h), and a call lets the
         // compiler if-convert and vectorize where a ?: with loads would not.
         return str_cat("tg_select<", compute_type(e->dtype), ">(", expr(e->args[0]), ", ",
                        expr(e->args[1]), ", ", expr(e->args[2]), ")");
       case ExprKind::kCast: return cast(e);
+      case ExprKind::kCheckIndex:
+        for (const auto& [check, name] : hoisted_checks_)
+          if (same_expr(check, e)) return name;
+        return str_cat("tg_check_index(", expr(e->args[0]), ", ", expr(e->args[1]), ", ", e->int_value, ")");
     }
     return "?";
   }
@@ -183,16 +228,20 @@ class Printer {
       case StmtKind::kFor: {
         if (s->loop == LoopKind::kBlocks) return blocks(s, depth, out);
         if (s->loop == LoopKind::kThreads) return thread_loop(s, depth, out);
-        if (s->loop == LoopKind::kReduce && reduce_loop(s, depth, out)) return;
+        if (s->loop == LoopKind::kReduce && !sanitizing() && reduce_loop(s, depth, out)) return;
         const bool innermost = s->body.size() == 1 && s->body[0]->kind != StmtKind::kFor &&
                                s->body[0]->kind != StmtKind::kAllocate;
+        const size_t hoisted_before = hoisted_checks_.size();
         if (s->loop == LoopKind::kParallel && *d_.parallel_pragma) {
           std::string pragma = d_.parallel_pragma;
           if (s->collapse > 1) pragma += " collapse(" + std::to_string(s->collapse) + ")";
-          if (innermost && s->collapse == 1)
+          if (innermost && s->collapse == 1) {
             pragma.replace(pragma.find("for"), 3, "for simd");
+            hoist_checks(s, pad, out);
+          }
           out << pad << pragma << "\n";
         } else if (s->loop == LoopKind::kVectorized && *d_.simd_pragma) {
+          hoist_checks(s, pad, out);
           out << pad << d_.simd_pragma << "\n";
         } else if (s->loop == LoopKind::kUnrolled && *d_.unroll_pragma && !has_reduce_loop(s)) {
           // (GCC's unroll pragma drops an inner `omp simd` loop to scalar code.)
@@ -203,6 +252,7 @@ class Printer {
             << ") {\n";
         for (const Stmt& c : s->body) stmt(c, depth + 1, out);
         out << pad << "}\n";
+        hoisted_checks_.resize(hoisted_before);
         break;
       }
       case StmtKind::kStore: {
@@ -210,7 +260,7 @@ class Printer {
         std::string value = expr(s->value);
         if (b.scope == MemoryScope::kGlobal && b.dtype == DType::kF16) value = "tg_f2h(" + value + ")";
         else if (b.dtype == DType::kBool) value = "(uint8_t)(" + value + ")";
-        out << pad << b.name << "[" << expr(s->index) << "] = " << value << ";\n";
+        out << pad << b.name << "[" << checked_index("store", s->buffer, expr(s->index)) << "] = " << value << ";\n";
         break;
       }
       case StmtKind::kSeq:
@@ -240,17 +290,23 @@ class Printer {
         break;
       case StmtKind::kBarrier:
         if (*d_.barrier) out << pad << d_.barrier << "\n";
+        if (sanitizing()) out << pad << "tg_san::barrier();\n";
         break;
       case StmtKind::kWarpMma: {
+        // A warp-collective step reads every lane's registers: a phase boundary.
+        if (sanitizing()) out << pad << "tg_san::barrier();\n";
         auto fragment = [&](const CallArg& a) { return k_.buffers[a.buffer].name + " + " + expr(a.value); };
         if (d_.binds_hardware_threads) {
           out << pad << "tg_mma_m16n8k16(" << fragment(s->args[0]) << ", " << fragment(s->args[1]) << ", "
               << fragment(s->args[2]) << ");\n";
         } else {
           out << pad << "tg_warp_mma_m16n8k16(";
-          for (const CallArg& a : s->args) out << fragment(a) << ", " << k_.buffers[a.buffer].elements << ", ";
+          // The fragments are the per-thread arrays of expand_thread_locals:
+          // thread t's values start at t * (elements / threads).
+          for (const CallArg& a : s->args) out << fragment(a) << ", " << k_.buffers[a.buffer].elements / k_.threads << ", ";
           out << k_.threads << ");\n";
         }
+        if (sanitizing()) out << pad << "tg_san::barrier();\n";
         break;
       }
       case StmtKind::kCall: {
@@ -268,6 +324,49 @@ class Printer {
   }
 
  private:
+  // A runtime index check (CheckIndex) in a vectorized loop that does not
+  // depend on the loop is computed once before it: its cold error call would
+  // otherwise keep the compiler from vectorizing the loop (an embedding row
+  // read along the hidden dimension). Only loops whose body is stores (under
+  // Ifs) qualify, and checks reading what the loop writes stay inside.
+  void hoist_checks(const Stmt& loop, const std::string& pad, std::ostringstream& out) {
+    std::vector<Expr> exprs;
+    std::vector<int> written;
+    bool plain = true;
+    std::function<void(const Stmt&)> collect = [&](const Stmt& s) {
+      if (s->kind == StmtKind::kStore) {
+        exprs.push_back(s->index);
+        exprs.push_back(s->value);
+        written.push_back(s->buffer);
+      } else if (s->kind == StmtKind::kIf || s->kind == StmtKind::kSeq) {
+        if (s->cond) exprs.push_back(s->cond);
+        for (const Stmt& c : s->body) collect(c);
+      } else {
+        plain = false;
+      }
+    };
+    for (const Stmt& c : loop->body) collect(c);
+    if (!plain) return;
+    auto reads_written = [&](const Expr& e) {
+      bool found = false;
+      visit(e, [&](const Expr& n) {
+        found |= n->kind == ExprKind::kLoad &&
+                 std::find(written.begin(), written.end(), static_cast<int>(n->int_value)) != written.end();
+      });
+      return found;
+    };
+    for (const Expr& e : exprs) {
+      visit(e, [&](const Expr& n) {
+        if (n->kind != ExprKind::kCheckIndex || uses_var(n, loop->var) || reads_written(n)) return;
+        for (const auto& hoisted : hoisted_checks_)
+          if (same_expr(hoisted.first, n)) return;
+        const std::string name = str_cat("tg_index", hoisted_names_++);
+        out << pad << "const int64_t " << name << " = " << expr(n) << ";\n";
+        hoisted_checks_.emplace_back(n, name);
+      });
+    }
+  }
+
   // The launch grid: on a GPU the block index unflattened into the
   // collapsed loop vars; on the CPU the loops themselves, run in parallel,
   // each block with its scratch arena.
@@ -291,9 +390,11 @@ class Printer {
       for (const Stmt& c : body) stmt(c, depth, out);
       return;
     }
-    std::string pragma = d_.parallel_pragma;
-    if (loops.size() > 1) pragma += " collapse(" + std::to_string(loops.size()) + ")";
-    out << pad << pragma << "\n";
+    if (*d_.parallel_pragma) {
+      std::string pragma = d_.parallel_pragma;
+      if (loops.size() > 1) pragma += " collapse(" + std::to_string(loops.size()) + ")";
+      out << pad << pragma << "\n";
+    }
     for (size_t i = 0; i < loops.size(); ++i) {
       const std::string& v = k_.var_names[loops[i]->var];
       out << std::string((depth + i) * 2, ' ') << "for (int64_t " << v << " = 0; " << v << " < "
@@ -301,6 +402,12 @@ class Printer {
     }
     const int inner = depth + static_cast<int>(loops.size());
     if (*arena) out << std::string(inner * 2, ' ') << arena << "\n";
+    if (sanitizing()) {
+      std::string flat = k_.var_names[loops[0]->var];
+      for (size_t i = 1; i < loops.size(); ++i)
+        flat = "(" + flat + ") * " + expr(loops[i]->extent) + " + " + k_.var_names[loops[i]->var];
+      out << std::string(inner * 2, ' ') << "tg_san::begin_block(" << flat << ");\n";
+    }
     for (const Stmt& c : body) stmt(c, inner, out);
     for (size_t i = loops.size(); i-- > 0;) out << std::string((depth + i) * 2, ' ') << "}\n";
   }
@@ -368,8 +475,40 @@ class Printer {
     } else {
       out << pad << "for (int64_t " << v << " = 0; " << v << " < " << expr(s->extent) << "; ++" << v << ") {\n";
     }
+    thread_var_ = s->var;
     for (const Stmt& c : s->body) stmt(c, depth + 1, out);
+    thread_var_ = -1;
     out << pad << "}\n";
+  }
+
+  bool sanitizing() const { return d_.sanitizer_warp_size > 0; }
+
+  // A GPU evaluates both branches of a Select (tg_select is a call), so every
+  // load in either must be in bounds; but only the chosen branch's value is
+  // used, so only its loads count as reads for racecheck and initcheck.
+  // Prints (bounds checks of both branches' loads, c ? a : b).
+  std::string sanitized_select(const Expr& e) {
+    std::string checks;
+    const bool outer = bounds_only_;
+    bounds_only_ = true;
+    for (int branch = 1; branch <= 2; ++branch)
+      visit(e->args[static_cast<size_t>(branch)], [&](const Expr& n) {
+        if (n->kind == ExprKind::kLoad) {
+          const std::string index = checked_index("bounds", n->int_value, expr(n->args[0]));
+          if (index.rfind("tg_san::", 0) == 0) checks += "(void)" + index + ", ";
+        }
+      });
+    bounds_only_ = outer;
+    return str_cat("(", checks, "(", expr(e->args[0]), " ? ", expr(e->args[1]), " : ", expr(e->args[2]), "))");
+  }
+
+  // A block kernel's shared or global access index, through the sanitizer's
+  // check when sanitizing (thread -1: block-level code, run by every thread).
+  std::string checked_index(const char* access, int64_t buffer, const std::string& index) const {
+    const Buffer& b = k_.buffers.at(static_cast<size_t>(buffer));
+    if (!sanitizing() || k_.grid == 0 || b.scope == MemoryScope::kLocal) return index;
+    return str_cat("tg_san::", bounds_only_ ? "bounds" : access, "(", buffer, ", ", index, ", ",
+                   thread_var_ >= 0 ? k_.var_names[static_cast<size_t>(thread_var_)] : "-1", ")");
   }
 
   static bool stmts_use_var(const std::vector<Stmt>& body, int id) {
@@ -486,7 +625,34 @@ class Printer {
 
   const Kernel& k_;
   const Dialect& d_;
+  int thread_var_ = -1;  // the kThreads loop being printed
+  bool bounds_only_ = false;  // printing loads a GPU evaluates but whose values are unused
+  // Checks computed before the loops being printed (hoist_checks), by name.
+  std::vector<std::pair<Expr, std::string>> hoisted_checks_;
+  int hoisted_names_ = 0;  // names are never reused in a kernel (sibling loops share a scope)
 };
+
+// What the sanitizer knows of a block kernel's buffers, and its launch
+// checks, at the top of the kernel's body.
+std::string sanitizer_kernel_begin(const Kernel& k, const Dialect& d) {
+  std::ostringstream out;
+  std::string nodes;
+  for (size_t i = 0; i < k.source_nodes.size(); ++i) nodes += (i ? ", " : "") + k.source_nodes[i];
+  out << "  static const tg_san::BufferInfo tg_san_buffers[] = {\n";
+  std::string globals;
+  for (const Buffer& b : k.buffers) {
+    const bool shared = b.scope == MemoryScope::kShared;
+    const int elem_size = b.scope == MemoryScope::kGlobal || b.dtype != DType::kF16 ? dtype_size(b.dtype) : 4;
+    out << "    {" << c_string_literal(b.name) << ", " << b.elements << ", " << elem_size << ", "
+        << shared << ", " << b.offset << "},\n";
+    if (b.scope == MemoryScope::kGlobal) globals += (globals.empty() ? "" : ", ") + b.name;
+  }
+  out << "  };\n  const void* tg_san_globals[] = {" << (globals.empty() ? "nullptr" : globals) << "};\n"
+      << "  tg_san::begin_kernel(" << c_string_literal(k.name) << ", " << c_string_literal(nodes)
+      << ", tg_san_buffers, " << k.buffers.size() << ", tg_san_globals, " << k.shared_bytes << ", " << k.threads
+      << ", " << (k.tensor_cores ? 1 : 0) << ", " << d.sanitizer_warp_size << ");\n";
+  return out.str();
+}
 
 }  // namespace
 
@@ -513,6 +679,7 @@ std::string print_kernel(const Kernel& k, const Dialect& d) {
   out << "// " << k.name << ": ";
   for (size_t i = 0; i < k.source_nodes.size(); ++i) out << (i ? ", " : "") << comment_text(k.source_nodes[i]);
   out << "\n" << print_kernel_signature(k, d) << " {\n";
+  if (d.sanitizer_warp_size > 0 && k.grid > 0) out << sanitizer_kernel_begin(k, d);
   p.stmt(k.body, 1, out);
   out << "}\n";
   return out.str();
@@ -525,22 +692,30 @@ std::string kernel_prelude(const Dialect& d) {
 #include <cstring>
 
 // Helpers the generated kernels call. Semantics follow tilegraph's IR
-// (compiler/ir/expr.h): floor division/modulo round toward -inf, integer
-// division by zero yields 0 instead of trapping.
+// (compiler/ir/expr.h): floor division/modulo round toward -inf; integer
+// division never traps: x / 0 = 0 and x % 0 = 0, INT_MIN / -1 = INT_MIN
+// (wraps) and INT_MIN % -1 = 0.
 template <typename T> static inline T tg_select(bool c, T a, T b) { return c ? a : b; }
 template <typename T> static inline T tg_min(T a, T b) { return b < a ? b : a; }
 template <typename T> static inline T tg_max(T a, T b) { return a < b ? b : a; }
 template <typename T> static inline T tg_abs(T a) { return a < 0 ? T(-a) : a; }
 template <typename T> static inline T tg_sign(T a) { return T((T(0) < a) - (a < T(0))); }
-template <typename T> static inline T tg_div(T a, T b) { return b == 0 ? T(0) : T(a / b); }
-template <typename T> static inline T tg_rem(T a, T b) { return b == 0 ? T(0) : T(a % b); }
+// b == -1 of a signed type: -a with wrap-around (the hardware traps on INT_MIN / -1).
+template <typename T> static inline bool tg_minus_one(T b) { return T(-1) < T(0) && b == T(-1); }
+template <typename T> static inline T tg_wrapping_neg(T a) { return T(0ull - (unsigned long long)a); }
+template <typename T> static inline T tg_div(T a, T b) {
+  if (b == 0) return T(0);
+  return tg_minus_one(b) ? tg_wrapping_neg(a) : T(a / b);
+}
+template <typename T> static inline T tg_rem(T a, T b) { return b == 0 || tg_minus_one(b) ? T(0) : T(a % b); }
 template <typename T> static inline T tg_floordiv(T a, T b) {
   if (b == 0) return T(0);
+  if (tg_minus_one(b)) return tg_wrapping_neg(a);
   T q = T(a / b);
   return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
 }
 template <typename T> static inline T tg_floormod(T a, T b) {
-  if (b == 0) return T(0);
+  if (b == 0 || tg_minus_one(b)) return T(0);
   T m = T(a % b);
   return (m != 0 && ((m < 0) != (b < 0))) ? T(m + b) : m;
 }
@@ -598,7 +773,16 @@ static inline uint16_t tg_f2h(float f) {
   return (uint16_t)half;
 }
 static inline float tg_round_half(float f) { return tg_h2f(tg_f2h(f)); }
+// CheckIndex (compiler/ir/expr.h): x wrapped into [0, dim); out of range, it
+// reports `site` and reads the nearest end instead.
+static inline int64_t tg_check_index(int64_t x, int64_t dim, int site) {
+  if (x >= 0 && x < dim) return x;
+  if (x < 0 && x >= -dim) return x + dim;
+  tg_report_index_error(site, (long long)x);
+  return x < 0 ? 0 : dim - 1;
+}
 )PRELUDE";
+  text.insert(text.find("// Helpers the generated kernels call."), d.index_error_prelude);
   // Device targets qualify every helper for device code.
   const std::string plain = "static inline";
   for (size_t at = text.find(plain); at != std::string::npos; at = text.find(plain, at + 1)) {
@@ -606,6 +790,8 @@ static inline float tg_round_half(float f) { return tg_h2f(tg_f2h(f)); }
     at += std::string(d.helper_qualifier).size() - 1;
   }
   if (d.vector_math) text += vector_math_prelude();
+  if (d.sanitizer_warp_size > 0)
+    for (const EmbeddedFile& f : embedded_sanitizer_files()) text += f.contents;
   text += d.warp_mma_prelude;
   if (!d.binds_hardware_threads) text += R"PRELUDE(#include <cstdlib>
 #include <memory>

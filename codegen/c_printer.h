@@ -32,11 +32,24 @@ struct Dialect {
   // passes its own fragments) or the emulation of the whole block's warps
   // over its per-thread arrays (CPU, after expand_thread_locals).
   const char* warp_mma_prelude;
+  // Defines tg_report_index_error(int site, long long index), which a failed
+  // CheckIndex (compiler/ir/expr.h) calls: it records the run's first bad
+  // index where the model runtime reads it back once per run (CPU: atomics
+  // in the library; GPU: a per-source-file device flag).
+  const char* index_error_prelude;
+  // The emulation's sanitizer mode (codegen/sanitizer/tg_sanitizer.h): > 0
+  // routes every shared and global access of a block kernel through the
+  // checks, runs blocks one at a time and Selects lazily; the value is the
+  // emulated target's warp size. 0: no checks (every other dialect).
+  int sanitizer_warp_size = 0;
 };
 
 const Dialect& cpu_dialect();
 const Dialect& cuda_dialect();
 const Dialect& hip_dialect();
+// The CPU emulation of a GPU target whose warps have warp_size lanes, with
+// the sanitizer's checks.
+Dialect sanitizer_dialect(int warp_size);
 
 // The C type a global buffer of dtype t is stored as (half: its bits in a
 // uint16_t; kernels compute it as float).

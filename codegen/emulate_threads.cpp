@@ -1,6 +1,6 @@
 #include "codegen/emulate_threads.h"
 
-#include <set>
+#include <map>
 
 #include "compiler/ir/error.h"
 
@@ -17,10 +17,11 @@ class Expander {
     StmtNode n = *s;
     if (n.kind == StmtKind::kAllocate && thread_var < 0 && k_.buffers[n.buffer].scope == MemoryScope::kLocal) {
       Buffer& b = k_.buffers[n.buffer];
-      expanded_.insert(n.buffer);
+      expanded_[n.buffer] = b.elements;
       const int64_t size = static_cast<int64_t>(sizeof(double)) * b.elements * k_.threads;
       b.offset = (k_.shared_bytes + 15) / 16 * 16;
       b.scope = MemoryScope::kShared;
+      b.elements *= k_.threads;  // thread t's copy at [t * per-thread values, ...)
       k_.shared_bytes = b.offset + size;
     }
     if (n.kind == StmtKind::kFor && n.loop == LoopKind::kThreads) thread_var = n.var;
@@ -34,7 +35,7 @@ class Expander {
  private:
   Expr per_thread(int buffer, const Expr& index, int thread_var) {
     TG_CHECK(thread_var >= 0, "per-thread buffer ", k_.buffers[buffer].name, " used outside a thread loop");
-    return var(thread_var) * k_.buffers[buffer].elements + index;
+    return var(thread_var) * expanded_.at(buffer) + index;
   }
 
   Expr rewrite_loads(const Expr& e, int thread_var) {
@@ -45,7 +46,7 @@ class Expander {
   }
 
   Kernel& k_;
-  std::set<int> expanded_;
+  std::map<int, int64_t> expanded_;  // buffer -> its values per thread
 };
 
 }  // namespace

@@ -3,7 +3,8 @@
 // so a per-thread value that lives across a barrier (a Local buffer
 // allocated at block level: reduction accumulators) needs one copy per
 // thread. Those buffers move into the block's arena as threads x elements
-// arrays indexed by the thread of the enclosing kThreads loop.
+// arrays indexed by the thread of the enclosing kThreads loop (Buffer::elements
+// becomes threads x elements; thread t's values start at t x elements).
 #pragma once
 #include "codegen/kernel_ir.h"
 

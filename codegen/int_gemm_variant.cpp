@@ -13,7 +13,8 @@ namespace tilegraph::codegen {
 
 namespace {
 
-// Mirrors the constants in codegen/ukernels/qgemm_*.h.
+// Mirrors the constants in codegen/ukernels/qgemm_*.h (the generated code
+// static_asserts that they agree: int_gemm_tile_assert).
 const std::vector<IntGemmVariant>& variants() {
   static const std::vector<IntGemmVariant> table = {
       {"avx512vnni", 8, 32, 4, true}, {"avx2", 6, 8, 4, false},  {"i8mm", 8, 8, 8, false},
@@ -45,6 +46,19 @@ IntGemmVariant int_gemm_variant_named(const std::string& name) {
     known += (known.empty() ? "" : ", ") + v.name;
   }
   throw UserError(str_cat("unknown int8 GEMM micro-kernel '", name, "' (known: ", known, ")"));
+}
+
+std::string int_gemm_tile_assert(const IntGemmVariant& v) {
+  return str_cat("static_assert(tg_qgemm::kMR == ", v.mr, " && tg_qgemm::kNR == ", v.nr, " && tg_qgemm::kKU == ", v.ku,
+                 " && tg_qgemm::kAUnsigned == ", v.a_unsigned ? "true" : "false", ",\n              \"",
+                 v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
+                 " x ", v.ku, ", A ", v.a_unsigned ? "unsigned" : "signed", ")\");\n");
+}
+
+std::string float_gemm_tile_assert(const FloatGemmVariant& v) {
+  return str_cat("static_assert(tg_sgemm::kMR == ", v.mr, " && tg_sgemm::kNR == ", v.nr, ",\n              \"",
+                 v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
+                 ")\");\n");
 }
 
 IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {

@@ -35,4 +35,12 @@ struct FloatGemmVariant {
 FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch);
 FloatGemmVariant float_gemm_variant_named(const std::string& name);
 
+// The C++ the generated code places after including the variant's header:
+// a static_assert that the header's tile constants (tg_qgemm::kMR, kNR, kKU,
+// kAUnsigned) are the ones the packing loops were generated for.
+std::string int_gemm_tile_assert(const IntGemmVariant& v);
+
+// The same for the float32 micro-kernel (tg_sgemm::kMR, kNR).
+std::string float_gemm_tile_assert(const FloatGemmVariant& v);
+
 }  // namespace tilegraph::codegen

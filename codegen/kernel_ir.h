@@ -12,17 +12,24 @@
 //    space (kBlocks: the launch grid, one block per iteration).
 //  * Block-level code (inside kBlocks, outside kThreads) runs once per block
 //    on the CPU and uniformly in every thread of the block on a GPU: it may
-//    only hold loops, Allocates, Barriers, and kThreads loops — no Stores.
-//    A kThreads For has extent Kernel::threads and binds the thread index;
+//    only hold loops, Ifs, Allocates, Barriers, WarpMmas and kThreads loops —
+//    no Stores or Calls. (A block of one thread has no kThreads loops: its
+//    block level is that thread.) A block kernel has one kBlocks loop nest,
+//    with constant extents whose product is Kernel::grid, and nothing that
+//    runs outside it. A kThreads For has extent Kernel::threads and binds the thread index;
 //    it never contains a Barrier or another kThreads loop. A Barrier orders
 //    everything the block's threads did before it (shared memory writes)
 //    before everything after it.
 //  * Shared buffers live for a block, at Buffer::offset bytes into the
 //    block's shared arena of Kernel::shared_bytes. Local buffers are per
 //    thread: allocated at block level they keep their values across Barriers
-//    (registers on a GPU; the CPU emulation gives each thread its own copy).
-//  * Every Load is in bounds whatever the branch taken (codegen clamps
-//    indices of guarded loads), so printers may evaluate Select eagerly.
+//    (registers on a GPU; the CPU emulation gives each thread its own copy:
+//    expand_thread_locals makes them Shared arrays of threads x elements).
+//  * A Var is used only inside the For that binds it, a Local or Shared
+//    buffer only inside its Allocate (one per buffer).
+//  * Every Load is in bounds whatever Select branch is taken (codegen clamps
+//    indices of guarded loads), so printers may evaluate Select eagerly; an
+//    If guards its body as in C.
 //  * A Call runs a micro-kernel (codegen/ukernels) on pointers into buffers:
 //    callee(arg...), each arg either &buffer[offset] or a scalar value.
 //  * A WarpMma is a warp-collective tensor-core step (sm_80 mma.sync
@@ -37,8 +44,11 @@
 //    and every lane's C becomes A·B + C, A and B rounded to half, products
 //    summed in float. Kernel::threads is a multiple of 32; the offsets are
 //    the same in every thread.
-//  * Integer Div/Rem may appear only where both operands are non-negative
-//    (codegen rewrites FloorDiv/FloorMod so), FloorDiv/FloorMod elsewhere.
+//  * Integer Div/Rem/FloorDiv/FloorMod follow expr.h (total: no trap on a
+//    zero divisor or MIN / -1). Index arithmetic divides by positive
+//    constants; codegen rewrites its FloorDiv/FloorMod of non-negative
+//    numerators to Div/Rem, which print as C's / and %.
+//  codegen/verify_kernel.h checks these after every lowering.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -428,11 +428,18 @@ class BlockKernelBuilder {
       return values;
     };
     // One fragment value: factor f at flat row/column and flat reduce index
-    // k (zero where k is past the chunk or reduce axis 0 past its end).
+    // k of `points` (zero where k is past the chunk or reduce axis 0 past its
+    // end). There the loads still run (a Select is eager, kernel_ir.h): past
+    // the last point (the padding to 16) they read the last point, past the
+    // axis's end (the last chunk) its last value.
+    const bool axis_tail = pp.step != 0 && op.reduce_extents[0] % pp.step != 0;
     auto fragment = [&](const Expr& f, const Expr& r, const Expr& c, const Expr& axis0_base, const Expr& k,
-                        const std::function<Expr(const Expr&)>& valid) {
+                        int64_t points, const std::function<Expr(const Expr&)>& valid) {
       std::vector<Expr> values = coords_at(i, local_at(r, c));
-      for (const Expr& v : reduce_at(axis0_base, k)) values.push_back(v);
+      const Expr in_points = points % kMmaK != 0 ? min(k, int_imm(points - 1)) : k;
+      std::vector<Expr> reduce = reduce_at(axis0_base, in_points);
+      if (axis_tail) reduce[0] = min(reduce[0], int_imm(op.reduce_extents[0] - 1));
+      for (const Expr& v : reduce) values.push_back(v);
       Expr v = value_of(i, f, values, staged);
       if (valid) v = select(simplify(valid(k), bounds_), v, float_imm(0, v->dtype));
       return finalize_indices(v, bounds_);
@@ -452,11 +459,11 @@ class BlockKernelBuilder {
       std::vector<Stmt> fill;
       for (int v = 0; v < 8; ++v) {  // a0..a7
         const Expr r = tile_row + group + 8 * ((v / 2) % 2), kv = k + (v % 2 + 8 * (v / 4));
-        fill.push_back(make_store(frag_a, int_imm(v), fragment(m.a, r, int_imm(0), axis0_base, kv, valid)));
+        fill.push_back(make_store(frag_a, int_imm(v), fragment(m.a, r, int_imm(0), axis0_base, kv, points, valid)));
       }
       for (int v = 0; v < 4; ++v) {  // b0..b3
         const Expr kv = k + (v % 2 + 8 * (v / 2));
-        fill.push_back(make_store(frag_b, int_imm(v), fragment(m.b, int_imm(0), tile_col + group, axis0_base, kv, valid)));
+        fill.push_back(make_store(frag_b, int_imm(v), fragment(m.b, int_imm(0), tile_col + group, axis0_base, kv, points, valid)));
       }
       const Stmt step = make_seq({thread_loop(std::move(fill)),
                                   make_warp_mma({frag_a, int_imm(0)}, {frag_b, int_imm(0)}, {acc, var(t) * 4})});

@@ -59,8 +59,9 @@ class KernelBuilder {
   int transposed_operand(int rank) const {
     if (op_.reduce_extents.size() != 1 || rank < 1) return -1;
     const int col = rank - 1, k = rank;
+    const std::vector<int> loads = count_loads_by_slot(op_.body, op_.inputs.size());
     for (size_t s = 0; s < op_.inputs.size(); ++s) {
-      if (count_loads(op_.body, static_cast<int>(s)) != 1) continue;
+      if (loads[s] != 1) continue;
       bool col_outer = false, k_last = false;
       visit(op_.body, [&](const Expr& e) {
         if (e->kind != ExprKind::kLoad || e->int_value != static_cast<int64_t>(s) || e->args.empty()) return;

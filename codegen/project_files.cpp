@@ -7,6 +7,7 @@
 
 #include "codegen/embedded_runtime.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/replace_file.h"
 #include "scheduler/int_gemm.h"
 
 namespace tilegraph::codegen {
@@ -14,18 +15,17 @@ namespace tilegraph::codegen {
 namespace fs = std::filesystem;
 
 void write_file(const fs::path& path, const std::string& contents) {
-  // Unchanged files keep their timestamps, so re-tuning rebuilds only what changed.
-  {
+  // Unchanged files keep their timestamps, so re-tuning rebuilds only what
+  // changed; only a regular file counts (a symlink is replaced, not read).
+  std::error_code ec;
+  if (fs::is_regular_file(fs::symlink_status(path, ec))) {
     std::ifstream in(path, std::ios::binary);
     if (in) {
       std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       if (old == contents) return;
     }
   }
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw UserError(str_cat("cannot write '", path.string(), "'"));
-  out << contents;
-  if (!out) throw UserError(str_cat("failed writing '", path.string(), "' (disk full?)"));
+  replace_file(path, contents);
 }
 
 std::string tensor_info_table(const Graph& g, const std::vector<TensorId>& ids, const char* prefix) {
@@ -57,6 +57,26 @@ nlohmann::json tensor_json(const Graph& g, TensorId id) {
 
 }  // namespace
 
+std::string index_check_table(const Graph& g) {
+  if (g.index_checks.empty()) return "";
+  std::ostringstream out;
+  out << "\n// Runtime index checks: the node, axis and size behind each site.\n"
+      << "struct tg_index_check { const char* node; int axis; long long dim; };\n"
+      << "const tg_index_check kIndexChecks[] = {\n";
+  for (const IndexCheckSite& s : g.index_checks)
+    out << "    {" << c_string_literal(str_cat(s.op_type, " node '", s.node, "'")) << ", " << s.axis << ", "
+        << s.dim << "},\n";
+  out << "};\n"
+      << "std::string index_error_message(long long site, long long index) {\n"
+      << "  if (site < 0 || site >= (long long)(sizeof kIndexChecks / sizeof kIndexChecks[0]))\n"
+      << "    return \"index \" + std::to_string(index) + \" out of range\";\n"
+      << "  const tg_index_check& c = kIndexChecks[site];\n"
+      << "  return std::string(c.node) + \": index \" + std::to_string(index) + \" out of range [\" +\n"
+      << "         std::to_string(-c.dim) + \", \" + std::to_string(c.dim) + \") for axis \" + std::to_string(c.axis);\n"
+      << "}\n";
+  return out.str();
+}
+
 nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
                              const MemoryPlan& plan, const ProjectInfo& info) {
   nlohmann::json m;
@@ -64,6 +84,8 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
   m["model"] = info.model_path;
   m["graph"] = g.name;
   m["arch"] = info.arch;
+  m["project_hash"] = info.project_hash;
+  if (info.sanitizer_warp_size > 0) m["sanitizer"] = {{"warp_size", info.sanitizer_warp_size}};
   for (TensorId i : g.inputs) m["inputs"].push_back(tensor_json(g, i));
   for (TensorId o : g.outputs) m["outputs"].push_back(tensor_json(g, o));
   m["memory_plan"] = {{"arena_bytes", plan.arena_bytes},
@@ -179,11 +201,18 @@ std::vector<std::string> write_runtime_files(const std::string& out_dir) {
   return main_test_sources;
 }
 
-void write_weights(const Graph& g, const MemoryPlan& plan, const std::string& out_dir) {
-  std::string weights(static_cast<size_t>(plan.weights_bytes), '\0');
+std::string project_hash_constant(const ProjectInfo& info) {
+  return "const char kProjectHash[] = \"" + info.project_hash + "\";  // weights.bin must carry the same\n";
+}
+
+void write_weights(const Graph& g, const MemoryPlan& plan, const ProjectInfo& info, const std::string& out_dir) {
+  TG_CHECK(info.project_hash.size() == 16, "project hash '", info.project_hash, "' is not 16 hex digits");
+  std::string weights(static_cast<size_t>(kWeightsHeaderBytes + plan.weights_bytes), '\0');
+  const std::string header = "tilegraph-weights/1 " + info.project_hash + "\n";
+  std::copy(header.begin(), header.end(), weights.begin());
   for (const auto& [id, offset] : plan.weights_offsets) {
     const Tensor& t = g.tensor(id);
-    std::copy(t.data->begin(), t.data->end(), weights.begin() + offset);
+    std::copy(t.data->begin(), t.data->end(), weights.begin() + kWeightsHeaderBytes + offset);
   }
   write_file(fs::path(out_dir) / "weights.bin", weights);
 }

@@ -98,6 +98,27 @@ int tg_map_weights(const char* path, tg_weights* out, char* errbuf, size_t errbu
   return read_into_memory(path, out, errbuf, errbuf_size);
 }
 
+int tg_check_weights(const tg_weights* w, const char* path, const char* hash, int64_t weights_bytes, char* errbuf,
+                     size_t errbuf_size) {
+  if (path == nullptr) path = "";
+  const std::string magic = TG_WEIGHTS_MAGIC " ";
+  const size_t size = w != nullptr ? w->size : 0;
+  if (size < TG_WEIGHTS_HEADER_BYTES || std::memcmp(w->data, magic.data(), magic.size()) != 0)
+    return report(errbuf, errbuf_size, path,
+                  "not a tilegraph weights file (no '" TG_WEIGHTS_MAGIC "' header; written by an older "
+                  "tilegraph? run `tilegraph tune` again)");
+  const std::string found(reinterpret_cast<const char*>(w->data) + magic.size(), 16);
+  if (found != hash)
+    return report(errbuf, errbuf_size, path,
+                  "written by another tune (project hash " + found + "; this library: " + hash +
+                      "): weights.bin and libmodel.so come from different tunes; run `tilegraph tune` again");
+  if (int64_t(size - TG_WEIGHTS_HEADER_BYTES) != weights_bytes)
+    return report(errbuf, errbuf_size, path,
+                  "holds " + std::to_string(size - TG_WEIGHTS_HEADER_BYTES) + " bytes of weights, this model needs " +
+                      std::to_string(weights_bytes) + " (truncated?)");
+  return 0;
+}
+
 void tg_unmap_weights(tg_weights* w) {
   if (w == nullptr || w->data == nullptr) return;
 #ifdef TG_HAVE_MMAP

@@ -5,14 +5,23 @@
 // mmap is unavailable or fails (some network filesystems), the file is read
 // into an aligned heap buffer instead; callers cannot tell the difference.
 //
+// weights.bin as `tilegraph tune` writes it: a header of
+// TG_WEIGHTS_HEADER_BYTES, then the weights at the offsets model.cpp was
+// compiled with. The header is text padded with NULs,
+//   "tilegraph-weights/1 <16 hex digits>\n"
+// the digits being the project hash (a hash of the model, the tune flags and
+// the tilegraph version) that model.cpp carries too: a weights.bin from
+// another tune is refused at load instead of computing with wrong weights.
+//
 // Usage in model.cpp (tg_model_create / tg_model_destroy):
 //
 //   char err[512];
-//   if (tg_map_weights(weights_path, &model->weights, err, sizeof err) != 0) {
+//   if (tg_map_weights(weights_path, &model->weights, err, sizeof err) != 0 ||
+//       tg_check_weights(&model->weights, weights_path, kProjectHash, kWeightsBytes, err, sizeof err) != 0) {
 //     set_last_error(err);   // err: "weights file 'PATH': cannot open: No such file or directory"
 //     return 1;
 //   }
-//   const float* w0 = (const float*)(model->weights.data + OFFSET_0);
+//   const float* w0 = (const float*)(model->weights.data + TG_WEIGHTS_HEADER_BYTES + OFFSET_0);
 //   ...
 //   tg_unmap_weights(&model->weights);
 //
@@ -34,6 +43,16 @@ typedef struct tg_weights {
 // naming the file and the cause into errbuf (truncated to errbuf_size; errbuf
 // may be NULL). An empty file succeeds with data == NULL and size == 0.
 int tg_map_weights(const char* path, tg_weights* out, char* errbuf, size_t errbuf_size);
+
+#define TG_WEIGHTS_HEADER_BYTES 64
+#define TG_WEIGHTS_MAGIC "tilegraph-weights/1"
+
+// Checks a mapped weights.bin (`path` only names it in the message): its
+// header names project `hash` (16 hex digits) and exactly `weights_bytes`
+// follow it. Returns 0 when it does; otherwise non-zero with a one-line
+// message in errbuf (truncated to errbuf_size; errbuf may be NULL).
+int tg_check_weights(const tg_weights* w, const char* path, const char* hash, int64_t weights_bytes, char* errbuf,
+                     size_t errbuf_size);
 
 // Releases what tg_map_weights acquired and empties *w. Safe on an empty or
 // already released handle.

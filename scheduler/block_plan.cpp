@@ -131,9 +131,12 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
       // elements*step/volume times: stage what is reused.
       int64_t other_reduce = 1;
       for (size_t r = 1; r < op.reduce_extents.size(); ++r) other_reduce *= op.reduce_extents[r];
+      std::vector<bool> from_memory(op.inputs.size());
+      for (size_t s = 0; s < op.inputs.size(); ++s) from_memory[s] = !phase_of.count(op.inputs[s]);
+      const std::vector<InputFootprint> footprints = input_footprints(g, op, values, p.tiling.vars, from_memory);
       for (size_t s = 0; s < op.inputs.size(); ++s) {
-        if (phase_of.count(op.inputs[s])) continue;
-        const InputFootprint f = input_footprint(g, op, static_cast<int>(s), values, p.tiling.vars);
+        if (!from_memory[s]) continue;
+        const InputFootprint& f = footprints[s];
         if (!f.loaded) continue;
         bool whole = false;
         for (const RegionDim& d : f.region.dims) whole |= d.whole_dim;
@@ -155,11 +158,12 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     if (op.reduction != Reduction::kNone && threads > 1)
       pp.mma = plan_mma(g, op, tile.region, static_cast<int>(threads), pp.step, arch);
     // Reads of producers kept on chip.
+    const std::vector<int> loads_of = count_loads_by_slot(op.body, op.inputs.size());
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       auto it = phase_of.find(op.inputs[s]);
       if (it == phase_of.end() || it->second >= i) continue;
       p.buffers[p.phase_plans[it->second].buffer].last_phase = i;
-      const int loads = count_loads(op.body, static_cast<int>(s));
+      const int loads = loads_of[s];
       phase_reads += pp.elements * reduce_points(op) * loads * elem;
     }
     if (pp.mma) {
@@ -196,9 +200,10 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   std::map<TensorId, int64_t> reads;
   for (int i = 0; i <= last; ++i) {
     const Op& op = p.phases[i];
+    const std::vector<int> loads_of = count_loads_by_slot(op.body, op.inputs.size());
     for (size_t s = 0; s < op.inputs.size(); ++s) {
       if (phase_of.count(op.inputs[s])) continue;
-      const int64_t loads = count_loads(op.body, static_cast<int>(s));
+      const int64_t loads = loads_of[s];
       reads[op.inputs[s]] += num_elements({p.phase_plans[i].elements, reduce_points(op), loads});
     }
   }

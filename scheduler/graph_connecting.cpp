@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <limits>
 #include <filesystem>
 #include <fstream>
@@ -10,19 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/ir/content_hash.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/replace_file.h"
 #include "scheduler/int_gemm.h"
 
 namespace tilegraph::scheduler {
 
 namespace {
-
-// FNV-1a: stable across runs and platforms (std::hash is neither promised).
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 std::string tensor_signature(const Tensor& t) {
   return std::string(dtype_name(t.dtype)) + "[" + shape_to_string(t.shape) + "]";
@@ -44,10 +40,25 @@ constexpr const char* kCacheFormat = "tilegraph-schedule-cache/6";
 
 struct Group {
   std::vector<int> ops;              // sorted (topological)
-  std::vector<FusedEdge> edges;
-  std::vector<int> extra_outputs;    // ops besides the root whose outputs leave the kernel
+  // Merges put the kept group's edges first: a deque, so that a long
+  // chain merged into its one-op consumer is not copied at every step.
+  std::deque<FusedEdge> edges;
+  std::vector<int> extra_outputs;    // ops besides the root whose outputs leave the kernel (sorted)
   bool alive = true;
+  bool library_gemm = false;         // holds a --skip-dot library GEMM
 };
+
+// The sorted union of two sorted lists of distinct ops, built on the longer
+// one: merging a one-op group into a long one costs O(1) when it comes after.
+std::vector<int> sorted_union(std::vector<int> a, std::vector<int> b) {
+  if (a.size() < b.size()) std::swap(a, b);
+  if (b.empty()) return a;
+  const auto middle = static_cast<std::ptrdiff_t>(a.size());
+  const bool after = b.front() > a.back();
+  a.insert(a.end(), b.begin(), b.end());
+  if (!after) std::inplace_merge(a.begin(), a.begin() + middle, a.end());
+  return a;
+}
 
 class Connector {
  public:
@@ -66,9 +77,10 @@ class Connector {
       // An op with no output elements computes nothing: it gets no kernel
       // (a GPU cannot launch an empty grid) and is never fused.
       const bool empty = num_elements(g.tensor(g.ops[i].output).shape) == 0;
-      groups_.push_back({{static_cast<int>(i)}, {}, {}, !empty});
+      groups_.push_back({{static_cast<int>(i)}, {}, {}, !empty, library_gemm_[i].has_value()});
       group_of_.push_back(empty ? -1 : static_cast<int>(i));
     }
+    merged_into_.resize(groups_.size(), -1);
   }
 
   Schedule run() {
@@ -104,7 +116,7 @@ class Connector {
   KernelSchedule kernel_of(const Group& grp) const {
     KernelSchedule k;
     k.ops = grp.ops;
-    k.edges = grp.edges;
+    k.edges.assign(grp.edges.begin(), grp.edges.end());
     k.extra_outputs = grp.extra_outputs;
     return k;
   }
@@ -114,6 +126,23 @@ class Connector {
   bool fits_kernel(const TilingResult& r, const KernelSchedule& k) const {
     const size_t rank = g_.tensor(g_.ops[k.ops.back()].output).shape.size();
     return std::all_of(r.top.begin(), r.top.end(), [&](const TileConfig& c) { return c.tile.size() == rank; });
+  }
+
+  // The group op belongs to now (-1: an empty op, in none). Merges are
+  // recorded on the merged-away group (merged_into_), not on each of its
+  // ops: a chain's groups grow by one op per merge.
+  int group_of(int op) const {
+    int grp = group_of_[static_cast<size_t>(op)];
+    if (grp < 0) return grp;
+    int top = grp;
+    while (merged_into_[static_cast<size_t>(top)] >= 0) top = merged_into_[static_cast<size_t>(top)];
+    while (merged_into_[static_cast<size_t>(grp)] >= 0) {  // path compression
+      const int next = merged_into_[static_cast<size_t>(grp)];
+      merged_into_[static_cast<size_t>(grp)] = top;
+      grp = next;
+    }
+    group_of_[static_cast<size_t>(op)] = top;
+    return top;
   }
 
   TilingResult tiling(const KernelSchedule& k, int topk, int budget) {
@@ -145,28 +174,40 @@ class Connector {
   // consumers in `into` at `level`; from's root becomes an extra output when
   // it is also read elsewhere (or is a graph output).
   Group merged_group(int from, int into, Connection level) const {
-    const Group& a = groups_[from];
-    Group m = groups_[into];
+    return joined(groups_[from], groups_[into], into, level);
+  }
+
+  // Group a joined to group m (index into): m's edges, then the new ones,
+  // then a's.
+  Group joined(Group a, Group m, int into, Connection level) const {
     const int root = a.ops.back();
     bool escapes = outputs_.count(g_.ops[root].output) > 0;
+    std::vector<FusedEdge> fresh;
     for (int c : consumers_[g_.ops[root].output]) {
-      if (group_of_[c] == into) m.edges.push_back({root, c, level});
+      if (group_of(c) == into) fresh.push_back({root, c, level});
       else escapes = true;
     }
-    m.ops.insert(m.ops.end(), a.ops.begin(), a.ops.end());
-    std::sort(m.ops.begin(), m.ops.end());
-    m.edges.insert(m.edges.end(), a.edges.begin(), a.edges.end());
-    m.extra_outputs.insert(m.extra_outputs.end(), a.extra_outputs.begin(), a.extra_outputs.end());
-    if (escapes) m.extra_outputs.push_back(root);
-    std::sort(m.extra_outputs.begin(), m.extra_outputs.end());
+    if (a.edges.size() > m.edges.size()) {
+      a.edges.insert(a.edges.begin(), fresh.begin(), fresh.end());
+      a.edges.insert(a.edges.begin(), m.edges.begin(), m.edges.end());
+      m.edges = std::move(a.edges);
+    } else {
+      m.edges.insert(m.edges.end(), fresh.begin(), fresh.end());
+      m.edges.insert(m.edges.end(), a.edges.begin(), a.edges.end());
+    }
+    m.ops = sorted_union(std::move(m.ops), std::move(a.ops));
+    if (escapes) a.extra_outputs.push_back(root);  // after a's other ops: still sorted
+    m.extra_outputs = sorted_union(std::move(m.extra_outputs), std::move(a.extra_outputs));
+    m.library_gemm = m.library_gemm || a.library_gemm;
     return m;
   }
 
   void merge(int from, int into, Connection level) {
-    Group m = merged_group(from, into, level);
-    for (int op : groups_[from].ops) group_of_[op] = into;
+    Group m = joined(std::move(groups_[from]), std::move(groups_[into]), into, level);
+    groups_[from] = Group{};
     groups_[from].alive = false;
     groups_[into] = std::move(m);
+    merged_into_[static_cast<size_t>(from)] = into;
   }
 
   // The group of op's earliest consumer (-1: none, or op's own group). The
@@ -175,8 +216,8 @@ class Connector {
   int first_consumer_group(int op) const {
     int best = -1;
     for (int c : consumers_[g_.ops[op].output]) {
-      const int grp = group_of_[c];
-      if (grp < 0 || grp == group_of_[op]) continue;
+      const int grp = group_of(c);
+      if (grp < 0 || grp == group_of(op)) continue;
       if (best < 0 || groups_[grp].ops.back() < groups_[best].ops.back()) best = grp;
     }
     return best;
@@ -186,7 +227,7 @@ class Connector {
     const int at = groups_[into].ops.back();
     for (int op : groups_[from].ops)
       for (int c : consumers_[g_.ops[op].output]) {
-        const int grp = group_of_[c];
+        const int grp = group_of(c);
         if (grp >= 0 && grp != from && grp != into && groups_[grp].ops.back() < at) return false;
       }
     return true;
@@ -198,26 +239,26 @@ class Connector {
   void connect_library_epilogues() {
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       std::optional<LibraryGemm>& gemm = library_gemm_[i];
-      if (!gemm || group_of_[i] < 0) continue;
+      if (!gemm || group_of(i) < 0) continue;
       // The only reader of `tail`'s output, when it may join (-1: none).
       auto sole_consumer = [&](int tail) {
         const TensorId out = g_.ops[tail].output;
         if (outputs_.count(out) || consumers_[out].size() != 1) return -1;
         const int c = consumers_[out].front();
-        return group_of_[c] < 0 || library_gemm_[c] ? -1 : c;
+        return group_of(c) < 0 || library_gemm_[c] ? -1 : c;
       };
       int tail = static_cast<int>(i);
       if (const int c = sole_consumer(tail); c >= 0) {
         const int slot = match_bias_epilogue(g_, g_.ops[c], g_.ops[tail].output, *gemm);
         if (slot >= 0) {
           gemm->bias_op = c, gemm->bias_slot = slot;
-          merge(group_of_[tail], group_of_[c], Connection::kShared);
+          merge(group_of(tail), group_of(c), Connection::kShared);
           tail = c;
         }
       }
       if (const int c = sole_consumer(tail); c >= 0 && is_relu_epilogue(g_, g_.ops[c], g_.ops[tail].output)) {
         gemm->relu_op = c;
-        merge(group_of_[tail], group_of_[c], Connection::kShared);
+        merge(group_of(tail), group_of(c), Connection::kShared);
       }
     }
   }
@@ -227,11 +268,11 @@ class Connector {
     int64_t merges_left = limit_env ? std::atoll(limit_env) : std::numeric_limits<int64_t>::max();
     for (size_t p = 0; p < g_.ops.size() && merges_left > 0; ++p) {
       const Op& producer = g_.ops[p];
-      if (group_of_[p] < 0) continue;
+      if (group_of(p) < 0) continue;
       if (producer.reduction != Reduction::kNone) continue;
       const TensorId out = producer.output;
       if (outputs_.count(out) || consumers_[out].size() != 1) continue;
-      if (has_library_gemm(groups_[group_of_[p]])) continue;  // a bias epilogue stays in the library call
+      if (groups_[group_of(p)].library_gemm) continue;  // a bias epilogue stays in the library call
       const int c = consumers_[out].front();
       const Op& consumer = g_.ops[c];
       int loads = 0;  // over every slot reading out (Mul(x, x) has two)
@@ -242,9 +283,9 @@ class Connector {
       // bigger than the producer's output (else inlining recomputes it).
       int64_t domain = num_elements(g_.tensor(consumer.output).shape);
       for (int64_t r : consumer.reduce_extents) domain = num_elements({domain, r});
-      if (domain > num_elements(g_.tensor(out).shape) || group_of_[c] < 0) continue;
-      if (group_of_[c] >= 0 && has_library_gemm(groups_[group_of_[c]])) continue;  // the library reads memory
-      merge(group_of_[p], group_of_[c], Connection::kRegister);
+      if (domain > num_elements(g_.tensor(out).shape) || group_of(c) < 0) continue;
+      if (group_of(c) >= 0 && groups_[group_of(c)].library_gemm) continue;  // the library reads memory
+      merge(group_of(p), group_of(c), Connection::kRegister);
       --merges_left;
     }
   }
@@ -290,12 +331,6 @@ class Connector {
     return reduces && epilogue;
   }
 
-  bool has_library_gemm(const Group& grp) const {
-    for (int op : grp.ops)
-      if (library_gemm_[static_cast<size_t>(op)]) return true;
-    return false;
-  }
-
   // Elementwise ops fed, through elementwise ops of the same size, by an
   // integer GEMM.
   std::vector<bool> int_gemm_epilogue_ops() const {
@@ -329,7 +364,7 @@ class Connector {
       const int into = first_consumer_group(root);
       if (into < 0 || !others_read_later(static_cast<int>(gi), into)) continue;
       if (static_cast<int>(groups_[into].ops.size() + groups_[gi].ops.size()) > o_.max_group_ops) continue;
-      if (has_library_gemm(groups_[gi]) || has_library_gemm(groups_[into])) continue;
+      if (groups_[gi].library_gemm || groups_[into].library_gemm) continue;
       const Group merged = merged_group(static_cast<int>(gi), into, Connection::kShared);
       if (!allowed_on_cpu(merged) || serializes_producer(groups_[gi], merged) ||
           steals_int_gemm_epilogue(merged))
@@ -357,7 +392,8 @@ class Connector {
   std::vector<std::vector<int>> consumers_;
   std::set<TensorId> outputs_;
   std::vector<Group> groups_;
-  std::vector<int> group_of_;
+  mutable std::vector<int> group_of_;     // per op: its group, or one merged into it since (group_of)
+  mutable std::vector<int> merged_into_;  // per group: the group it was merged into, or -1
   std::vector<bool> int_gemm_epilogue_;
   std::vector<std::optional<LibraryGemm>> library_gemm_;  // per op (--skip-dot)
 };
@@ -420,7 +456,7 @@ uint64_t tiling_key(const Graph& g, const KernelSchedule& k, const ArchSpec& arc
   }
   for (const FusedEdge& e : k.edges)
     text += str_cat("edge ", position[e.producer], ">", position[e.consumer], " ", connection_name(e.level), "\n");
-  return fnv1a(text);
+  return content_hash(text);
 }
 
 void ScheduleCache::load(const std::string& path) {
@@ -460,9 +496,7 @@ void ScheduleCache::save(const std::string& path) const {
   }
   const std::filesystem::path file(path);
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
-  std::ofstream out(path);
-  out << j.dump() << "\n";
-  if (!out) throw UserError(str_cat("cannot write the schedule cache '", path, "'"));
+  replace_file(file, j.dump() + "\n");
 }
 
 const TilingResult* ScheduleCache::find(uint64_t key) const {

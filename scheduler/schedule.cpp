@@ -5,7 +5,7 @@
 #include <set>
 
 #include "compiler/ir/error.h"
-#include "compiler/passes/inline_producer.h"
+#include "compiler/passes/inline_producer_tree.h"
 
 namespace tilegraph::scheduler {
 
@@ -107,27 +107,22 @@ std::string TileConfig::to_string() const {
 
 std::vector<Op> phase_ops(const Graph& g, const KernelSchedule& k) {
   std::set<int> inlined;
-  std::multimap<int, int> register_producers;  // consumer -> producer
+  std::map<int, std::vector<int>> register_producers;  // consumer -> producers, in edge order
+  const std::set<int> in_kernel(k.ops.begin(), k.ops.end());
   for (const FusedEdge& e : k.edges) {
     if (e.level != Connection::kRegister) continue;
+    TG_CHECK(in_kernel.count(e.producer) && e.producer < e.consumer, "register producer ", e.producer,
+             " not before consumer ", e.consumer);
     inlined.insert(e.producer);
-    register_producers.emplace(e.consumer, e.producer);
+    register_producers[e.consumer].push_back(e.producer);
   }
-  // Producers come first in topological order, so each is final (its own
-  // register producers inlined) before a consumer inlines it.
-  std::map<int, Op> rewritten;
+  const auto producers_of = [&](int op) {
+    auto it = register_producers.find(op);
+    return it == register_producers.end() ? std::vector<int>{} : it->second;
+  };
   std::vector<Op> phases;
-  for (int index : k.ops) {
-    Op op = g.ops.at(static_cast<size_t>(index));
-    auto [lo, hi] = register_producers.equal_range(index);
-    for (auto it = lo; it != hi; ++it) {
-      auto found = rewritten.find(it->second);
-      TG_CHECK(found != rewritten.end(), "register producer ", it->second, " not before consumer ", index);
-      passes::inline_producer(op, found->second);
-    }
-    if (inlined.count(index)) rewritten.emplace(index, std::move(op));
-    else phases.push_back(std::move(op));
-  }
+  for (int index : k.ops)
+    if (!inlined.count(index)) phases.push_back(passes::inline_producer_tree(g, index, producers_of));
   TG_CHECK(!phases.empty() && !inlined.count(k.ops.back()), "a kernel's root cannot be inlined");
   return phases;
 }

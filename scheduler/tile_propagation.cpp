@@ -94,8 +94,13 @@ RegionDim whole_dim(int64_t dim) { return {int_imm(0), 0, dim, true}; }
 // padding, which code generation evaluates and discards.
 constexpr int64_t kMaxOvershoot = 64;
 
-// The range of `index` over every value of every var (all blocks).
+// The range of `index` over every value of every var (all blocks). An index
+// read from data (a Gather's CheckIndex) can be anywhere: the whole
+// dimension, which block plans never stage.
 RegionDim fallback_dim(const Expr& index, int64_t dim, const TileVars& vars) {
+  bool data_dependent = false;
+  visit(index, [&](const Expr& n) { data_dependent |= n->kind == ExprKind::kCheckIndex; });
+  if (data_dependent) return whole_dim(dim);
   const Interval all = bound_of(index, vars.bounds);
   if (!all.bounded() || all.hi - all.lo + 1 > dim + kMaxOvershoot) return whole_dim(dim);
   return {int_imm(0), all.lo, all.hi - all.lo + 1, false};
@@ -227,10 +232,20 @@ Region region_hull(const Region& a, const Region& b, const Shape& shape, const T
 
 InputFootprint input_footprint(const Graph& g, const Op& op, int slot,
                                const std::vector<Expr>& axis_values, const TileVars& vars) {
-  InputFootprint f;
-  const Shape& shape = g.tensor(op.inputs.at(static_cast<size_t>(slot))).shape;
+  std::vector<bool> wanted(op.inputs.size(), false);
+  wanted.at(static_cast<size_t>(slot)) = true;
+  return input_footprints(g, op, axis_values, vars, wanted)[static_cast<size_t>(slot)];
+}
+
+std::vector<InputFootprint> input_footprints(const Graph& g, const Op& op, const std::vector<Expr>& axis_values,
+                                             const TileVars& vars, const std::vector<bool>& wanted) {
+  std::vector<InputFootprint> footprints(op.inputs.size());
   visit(op.body, [&](const Expr& n) {
-    if (n->kind != ExprKind::kLoad || n->int_value != slot) return;
+    if (n->kind != ExprKind::kLoad) return;
+    const size_t slot = static_cast<size_t>(n->int_value);
+    if (!wanted.empty() && !wanted[slot]) return;
+    InputFootprint& f = footprints[slot];
+    const Shape& shape = g.tensor(op.inputs[slot]).shape;
     std::vector<Expr> idx;
     for (const Expr& i : n->args) idx.push_back(substitute_vars(i, axis_values));
     const Region r = index_footprint(idx, shape, vars);
@@ -238,7 +253,7 @@ InputFootprint input_footprint(const Graph& g, const Op& op, int slot,
     f.loaded = true;
     ++f.loads;
   });
-  return f;
+  return footprints;
 }
 
 namespace {
@@ -301,9 +316,9 @@ GroupTiling propagate_tiles(const Graph& g, const std::vector<const Op*>& ops,
       bound[i] = true;
     }
     const Op& op = *ops[i];
-    const std::vector<Expr> values = axis_values(t.ops[i]);
+    const std::vector<InputFootprint> footprints = input_footprints(g, op, axis_values(t.ops[i]), t.vars);
     for (size_t s = 0; s < op.inputs.size(); ++s) {
-      const InputFootprint f = input_footprint(g, op, static_cast<int>(s), values, t.vars);
+      const InputFootprint& f = footprints[s];
       if (!f.loaded) continue;
       const TensorId in = op.inputs[s];
       const Shape& shape = g.tensor(in).shape;

@@ -70,6 +70,10 @@ struct InputFootprint {
 };
 InputFootprint input_footprint(const Graph& g, const Op& op, int slot,
                                const std::vector<Expr>& axis_values, const TileVars& vars);
+// input_footprint of every slot (of those `wanted` marks, when not empty), in
+// one walk of the body.
+std::vector<InputFootprint> input_footprints(const Graph& g, const Op& op, const std::vector<Expr>& axis_values,
+                                             const TileVars& vars, const std::vector<bool>& wanted = {});
 
 // A fused group's tiles. The root (last op) computes a tile of `root_tile`
 // elements per output dimension at block coordinates b_d (outer vars);

@@ -56,6 +56,7 @@ function(runtime_gtest name)
 endfunction()
 
 runtime_gtest(runtime_npy_test)
+target_link_libraries(runtime_npy_test PRIVATE tg_driver)  # driver/process: python runs without a shell
 runtime_gtest(runtime_stats_test)
 runtime_gtest(runtime_weights_file_test)
 runtime_gtest(runtime_json_writer_test)
@@ -67,7 +68,7 @@ target_sources(runtime_kernel_profile_test PRIVATE ${TG_RUNTIME_DIR}/kernel_prof
 target_link_libraries(runtime_kernel_profile_test PRIVATE runtime_fake_model)
 
 runtime_gtest(runtime_e2e_test)
-target_link_libraries(runtime_e2e_test PRIVATE nlohmann_json::nlohmann_json)
+target_link_libraries(runtime_e2e_test PRIVATE nlohmann_json::nlohmann_json tg_driver)  # driver/process
 target_compile_definitions(runtime_e2e_test PRIVATE
   TG_FAKE_MAIN_TEST="$<TARGET_FILE:runtime_fake_main_test>")
 add_dependencies(runtime_e2e_test runtime_fake_main_test)

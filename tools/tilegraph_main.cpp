@@ -1,6 +1,7 @@
 // The `tilegraph` command line: tune (compile a model into a project and build
 // it), run (benchmark / run it via main_test), explain (the tile-graph
 // schedule of a tuned model), archs (known targets), ops (supported ONNX ops).
+#include <pthread.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "compiler/driver/aarch64_target.h"
 #include "compiler/driver/explain.h"
 #include "compiler/driver/pipeline.h"
+#include "compiler/driver/version.h"
 #include "compiler/ir/error.h"
 #include "frontends/onnx/import.h"
 #include "frontends/onnx/op_table.h"
@@ -74,7 +76,7 @@ struct TuneFlags {
   std::string model;
   int topk = 20, jobs = 0;
   std::string cpu_features;
-  bool no_build = false, no_fusion = false, no_float_ukernels = false, fp16 = false, emulate = false, skip_dot = false, no_gpu_build = false, verbose = false;
+  bool no_build = false, no_fusion = false, no_float_ukernels = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::string profile_topk = "auto";
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
@@ -95,6 +97,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.fp16 = f.fp16;
   o.profile_topk = f.profile_topk;
   o.emulate = f.emulate;
+  o.sanitize = f.sanitize;
   o.skip_dot = f.skip_dot;
   o.build_gpu = !f.no_gpu_build;
   o.input_shapes = parse_input_shapes(f.input_shapes);
@@ -179,10 +182,12 @@ int run(const std::string& prefix, const std::string& arch, const std::vector<st
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int cli_main(int argc, char** argv) {
   CLI::App app{"tilegraph: an ahead-of-time tile-graph DNN compiler (ONNX in, C++ project out)"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tilegraph 0.1");
+  app.set_version_flag("--version", std::string("tilegraph ") + driver::kTilegraphVersion);
 
   std::string arch_names;
   for (const std::string& a : scheduler::known_arch_names()) arch_names += (arch_names.empty() ? "" : ", ") + a;
@@ -205,6 +210,7 @@ int main(int argc, char** argv) {
                        "on = also for the host CPU; off = the cost model's first choice")
       ->default_val("auto");
   tune_cmd->add_flag("--emulate", f.emulate, "GPU archs: also write and build the CPU emulation of the GPU kernels (PREFIX/tilegraph_rt/<arch>/emulation), which `run` and test_acc use where there is no such GPU");
+  tune_cmd->add_flag("--sanitize", f.sanitize, "with --emulate: the emulation checks every shared and global access of the GPU kernels (races between threads of a phase, reads of unwritten shared memory, out-of-bounds indices, misalignment, warp size) and stops at the first violation with a report naming the kernel, its ONNX nodes, the phase, threads and index; blocks run one at a time");
   tune_cmd->add_flag("--skip-dot", f.skip_dot, "CUDA archs: compute float MatMul/Gemm (batched, with transposed operands) with cuBLASLt, each its own library call, and fuse everything else; the CPU emulation runs a reference GEMM in its place");
   tune_cmd->add_flag("--no-gpu-build", f.no_gpu_build, "GPU archs: write the CUDA/HIP project but do not build it (nvcc/hipcc)");
   tune_cmd->add_option("--input-shape", f.input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");
@@ -265,4 +271,37 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+// The compiler's IR walks recurse once per expression level, and register
+// fusion makes a chain of n elementwise ops one expression n levels deep (a
+// 20k-op chain needs about 16 MB of stack). The command runs on a thread
+// whose stack is reserved large; only the pages a model needs are touched.
+constexpr size_t kStackBytes = size_t{256} << 20;  // chains of some 300k ops
+
+struct CliCall {
+  int argc;
+  char** argv;
+  int status;
+};
+
+void* call_cli(void* arg) {
+  auto* call = static_cast<CliCall*>(arg);
+  call->status = cli_main(call->argc, call->argv);
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CliCall call{argc, argv, 0};
+  pthread_attr_t attr;
+  pthread_t thread;
+  if (pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, kStackBytes) == 0 &&
+      pthread_create(&thread, &attr, call_cli, &call) == 0) {
+    pthread_attr_destroy(&attr);
+    pthread_join(thread, nullptr);
+    return call.status;
+  }
+  return cli_main(argc, argv);  // no room for the large stack (address-space limit): the default one
 }

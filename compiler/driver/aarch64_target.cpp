@@ -1,36 +1,17 @@
 #include "compiler/driver/aarch64_target.h"
 
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "codegen/emit_cpu_project.h"
+#include "compiler/driver/process.h"
 #include "compiler/ir/error.h"
 
 namespace tilegraph::driver {
-
-namespace fs = std::filesystem;
 
 namespace {
 
 constexpr const char* kPackages = "apt-get install g++-aarch64-linux-gnu qemu-user";
 constexpr const char* kSysroot = "/usr/aarch64-linux-gnu";
-
-// The executable `tool` resolves to on PATH, or "".
-std::string find_on_path(const std::string& tool) {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const fs::path candidate = fs::path(dir.empty() ? "." : dir) / tool;
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return "";
-}
 
 }  // namespace
 

@@ -17,6 +17,7 @@
 #include "codegen/lower_float_gemm_kernel.h"
 #include "codegen/lower_int_gemm_kernel.h"
 #include "codegen/lower_library_gemm.h"
+#include "codegen/verify_kernel.h"
 #include "codegen/memory_plan.h"
 #include "compiler/ir/error.h"
 #include "compiler/passes/eliminate_dead_ops.h"
@@ -32,7 +33,11 @@
 #include "frontends/onnx/import.h"
 #include "compiler/driver/aarch64_target.h"
 #include "compiler/driver/cmake_build.h"
+#include "compiler/driver/process.h"
 #include "compiler/driver/profile_topk.h"
+#include "compiler/driver/project_hash.h"
+#include "compiler/driver/project_staging.h"
+#include "compiler/ir/replace_file.h"
 #include "compiler/driver/explain.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/block_plan.h"
@@ -55,6 +60,8 @@ double seconds_since(Clock::time_point start) {
 // Flags with a range or a fixed vocabulary, checked before any work.
 void check_options(const CompileOptions& o) {
   if (o.topk < 1) throw UserError(str_cat("--topk ", o.topk, ": keep at least 1 tile config"));
+  if (o.sanitize && !o.emulate)
+    throw UserError("--sanitize checks the CPU emulation of a GPU arch's kernels: add --emulate");
   if (o.build_jobs < 0) throw UserError(str_cat("--jobs ", o.build_jobs, ": give a positive count, or 0 for all cores"));
   for (const std::string& p : o.dump_after) {
     const std::vector<std::string>& known = dump_points();
@@ -131,7 +138,8 @@ std::string emulation_dir(const std::string& output_dir) {
 namespace {
 
 // Lowers every kernel; integer GEMM kernels get their constant B operand
-// packed into the micro-kernel's layout first (new constants in g).
+// packed into the micro-kernel's layout first (new constants in g). Each is
+// verified (codegen/verify_kernel.h) as it comes out of its lowering.
 std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& schedule,
                                            const scheduler::ArchSpec& arch, bool verbose) {
   std::vector<codegen::Kernel> kernels;
@@ -156,26 +164,25 @@ std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& 
       std::cerr << "      kernel " << k + 1 << "/" << schedule.kernels.size() << " ("
                 << schedule.kernels.size() - k - 1 << " left)" << std::endl;
     if (verbose) std::cerr << codegen::to_string(kernels.back());
+    codegen::verify(kernels.back());
   }
   return kernels;
 }
 
-bool on_path(const std::string& tool) {
-  return std::system(("command -v " + tool + " > /dev/null 2>&1").c_str()) == 0;
-}
+bool on_path(const std::string& tool) { return !find_on_path(tool).empty(); }
 
 // nvcc's supported architectures ("compute_75" ...) include the arch's ISA?
 // (CUDA 13 dropped sm_70: a V100 project is generated but cannot be built.)
 void check_nvcc_supports(const scheduler::ArchSpec& arch) {
   if (arch.target != "cuda" || arch.isa.rfind("sm_", 0) != 0) return;
   const std::string wanted = "compute_" + arch.isa.substr(3);
-  FILE* pipe = popen("nvcc --list-gpu-arch 2>/dev/null", "r");
-  if (!pipe) return;
-  std::string listed;
-  char line[128];
-  while (std::fgets(line, sizeof line, pipe)) listed += line;
-  pclose(pipe);
-  if (listed.empty() || listed.find(wanted + "\n") != std::string::npos) return;
+  ProcessOptions capture;
+  capture.capture = true;
+  capture.stderr_path = "/dev/null";
+  capture.timeout_seconds = 60;
+  const ProcessResult listing = run_process({"nvcc", "--list-gpu-arch"}, capture);
+  const std::string& listed = listing.output;
+  if (!listing.ok() || listed.empty() || listed.find(wanted + "\n") != std::string::npos) return;
   throw UserError(str_cat("this nvcc cannot build ", arch.isa, " for ", arch.name,
                           " (it lists ", listed.substr(0, listed.find('\n')), " and up); tune with --no-gpu-build "
                           "to write the project only, and --emulate to run the ", arch.name, " schedule on the CPU"));
@@ -235,8 +242,10 @@ CompileReport compile(const CompileOptions& options) {
   t = Clock::now();
   progress(3, steps, str_cat("scheduling ", g.ops.size(), " ops for ", arch.name, " (", arch.description, ", ",
                              arch.compute_units, gpu ? " SMs/CUs" : " cores", ")"), start);
-  fs::create_directories(options.output_dir);
-  const std::string cache_path = (fs::path(options.output_dir) / "schedule_cache.json").string();
+  // Written and built next to the project, moved into place when complete.
+  ProjectStaging staging(options.output_dir);
+  const std::string out_dir = staging.dir();
+  const std::string cache_path = (fs::path(out_dir) / "schedule_cache.json").string();
   scheduler::ScheduleCache cache;
   cache.load(cache_path);
   scheduler::TileGraphOptions tg_options;
@@ -256,7 +265,7 @@ CompileReport compile(const CompileOptions& options) {
   ProfileReport profiled;
   if (profile) {
     const int jobs = options.build_jobs > 0 ? options.build_jobs : scheduler::host_arch().cores;
-    profiled = profile_topk(g, schedule, arch, options.topk, tg_options.search_budget, options.output_dir, jobs);
+    profiled = profile_topk(g, schedule, arch, options.topk, tg_options.search_budget, out_dir, jobs);
     report.profiled_kernels = profiled.kernels;
     std::cerr << "      top-" << options.topk << " profiling: " << profiled.kernels << " kernels ("
               << profiled.problems << " distinct, " << profiled.cache_hits << " from profile_cache.json), "
@@ -295,20 +304,25 @@ CompileReport compile(const CompileOptions& options) {
                         {"precision", options.fp16 ? "fp16" : "as exported"},
                         {"library_gemms", library_gemms}};
   info.explain = explain;
-  if (int_gemms > 0) info.ukernel_headers.push_back(codegen::int_gemm_variant_for(arch).header());
-  if (ukernels.float_gemms > 0) info.ukernel_headers.push_back(codegen::float_gemm_variant_for(arch).header());
+  if (int_gemms > 0) info.int_gemm = codegen::int_gemm_variant_for(arch);
+  if (ukernels.float_gemms > 0) info.float_gemm = codegen::float_gemm_variant_for(arch);
   if (!gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native
+  info.project_hash = project_hash(options, g, plan);
   if (gpu) {
-    codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, options.output_dir);
+    codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, out_dir);
     if (options.emulate) {
       std::vector<codegen::Kernel> emulated;
-      for (const codegen::Kernel& k : kernels) emulated.push_back(codegen::expand_thread_locals(k));
+      for (const codegen::Kernel& k : kernels) {
+        emulated.push_back(codegen::expand_thread_locals(k));
+        codegen::verify(emulated.back());
+      }
       codegen::ProjectInfo emulation_info = info;
       emulation_info.arch = arch.name + "-emulation";
-      codegen::emit_cpu_project(g, emulated, plan, emulation_info, emulation_dir(options.output_dir));
+      if (options.sanitize) emulation_info.sanitizer_warp_size = arch.warp_size;
+      codegen::emit_cpu_project(g, emulated, plan, emulation_info, emulation_dir(out_dir));
     }
   } else {
-    codegen::emit_cpu_project(g, kernels, plan, info, options.output_dir);
+    codegen::emit_cpu_project(g, kernels, plan, info, out_dir);
   }
   report.num_kernels = static_cast<int>(kernels.size());
   report.seconds_codegen = seconds_since(t);
@@ -317,15 +331,14 @@ CompileReport compile(const CompileOptions& options) {
     t = Clock::now();
     const int jobs = options.build_jobs > 0 ? options.build_jobs : scheduler::host_arch().cores;
     if (!gpu || build_gpu) {
-      const std::string toolchain =
-          cross ? (fs::absolute(options.output_dir) / codegen::kAarch64ToolchainFile).string() : "";
+      const std::string toolchain = cross ? codegen::kAarch64ToolchainFile : "";
       progress(5, steps, str_cat(cross ? "cross-building for aarch64 (" + std::string(kAarch64CrossCompiler) + ")"
                                        : std::string("building"),
-                                 " with cmake (-j ", jobs, "), log in ", options.output_dir, "/build.log"), start);
-      build_project(options.output_dir, jobs, toolchain);
+                                 " with cmake (-j ", jobs, "), log in ", out_dir, "/build.log"), start);
+      build_project(out_dir, jobs, toolchain);
     }
     if (gpu && options.emulate) {
-      const std::string dir = emulation_dir(options.output_dir);
+      const std::string dir = emulation_dir(out_dir);
       progress(5, steps, str_cat("building the CPU emulation (-j ", jobs, "), log in ", dir, "/build.log"), start);
       build_project(dir, jobs);
     }
@@ -348,7 +361,8 @@ CompileReport compile(const CompileOptions& options) {
                                        {"schedule", report.seconds_schedule},
                                        {"codegen", report.seconds_codegen},
                                        {"build", report.seconds_build}}}};
-  std::ofstream(fs::path(options.output_dir) / "compile_stats.json") << stats.dump(2) << "\n";
+  replace_file(fs::path(out_dir) / "compile_stats.json", stats.dump(2) + "\n");
+  staging.commit();
   return report;
 }
 

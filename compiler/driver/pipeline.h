@@ -24,6 +24,7 @@ struct CompileOptions {
   std::string profile_topk = "auto";
   bool fp16 = false;                           // --fp16: float32 tensors stored in half (passes/to_half_precision.h)
   bool emulate = false;                        // GPU archs: also write + build the CPU emulation
+  bool sanitize = false;                       // with emulate: the emulation checks every access (codegen/sanitizer)
   bool skip_dot = false;                       // CUDA archs: float GEMMs call cuBLASLt (scheduler/library_gemm.h)
   bool build_gpu = true;                       // GPU archs: build the CUDA/HIP project when its compiler exists
   std::map<std::string, Shape> input_shapes;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,8 +13,11 @@
 
 #include "codegen/emit_profile_project.h"
 #include "codegen/lower_block_kernel.h"
+#include "codegen/verify_kernel.h"
 #include "compiler/driver/cmake_build.h"
+#include "compiler/driver/process.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/replace_file.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"
 
@@ -62,7 +64,7 @@ struct ProfileCache {
   void save(const std::string& path, const std::string& device) const {
     nlohmann::json j = {{"format", kCacheFormat}, {"device", device}, {"entries", nlohmann::json::object()}};
     for (const auto& [key, value] : entries) j["entries"][std::to_string(key)] = value;
-    std::ofstream(path) << j.dump(1) << "\n";
+    replace_file(path, j.dump(1) + "\n");
   }
 };
 
@@ -127,6 +129,7 @@ ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const 
       variant.config = k.candidates[c];
       codegen::Kernel lowered = codegen::lower_block_kernel(
           g, variant, scheduler::plan_block_kernel(g, variant, variant.config, arch));
+      codegen::verify(lowered);
       lowered.name = str_cat("v", variants.size(), "_", lowered.name);
       variants.push_back(std::move(lowered));
       variant_of.emplace_back(key, c);
@@ -142,11 +145,14 @@ ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const 
     codegen::emit_profile_project(variants, arch.is_gpu() ? arch.isa.substr(3) : "", dir.string());
     build_project(dir.string(), jobs);
     const fs::path results = dir / "results.txt";
-    const std::string run = str_cat("timeout ", kHarnessTimeoutSeconds, " '", (dir / "build" / "profile").string(),
-                                    "' > '", results.string(), "' 2> '", (dir / "run.log").string(), "'");
-    if (std::system(run.c_str()) != 0)
-      std::cerr << "note: the profiling harness stopped early (see " << (dir / "run.log").string()
-                << "); unmeasured configs keep the cost model's order" << std::endl;
+    ProcessOptions harness;
+    harness.stdout_path = results.string();
+    harness.stderr_path = (dir / "run.log").string();
+    harness.timeout_seconds = kHarnessTimeoutSeconds;
+    const ProcessResult ran = run_process({(dir / "build" / "profile").string()}, harness);
+    if (!ran.ok())
+      std::cerr << "note: the profiling harness stopped early (" << ran.describe(kHarnessTimeoutSeconds) << ", see "
+                << harness.stderr_path << "); unmeasured configs keep the cost model's order" << std::endl;
     const std::map<int, double> seconds = read_results(results);
     std::map<uint64_t, std::vector<double>> measured;
     for (size_t v = 0; v < variant_of.size(); ++v) {

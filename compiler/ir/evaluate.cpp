@@ -52,7 +52,7 @@ void put(uint8_t* base, int64_t i, T v) {
 
 class Interpreter {
  public:
-  Interpreter(const Graph& g, const Op& op) : op_(op) {
+  Interpreter(const Graph& g, const Op& op) : g_(g), op_(op) {
     for (TensorId id : op.inputs) {
       const Tensor& t = g.tensor(id);
       TG_CHECK(t.data, "evaluate_op: input ", t.name, " of ", op.name, " is not constant");
@@ -82,6 +82,13 @@ class Interpreter {
         return scalar_binary(e->binary_op, e->args[0]->dtype, eval(e->args[0]), eval(e->args[1]));
       case ExprKind::kSelect: return eval(e->args[0]).i ? eval(e->args[1]) : eval(e->args[2]);
       case ExprKind::kCast: return scalar_cast(eval(e->args[0]), e->args[0]->dtype, e->dtype);
+      case ExprKind::kCheckIndex: {
+        const int64_t x = eval(e->args[0]).i, dim = e->args[1]->int_value;
+        if (x >= -dim && x < dim) return Scalar{0, x < 0 ? x + dim : x};
+        const size_t site = static_cast<size_t>(e->int_value);
+        if (site < g_.index_checks.size()) throw UserError(index_check_message(g_.index_checks[site], x));
+        throw UserError(str_cat("op ", op_.name, ": index ", x, " out of range [", -dim, ", ", dim, ")"));
+      }
     }
     return Scalar{};
   }
@@ -108,6 +115,7 @@ class Interpreter {
   std::vector<int64_t> vars_;
 
  private:
+  const Graph& g_;
   const Op& op_;
   std::vector<const Tensor*> inputs_;
 };

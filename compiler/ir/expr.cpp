@@ -173,6 +173,17 @@ Expr cast(DType t, Expr x) {
   return make(std::move(n));
 }
 
+Expr check_index(Expr x, int64_t dim, int site) {
+  TG_CHECK(x->dtype == DType::kI64, "check_index of ", dtype_name(x->dtype));
+  TG_CHECK(dim > 0, "check_index of an empty dimension");
+  int64_t c;
+  if (is_const_int(x, &c) && c >= -dim && c < dim) return int_imm(c < 0 ? c + dim : c);
+  ExprNode n{ExprKind::kCheckIndex, DType::kI64};
+  n.int_value = site;
+  n.args = {std::move(x), int_imm(dim)};
+  return make(std::move(n));
+}
+
 Expr operator+(Expr a, Expr b) { return binary(BinaryOp::kAdd, std::move(a), std::move(b)); }
 Expr operator-(Expr a, Expr b) { return binary(BinaryOp::kSub, std::move(a), std::move(b)); }
 Expr operator*(Expr a, Expr b) { return binary(BinaryOp::kMul, std::move(a), std::move(b)); }
@@ -234,6 +245,9 @@ Expr rewrite(const Expr& e, const std::function<Expr(const Expr&)>& rewrite_node
       case ExprKind::kBinary: rebuilt = binary(e->binary_op, args[0], args[1]); break;
       case ExprKind::kSelect: rebuilt = select(args[0], args[1], args[2]); break;
       case ExprKind::kCast: rebuilt = cast(e->dtype, args[0]); break;
+      case ExprKind::kCheckIndex:
+        rebuilt = check_index(args[0], e->args[1]->int_value, static_cast<int>(e->int_value));
+        break;
       default: TG_CHECK(false, "leaf with args");
     }
   }
@@ -263,6 +277,15 @@ int count_loads(const Expr& e, int slot) {
   int n = 0;
   visit(e, [&](const Expr& x) { n += x->kind == ExprKind::kLoad && x->int_value == slot; });
   return n;
+}
+
+std::vector<int> count_loads_by_slot(const Expr& e, size_t slots) {
+  std::vector<int> counts(slots, 0);
+  visit(e, [&](const Expr& x) {
+    if (x->kind == ExprKind::kLoad && x->int_value >= 0 && static_cast<size_t>(x->int_value) < slots)
+      ++counts[static_cast<size_t>(x->int_value)];
+  });
+  return counts;
 }
 
 bool uses_var(const Expr& e, int id) {
@@ -302,6 +325,9 @@ std::string to_string(const Expr& e) {
           << to_string(e->args[2]) << ")";
       break;
     case ExprKind::kCast: out << dtype_name(e->dtype) << "(" << to_string(e->args[0]) << ")"; break;
+    case ExprKind::kCheckIndex:  // without the site: schedule keys (graph_connecting) ignore which node it names
+      out << "check(" << to_string(e->args[0]) << ", " << e->args[1]->int_value << ")";
+      break;
   }
   return out.str();
 }

@@ -12,8 +12,21 @@
 //    FloorDiv / FloorMod round toward negative infinity (Python semantics);
 //    Div on integers truncates toward zero and Rem takes the dividend's sign
 //    (C semantics, ONNX Div / Mod fmod=1); Div on floats is IEEE division.
+//  * Integer Div, Rem, FloorDiv and FloorMod are total and never trap (a model
+//    file is untrusted): x / 0 = 0 and x % 0 = 0; MIN / -1 = MIN (two's
+//    complement wrap-around, as Neg) and MIN % -1 = 0, MIN the dtype's minimum.
+//    uint64 divides unsigned. Interpreter, constant folding and every printer
+//    dialect compute exactly this (compiler/ir/scalar.h, the printer prelude).
 //  * Float arithmetic is IEEE in the expression's dtype; the interpreter may
 //    evaluate in double and round on store (constant folding only).
+//  * CheckIndex(x, dim; site) validates an index read from a runtime tensor
+//    (Gather, GatherND, Scatter*...): x in [0, dim) gives x, x in [-dim, 0)
+//    gives x + dim (ONNX negative indices); anything else is an error of the
+//    run, reported as Graph::index_checks[site] names it (the interpreter
+//    throws a UserError; generated code sets a flag that tg_model_run turns
+//    into an error) while the value is clamped into [0, dim), so no read
+//    leaves the tensor even before the flag is seen. It is never folded away
+//    while x may be out of range, and its bounds are [0, dim - 1].
 //  * Comparisons and And/Or/Not produce bool; Select's condition is bool.
 //  * Cast converts like C++ static_cast (float→int truncates; ONNX Cast
 //    semantics for in-range values), to bool means != 0.
@@ -37,7 +50,8 @@ namespace tilegraph {
   X(Unary)               \
   X(Binary)              \
   X(Select)              \
-  X(Cast)
+  X(Cast)                \
+  X(CheckIndex)
 
 enum class ExprKind {
 #define TG_ENUM(name) k##name,
@@ -83,7 +97,8 @@ struct ExprNode {
   double float_value = 0.0;  // FloatImm
   UnaryOp unary_op = UnaryOp::kNeg;
   BinaryOp binary_op = BinaryOp::kAdd;
-  std::vector<Expr> args;    // Load: indices; Unary: x; Binary: a, b; Select: c, t, f; Cast: x
+  std::vector<Expr> args;    // Load: indices; Unary: x; Binary: a, b; Select: c, t, f; Cast: x;
+                             // CheckIndex: x, IntImm(dim) (int_value: the site)
 };
 
 // ---- constructors (fold constants and drop trivial identities like x+0, x*1)
@@ -96,6 +111,9 @@ Expr unary(UnaryOp op, Expr x);
 Expr binary(BinaryOp op, Expr a, Expr b);
 Expr select(Expr cond, Expr t, Expr f);
 Expr cast(DType t, Expr x);
+// CheckIndex (semantics above): x is an int64 index, dim > 0, site indexes
+// Graph::index_checks. A constant x in [-dim, dim) folds to its wrapped value.
+Expr check_index(Expr x, int64_t dim, int site);
 
 Expr operator+(Expr a, Expr b);
 Expr operator-(Expr a, Expr b);
@@ -130,6 +148,9 @@ void visit(const Expr& e, const std::function<void(const Expr&)>& visit_node);
 Expr substitute_vars(const Expr& e, const std::vector<Expr>& values);
 // Number of Load nodes of input `slot` in e (each evaluation site counts).
 int count_loads(const Expr& e, int slot);
+// count_loads of every slot in [0, slots), in one walk of e (an op's per-slot
+// questions must not walk its body once per slot: fused bodies get long).
+std::vector<int> count_loads_by_slot(const Expr& e, size_t slots);
 // Does e mention Var(id)?
 bool uses_var(const Expr& e, int id);
 // Does e contain a Load inside an index of another Load (data-dependent index)?

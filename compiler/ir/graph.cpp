@@ -159,6 +159,11 @@ void verify(const Graph& g) {
   for (TensorId o : g.outputs) TG_CHECK(defined[o], "graph output ", g.tensor(o).name, " never computed");
 }
 
+std::string index_check_message(const IndexCheckSite& s, int64_t index) {
+  return str_cat(s.op_type, " node '", s.node, "': index ", index, " out of range [", -s.dim, ", ", s.dim,
+                 ") for axis ", s.axis);
+}
+
 std::string to_string(const Graph& g) {
   std::ostringstream out;
   auto describe = [&](TensorId id) {

@@ -74,6 +74,18 @@ struct Op {
 // Returns whether anything changed.
 bool drop_unused_inputs(Op& op);
 
+// Where a CheckIndex (expr.h) validates an index read at run time: the ONNX
+// node, for the error "Gather node 'g': index 7 out of range [-5, 5) for axis 0".
+struct IndexCheckSite {
+  std::string op_type;  // the ONNX op type (Gather, ScatterND...)
+  std::string node;     // the ONNX node name (untrusted text: escape it in generated code)
+  int axis = 0;         // the data axis the index selects along
+  int64_t dim = 0;      // that axis' size: valid indices are [-dim, dim)
+};
+
+// The one-line error of site s seeing `index`.
+std::string index_check_message(const IndexCheckSite& s, int64_t index);
+
 struct Graph {
   std::string name;
   std::vector<Tensor> tensors;
@@ -84,6 +96,8 @@ struct Graph {
   // an output under another name (ONNX Identity to an output); codegen
   // presents outputs by these names.
   std::vector<std::string> output_names;
+  // CheckIndex sites, by the id a CheckIndex node carries.
+  std::vector<IndexCheckSite> index_checks;
 
   TensorId add_tensor(Tensor t);
   const Tensor& tensor(TensorId id) const { return tensors.at(static_cast<size_t>(id)); }

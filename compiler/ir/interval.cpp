@@ -79,6 +79,7 @@ Interval bound_of(const Expr& e, const std::vector<Interval>& vb) {
     case ExprKind::kCast:
       if (!is_float(e->args[0]->dtype)) return bound_of(e->args[0], vb);
       return Interval::everything();
+    case ExprKind::kCheckIndex: return {0, e->args[1]->int_value - 1};
     default:
       return Interval::everything();
   }

@@ -5,13 +5,37 @@
 
 namespace tilegraph {
 
+namespace {
+
+// -a with two's-complement wrap-around: INT64_MIN stays INT64_MIN.
+int64_t wrapping_neg(int64_t a) { return static_cast<int64_t>(0 - static_cast<uint64_t>(a)); }
+
+}  // namespace
+
 int64_t floor_div(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return wrapping_neg(a);
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
-int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  const int64_t m = a % b;
+  return (m != 0 && ((m < 0) != (b < 0))) ? m + b : m;
+}
+
+int64_t trunc_div(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return wrapping_neg(a);
+  return a / b;
+}
+
+int64_t trunc_rem(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  return a % b;
+}
 
 Scalar scalar_of(double v, DType t) {
   // Through the float -> int cast rules (saturating, NaN -> 0): a huge or
@@ -34,6 +58,16 @@ int64_t wrap_int(int64_t v, DType t) {
     case DType::kBool: return v != 0;
     default: return v;
   }
+}
+
+int64_t unsigned_div(int64_t a, int64_t b) {
+  const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);
+  return y == 0 ? 0 : static_cast<int64_t>(x / y);
+}
+
+int64_t unsigned_rem(int64_t a, int64_t b) {
+  const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);
+  return y == 0 ? 0 : static_cast<int64_t>(x % y);
 }
 
 int64_t float_to_int(double v) {
@@ -153,10 +187,16 @@ Scalar scalar_binary(BinaryOp op, DType t, Scalar a, Scalar b) {
     case BinaryOp::kAdd: r.i = x + y; break;
     case BinaryOp::kSub: r.i = x - y; break;
     case BinaryOp::kMul: r.i = x * y; break;
-    case BinaryOp::kDiv: r.i = y == 0 ? 0 : x / y; break;
-    case BinaryOp::kFloorDiv: r.i = y == 0 ? 0 : floor_div(x, y); break;
-    case BinaryOp::kFloorMod: r.i = y == 0 ? 0 : floor_mod(x, y); break;
-    case BinaryOp::kRem: r.i = y == 0 ? 0 : x % y; break;
+    // Integer division by zero and INT_MIN / -1 follow expr.h's rule; uint64
+    // values (stored as their bit pattern) divide unsigned, where both are exact.
+    case BinaryOp::kDiv:
+    case BinaryOp::kFloorDiv:
+      r.i = t == DType::kU64 ? unsigned_div(x, y) : op == BinaryOp::kDiv ? trunc_div(x, y) : floor_div(x, y);
+      break;
+    case BinaryOp::kRem:
+    case BinaryOp::kFloorMod:
+      r.i = t == DType::kU64 ? unsigned_rem(x, y) : op == BinaryOp::kRem ? trunc_rem(x, y) : floor_mod(x, y);
+      break;
     case BinaryOp::kMin: r.i = x < y ? x : y; break;
     case BinaryOp::kMax: r.i = x > y ? x : y; break;
     case BinaryOp::kPow: {

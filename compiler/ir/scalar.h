@@ -23,8 +23,13 @@ Scalar scalar_cast(Scalar s, DType from, DType to);
 Scalar scalar_unary(UnaryOp op, DType t, Scalar x);
 // a and b have dtype t; comparisons return bool in .i.
 Scalar scalar_binary(BinaryOp op, DType t, Scalar a, Scalar b);
-// Integer floor division and modulo (Python semantics); b != 0.
+// Integer division and modulo of int64 values, total as expr.h defines them:
+// floor_* round toward -inf (Python), trunc_* toward zero (C); a divisor of 0
+// gives 0 for both quotient and remainder, and INT64_MIN / -1 wraps to
+// INT64_MIN (remainder 0). Never undefined behaviour, never a trap.
 int64_t floor_div(int64_t a, int64_t b);
 int64_t floor_mod(int64_t a, int64_t b);
+int64_t trunc_div(int64_t a, int64_t b);
+int64_t trunc_rem(int64_t a, int64_t b);
 
 }  // namespace tilegraph

@@ -44,6 +44,7 @@ Expr retyped(const Expr& e, DType compute, const std::vector<DType>& dtypes) {
     case ExprKind::kBinary: return binary(e->binary_op, args[0], args[1]);
     case ExprKind::kSelect: return select(args[0], args[1], args[2]);
     case ExprKind::kCast: return cast(e->dtype == DType::kF32 ? compute : e->dtype, args[0]);
+    case ExprKind::kCheckIndex: return check_index(args[0], e->args[1]->int_value, static_cast<int>(e->int_value));
     default: break;
   }
   return e;

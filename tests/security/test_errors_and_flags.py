@@ -13,7 +13,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from security_testlib import REPO, TILEGRAPH, error_line, save, tg
+from security_cli import REPO, TILEGRAPH, error_line, save, tg
 
 pytestmark = pytest.mark.skipif(not os.path.exists(TILEGRAPH), reason="tilegraph is not built")
 

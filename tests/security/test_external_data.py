@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from security_testlib import TILEGRAPH, error_line, save, tg
+from security_cli import TILEGRAPH, error_line, save, tg
 
 pytestmark = pytest.mark.skipif(not os.path.exists(TILEGRAPH), reason="tilegraph is not built")
 

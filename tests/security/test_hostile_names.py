@@ -21,7 +21,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from c_source_scan import code_only
-from security_testlib import TILEGRAPH, save, tg
+from security_cli import TILEGRAPH, save, tg
 
 pytestmark = pytest.mark.skipif(not os.path.exists(TILEGRAPH), reason="tilegraph is not built")
 

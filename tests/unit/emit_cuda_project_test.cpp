@@ -14,6 +14,7 @@
 
 #include "codegen/emit_cuda_project.h"
 #include "codegen/memory_plan.h"
+#include "compiler/driver/process.h"
 #include "compiler/ir/error.h"
 #include "tests/unit/lowering_test_util.h"
 
@@ -194,7 +195,10 @@ TEST_F(EmitCudaProject, WritesKernelsLaunchesAndModel) {
   EXPECT_EQ(manifest["target"], "cuda");
   EXPECT_EQ(manifest["gpu_arch"], "sm_90");
   EXPECT_EQ(manifest["kernels"][1]["launch"]["shared_bytes"], 65536);
-  EXPECT_EQ(files.at("weights.bin").size(), 4032u);  // 1000 floats, 64-byte aligned
+  EXPECT_EQ(files.at("weights.bin").size(), 64u + 4032u);  // the header, 1000 floats 64-byte aligned
+  EXPECT_EQ(files.at("weights.bin").substr(0, 37), "tilegraph-weights/1 0000000000000000\n");
+  EXPECT_TRUE(contains(files.at("model.cu"), "const char kProjectHash[] = \"0000000000000000\";"));
+  EXPECT_EQ(manifest["project_hash"], "0000000000000000");
 }
 
 TEST_F(EmitCudaProject, SameInputGivesByteIdenticalProjects) {
@@ -228,9 +232,7 @@ TEST_F(EmitCudaProject, RejectsUnknownArchAndNonBlockKernels) {
   EXPECT_THROW(emit(m, "sm_90", test_dir("bad")), InternalError);
 }
 
-bool on_path(const std::string& tool) {
-  return std::system(("command -v " + tool + " >/dev/null 2>&1").c_str()) == 0;
-}
+bool on_path(const std::string& tool) { return !driver::find_on_path(tool).empty(); }
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -254,16 +256,22 @@ TEST_F(EmitCudaProject, GeneratedProjectBuildsWithCMakeAndRuns) {
     GTEST_SKIP() << "nvcc or cmake not on PATH: the generated CUDA project is not built";
   const fs::path dir = test_dir("cmake");
   emit(two_kernel_model(), "sm_90", dir);
-  const std::string d = "'" + dir.string() + "'";
-  const std::string build = "cmake -S " + d + " -B " + d + "/build > " + d + "/build.log 2>&1 && cmake --build " +
-                            d + "/build -j 2 >> " + d + "/build.log 2>&1";
-  ASSERT_EQ(std::system(build.c_str()), 0) << read_text(dir / "build.log");
+  const std::string d = dir.string();
+  driver::ProcessOptions to_log;
+  to_log.stdout_path = to_log.stderr_path = d + "/build.log";
+  const bool configured = driver::run_process({"cmake", "-S", d, "-B", d + "/build"}, to_log).ok();
+  to_log.append = true;
+  ASSERT_TRUE(configured && driver::run_process({"cmake", "--build", d + "/build", "-j", "2"}, to_log).ok())
+      << read_text(dir / "build.log");
   const std::string log = read_text(dir / "build.log");
   EXPECT_FALSE(contains(log, "warning")) << log;
 
-  const std::string run = d + "/build/main_test --warmup 1 --iters 2 --profile --save-inputs " + d + "/in --outputs " +
-                          d + "/out > " + d + "/run.log 2>&1";
-  if (std::system(run.c_str()) != 0) {
+  driver::ProcessOptions run_log;
+  run_log.stdout_path = run_log.stderr_path = d + "/run.log";
+  if (!driver::run_process({d + "/build/main_test", "--warmup", "1", "--iters", "2", "--profile", "--save-inputs",
+                            d + "/in", "--outputs", d + "/out"},
+                           run_log)
+           .ok()) {
     EXPECT_TRUE(contains(read_text(dir / "run.log"), "error: cannot create the model: creating a stream: "))
         << read_text(dir / "run.log");
     return;
@@ -274,10 +282,15 @@ TEST_F(EmitCudaProject, GeneratedProjectBuildsWithCMakeAndRuns) {
   for (int64_t i = 0; i < kN; ++i) EXPECT_NEAR(y[i], std::tanh(x[i] * 0.5f), 1e-6f) << i;
   // Without profiling the kernels replay from a CUDA graph; with
   // TILEGRAPH_GPU_GRAPH=0 they launch one by one. Same inputs, same outputs.
-  for (const std::string env : {"", "TILEGRAPH_GPU_GRAPH=0 "}) {
-    const std::string replay = env + d + "/build/main_test --warmup 1 --iters 3 --inputs " + d + "/in --outputs " + d +
-                               "/out2 > " + d + "/run2.log 2>&1";
-    ASSERT_EQ(std::system(replay.c_str()), 0) << env << read_text(dir / "run2.log");
+  for (const std::string env : {"", "0"}) {
+    driver::ProcessOptions replay;
+    replay.stdout_path = replay.stderr_path = d + "/run2.log";
+    if (!env.empty()) replay.extra_env["TILEGRAPH_GPU_GRAPH"] = env;
+    ASSERT_TRUE(driver::run_process({d + "/build/main_test", "--warmup", "1", "--iters", "3", "--inputs", d + "/in",
+                                     "--outputs", d + "/out2"},
+                                    replay)
+                    .ok())
+        << env << read_text(dir / "run2.log");
     EXPECT_EQ(npy_floats(dir / "out2" / "y.npy", kN), y) << env;
   }
 }

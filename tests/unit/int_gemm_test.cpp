@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "codegen/embedded_ukernels.h"
+#include "codegen/int_gemm_variant.h"
 #include "compiler/driver/pipeline.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
@@ -198,6 +200,32 @@ TEST(Gemm, EpilogueCoordinatesMapAcrossUnitDimensions) {
   EXPECT_TRUE(is_const_int(epi[0]) && is_const_int(epi[2]));
   EXPECT_TRUE(same_expr(epi[1], var(0)) && same_expr(epi[3], var(1)));
   EXPECT_THROW(scheduler::epilogue_coords(acc, {4, 8}, {32}), InternalError);
+}
+
+// The generated kernels.h static_asserts that the shipped micro-kernel header
+// has the tile the packing loops were generated for: the assertion names the
+// compiler's table's constants, and every embedded header defines exactly those.
+TEST(IntGemm, GeneratedTileAssertMatchesEveryMicroKernelHeader) {
+  int headers = 0;
+  for (const char* name : {"avx512vnni", "avx2", "i8mm", "dotprod", "neon", "scalar"}) {
+    const codegen::IntGemmVariant v = codegen::int_gemm_variant_named(name);
+    const std::string check = codegen::int_gemm_tile_assert(v);
+    EXPECT_EQ(check.rfind("static_assert(", 0), 0u) << check;
+    EXPECT_NE(check.find(str_cat("tg_qgemm::kMR == ", v.mr, " && tg_qgemm::kNR == ", v.nr, " && tg_qgemm::kKU == ",
+                                 v.ku, " && tg_qgemm::kAUnsigned == ", v.a_unsigned ? "true" : "false")),
+              std::string::npos) << check;
+    for (const codegen::EmbeddedFile& f : codegen::embedded_ukernel_files()) {
+      if (f.name != v.header()) continue;
+      ++headers;
+      const std::string text(f.contents);
+      for (const std::string& constant :
+           {str_cat("constexpr int kMR = ", v.mr, ";"), str_cat("constexpr int kNR = ", v.nr, ";"),
+            str_cat("constexpr int kKU = ", v.ku, ";"),
+            str_cat("constexpr bool kAUnsigned = ", v.a_unsigned ? "true" : "false", ";")})
+        EXPECT_NE(text.find(constant), std::string::npos) << v.header() << " lacks " << constant;
+    }
+  }
+  EXPECT_EQ(headers, 6);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/lower_block_kernel.h"
+#include "compiler/driver/process.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"
@@ -63,12 +64,15 @@ TEST(ProfileProject, CudaHarnessTimesEveryCandidateAndNvccBuildsIt) {
   EXPECT_NE(read(dir / "harness" / "profile.h").find("cudaEventElapsedTime"), std::string::npos);
   EXPECT_NE(read(dir / "harness" / "CMakeLists.txt").find("set(CMAKE_CUDA_ARCHITECTURES 90)"), std::string::npos);
 
-  if (std::system("command -v nvcc > /dev/null 2>&1") != 0) GTEST_SKIP() << "nvcc not on PATH: harness not built";
+  if (driver::find_on_path("nvcc").empty()) GTEST_SKIP() << "nvcc not on PATH: harness not built";
   const fs::path h = dir / "harness";
-  const std::string build = "nvcc -std=c++17 -arch=sm_90 -o '" + (h / "profile").string() + "' '" +
-                            (h / "main.cpp").string() + "' '" + (h / "variants_000.cu").string() + "' > '" +
-                            (h / "nvcc.log").string() + "' 2>&1";
-  EXPECT_EQ(std::system(build.c_str()), 0) << read(h / "nvcc.log");
+  driver::ProcessOptions to_log;
+  to_log.stdout_path = to_log.stderr_path = (h / "nvcc.log").string();
+  EXPECT_TRUE(driver::run_process({"nvcc", "-std=c++17", "-arch=sm_90", "-o", (h / "profile").string(),
+                                   (h / "main.cpp").string(), (h / "variants_000.cu").string()},
+                                  to_log)
+                  .ok())
+      << read(h / "nvcc.log");
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include "npy.h"
 #include "tilegraph_model.h"
 
+#include "compiler/driver/process.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -13,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -81,12 +82,40 @@ class MainTestE2E : public ::testing::Test {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
 
-  // Runs `exe args` with stdout and stderr captured separately.
+  // The words of a test's argument string: split at spaces, except inside
+  // single quotes, which group a path (no shell is involved; nothing else
+  // is interpreted).
+  static std::vector<std::string> words(const std::string& args) {
+    std::vector<std::string> out;
+    std::string word;
+    bool quoted = false, any = false;
+    for (char c : args) {
+      if (c == '\'') {
+        quoted = !quoted;
+        any = true;
+      } else if (c == ' ' && !quoted) {
+        if (any) out.push_back(word);
+        word.clear();
+        any = false;
+      } else {
+        word += c;
+        any = true;
+      }
+    }
+    if (any) out.push_back(word);
+    return out;
+  }
+
+  // Runs `exe args` (no shell) with stdout and stderr captured separately.
   Result run_exe(const std::string& exe, const std::string& args) {
-    std::string cmd = "'" + exe + "' " + args + " >'" + p("stdout.txt") + "' 2>'" + p("stderr.txt") + "'";
-    int status = std::system(cmd.c_str());
+    std::vector<std::string> argv = words(args);
+    argv.insert(argv.begin(), exe);
+    tilegraph::driver::ProcessOptions to_files;
+    to_files.stdout_path = p("stdout.txt");
+    to_files.stderr_path = p("stderr.txt");
+    const tilegraph::driver::ProcessResult result = tilegraph::driver::run_process(argv, to_files);
     Result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.code = result.signal != 0 ? 128 + result.signal : result.exit_code;
     r.out = slurp(p("stdout.txt"));
     r.err = slurp(p("stderr.txt"));
     return r;

@@ -3,6 +3,8 @@
 #include "npy.h"
 #include "tilegraph_model.h"
 
+#include "compiler/driver/process.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -47,13 +49,15 @@ class NpyTest : public ::testing::Test {
   // python3 or numpy is not available.
   bool run_python(const std::string& script) {
     std::string python = TG_RUNTIME_PYTHON3;
-    if (python.empty() || std::system(("'" + python + "' -c 'import numpy' 2>/dev/null").c_str()) != 0) {
+    tilegraph::driver::ProcessOptions quiet;
+    quiet.stderr_path = "/dev/null";
+    if (python.empty() || !tilegraph::driver::run_process({python, "-c", "import numpy"}, quiet).ok()) {
       return false;
     }
     std::string file = path("script.py");
-    std::ofstream(file) << "import numpy as np\nimport os\nos.chdir(r'" << dir_.string() << "')\n" << script;
-    int rc = std::system(("'" + python + "' '" + file + "'").c_str());
-    EXPECT_EQ(rc, 0) << "python script failed:\n" << script;
+    std::ofstream(file) << "import numpy as np\nimport os\nimport sys\nos.chdir(sys.argv[1])\n" << script;
+    EXPECT_TRUE(tilegraph::driver::run_process({python, file, dir_.string()}).ok())
+        << "python script failed:\n" << script;
     return true;
   }
 

@@ -79,4 +79,41 @@ TEST_F(WeightsFileTest, ErrorsNameTheFileAndTheCause) {
   EXPECT_NE(tg_map_weights(path("missing.bin").c_str(), &w, nullptr, 0), 0);
 }
 
+// weights.bin's header names the compile its weights belong to: a file from
+// another tune (same size or not) is refused, with the two hashes named.
+TEST_F(WeightsFileTest, CheckRefusesWeightsOfAnotherCompile) {
+  auto file = [&](const std::string& name, const std::string& header, size_t weights) {
+    std::string bytes = header;
+    bytes.resize(TG_WEIGHTS_HEADER_BYTES, '\0');
+    bytes += std::string(weights, '\x5a');
+    std::ofstream(path(name), std::ios::binary) << bytes;
+    return path(name);
+  };
+  char err[512];
+  auto check = [&](const std::string& p, const char* hash, int64_t bytes) {
+    tg_weights w;
+    EXPECT_EQ(tg_map_weights(p.c_str(), &w, err, sizeof err), 0) << err;
+    const int rc = tg_check_weights(&w, p.c_str(), hash, bytes, err, sizeof err);
+    tg_unmap_weights(&w);
+    return rc;
+  };
+  const std::string good = file("good.bin", "tilegraph-weights/1 0123456789abcdef\n", 128);
+  EXPECT_EQ(check(good, "0123456789abcdef", 128), 0);
+
+  EXPECT_NE(check(good, "fedcba9876543210", 128), 0);
+  EXPECT_EQ(std::string(err), "weights file '" + good + "': written by another tune (project hash 0123456789abcdef; "
+                              "this library: fedcba9876543210): weights.bin and libmodel.so come from different "
+                              "tunes; run `tilegraph tune` again");
+
+  EXPECT_NE(check(good, "0123456789abcdef", 192), 0);
+  EXPECT_NE(std::string(err).find("holds 128 bytes of weights, this model needs 192"), std::string::npos) << err;
+
+  const std::string raw = file("raw.bin", "", 64);  // headerless, as an older tilegraph wrote it
+  EXPECT_NE(check(raw, "0123456789abcdef", 0), 0);
+  EXPECT_NE(std::string(err).find("not a tilegraph weights file"), std::string::npos) << err;
+  std::ofstream(path("short.bin")) << "tilegraph-weights/1 0123";
+  EXPECT_NE(check(path("short.bin"), "0123456789abcdef", 0), 0);
+  EXPECT_NE(std::string(err).find("not a tilegraph weights file"), std::string::npos) << err;
+}
+
 }  // namespace

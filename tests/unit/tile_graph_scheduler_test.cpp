@@ -12,11 +12,13 @@
 #include "codegen/c_printer.h"
 #include "codegen/emulate_threads.h"
 #include "codegen/lower_block_kernel.h"
+#include "codegen/verify_kernel.h"
 #include "compiler/driver/pipeline.h"
 #include "compiler/passes/inline_producer.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"
+#include "tests/unit/golden_file.h"
 #include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
 
@@ -163,7 +165,7 @@ TEST(InlineProducer, ReplacesEverySlotReadingTheProducer) {
 
 // A softmax row kernel for H100, lowered and printed as CUDA: the golden
 // text catches unintended changes to block lowering or the CUDA printer
-// (TG_UPDATE_GOLDEN=1 rewrites it).
+// (tests/unit/golden_file.h).
 TEST(BlockKernel, SoftmaxPrintsAsGoldenCuda) {
   OnnxModelBuilder b(17);
   b.input("x", kF32, {4, 40}).output("y");
@@ -176,6 +178,7 @@ TEST(BlockKernel, SoftmaxPrintsAsGoldenCuda) {
   k.config.tile = {2, 40};
   k.config.threads = 32;
   const codegen::Kernel kernel = codegen::lower_block_kernel(g, k, scheduler::plan_block_kernel(g, k, k.config, h100));
+  codegen::verify(kernel);
   EXPECT_EQ(kernel.grid, 2);
   EXPECT_EQ(kernel.threads, 32);
   const std::string cuda = codegen::print_kernel(kernel, codegen::cuda_dialect());
@@ -186,13 +189,7 @@ TEST(BlockKernel, SoftmaxPrintsAsGoldenCuda) {
   EXPECT_EQ(emulated.find("__syncthreads"), std::string::npos);
   EXPECT_NE(emulated.find("tg_block_scratch"), std::string::npos);
   EXPECT_NE(emulated.find("for (int64_t tid = 0; tid < INT64_C(32); ++tid)"), std::string::npos);
-  const std::string golden = std::string(TG_SOURCE_DIR) + "/tests/unit/golden/softmax_block_kernel.cu.txt";
-  if (std::getenv("TG_UPDATE_GOLDEN")) std::ofstream(golden) << cuda;
-  std::ifstream in(golden);
-  ASSERT_TRUE(in) << "missing " << golden << " (run with TG_UPDATE_GOLDEN=1)";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(cuda, expected.str());
+  EXPECT_TRUE(testing::matches_golden("softmax_block_kernel.cu.txt", cuda));
 }
 
 }  // namespace

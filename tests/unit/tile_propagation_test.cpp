@@ -108,6 +108,12 @@ class BodyEvaluator {
         if (!x) return std::nullopt;
         return scalar_cast(*x, e->args[0]->dtype, e->dtype);
       }
+      case ExprKind::kCheckIndex: {  // a runtime index: its value is data
+        const Value x = eval(e->args[0]);
+        const int64_t dim = e->args[1]->int_value;
+        if (!x || x->i < -dim || x->i >= dim) return std::nullopt;
+        return Scalar{0.0, x->i < 0 ? x->i + dim : x->i};
+      }
     }
     return std::nullopt;
   }

@@ -24,6 +24,13 @@ Expr wrap_negative(Expr index, int64_t dim) {
   return select(lt(index, int_imm(0)), index + dim, index);
 }
 
+Expr checked_index(LoweringContext& ctx, Expr loaded, int64_t dim, int axis) {
+  if (dim <= 0) ctx.fail(str_cat("indexes axis ", axis, " of size ", dim, ": no index is valid"));
+  std::vector<IndexCheckSite>& sites = ctx.graph().index_checks;
+  sites.push_back({ctx.op_type(), ctx.node().name(), axis, dim});
+  return check_index(index_value(std::move(loaded)), dim, static_cast<int>(sites.size() - 1));
+}
+
 int64_t wrap_constant_index(const LoweringContext& ctx, int64_t index, int64_t dim,
                             const char* what) {
   if (index < -dim || index >= dim)

@@ -8,10 +8,10 @@ namespace tilegraph::onnx_frontend::layout {
 
 namespace {
 
-// Reads index tensor `slot` at `idx` as an int64 index, wrapping negatives
-// against `dim`.
-Expr runtime_index(int slot, DType t, std::vector<Expr> idx, int64_t dim) {
-  return wrap_negative(index_value(load(slot, t, std::move(idx))), dim);
+// Reads index tensor `slot` at `idx` as an index into data axis `axis` of
+// size `dim`: negatives wrapped, out-of-range values fail the run.
+Expr runtime_index(LoweringContext& ctx, int slot, std::vector<Expr> idx, int64_t dim, int axis) {
+  return checked_index(ctx, load(slot, ctx.dtype(slot), std::move(idx)), dim, axis);
 }
 
 // For constant 0-/1-D indices: the affine expression `first + step * v` that
@@ -47,8 +47,8 @@ std::vector<TensorId> lower_gather(LoweringContext& ctx) {
   if (!position) {
     check_constant_indices(ctx, 1, {data[axis]});
     inputs.push_back(ctx.input(1));
-    position = runtime_index(1, ctx.dtype(1), std::vector<Expr>(v.begin() + axis, v.begin() + axis + q),
-                             data[axis]);
+    position = runtime_index(ctx, 1, std::vector<Expr>(v.begin() + axis, v.begin() + axis + q),
+                             data[axis], axis);
   }
   idx.push_back(position);
   idx.insert(idx.end(), v.begin() + axis + q, v.end());
@@ -70,7 +70,7 @@ std::vector<TensorId> lower_gather_elements(LoweringContext& ctx) {
   check_constant_indices(ctx, 1, {data[axis]});
   const auto v = axis_vars(r);
   std::vector<Expr> idx = v;
-  idx[axis] = runtime_index(1, ctx.dtype(1), v, data[axis]);
+  idx[axis] = runtime_index(ctx, 1, v, data[axis], axis);
   return {ctx.emit("gather_elements", indices, ctx.dtype(0), {ctx.input(0), ctx.input(1)},
                    load(0, ctx.dtype(0), idx))};
 }
@@ -100,7 +100,7 @@ std::vector<TensorId> lower_gather_nd(LoweringContext& ctx) {
   for (int64_t k = 0; k < m; ++k) {
     std::vector<Expr> at(v.begin(), v.begin() + (q - 1));
     at.push_back(int_imm(k));
-    idx.push_back(runtime_index(1, ctx.dtype(1), at, data[b + k]));
+    idx.push_back(runtime_index(ctx, 1, at, data[b + k], static_cast<int>(b + k)));
   }
   idx.insert(idx.end(), v.begin() + (q - 1), v.end());
   return {ctx.emit("gather_nd", out, ctx.dtype(0), {ctx.input(0), ctx.input(1)},

@@ -19,6 +19,10 @@ void add_scatter_ops(OpTable& table);    // ops/layout_scatter.cpp: Scatter*
 Expr index_value(Expr loaded);
 // ONNX index semantics: a negative index counts from the end (idx + dim).
 Expr wrap_negative(Expr index, int64_t dim);
+// A runtime index (`loaded` from an index tensor) of the node's data along
+// `axis` of size dim, wrapped and checked at run time (CheckIndex, expr.h):
+// an index outside [-dim, dim) fails the run naming this node.
+Expr checked_index(LoweringContext& ctx, Expr loaded, int64_t dim, int axis);
 // A constant index checked against [-dim, dim) and made non-negative; fails
 // naming the node (`what` says which input) when out of range.
 int64_t wrap_constant_index(const LoweringContext& ctx, int64_t index, int64_t dim, const char* what);

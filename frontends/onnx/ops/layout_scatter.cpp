@@ -141,7 +141,7 @@ std::vector<TensorId> lower_scatter_nd(LoweringContext& ctx) {
     for (int64_t d = 0; d < m; ++d) {
       std::vector<Expr> at = slot_vars;
       at.push_back(int_imm(d));
-      const Expr index = wrap_negative(index_value(load(0, ctx.dtype(1), at)), data[d]);
+      const Expr index = checked_index(ctx, load(0, ctx.dtype(1), at), data[d], static_cast<int>(d));
       const Expr c = eq(index, var(static_cast<int>(d)));
       match = match ? logical_and(match, c) : c;
     }
@@ -224,7 +224,7 @@ std::vector<TensorId> lower_scatter_elements(LoweringContext& ctx) {
     const Expr c = lt(v[d], int_imm(indices[d]));
     inside = inside ? logical_and(inside, c) : c;
   }
-  Expr match = eq(wrap_negative(index_value(load(0, ctx.dtype(1), at)), data[axis]), v[axis]);
+  Expr match = eq(checked_index(ctx, load(0, ctx.dtype(1), at), data[axis], axis), v[axis]);
   if (inside) match = select(inside, match, int_imm(0, DType::kBool));
   if (how == Combine::kNone) {
     const DType src_t = source_dtype(indices[axis]);
