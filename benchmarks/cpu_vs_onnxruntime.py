@@ -1,15 +1,26 @@
 #!/usr/bin/env python3
 """Median latency of compiled models vs onnxruntime, measured in the same run.
 
-    PYTHONPATH=python python3 benchmarks/cpu_vs_onnxruntime.py PREFIX [PREFIX ...] [--threads 2] [--iters 20]
+    PYTHONPATH=python python3 benchmarks/cpu_vs_onnxruntime.py PREFIX [PREFIX ...]
+        [--threads 1 2] [--iters 20] [--warmup 3] [--busy-core]
 
 Each PREFIX must have been tuned (`tilegraph tune PREFIX`). Both engines get the
 same seeded inputs (tilegraph.test_acc's generator) and the same thread count;
-runs alternate between the engines so machine noise hits both alike. Prints a
-table with medians and the ratio onnxruntime / tilegraph (> 1: tilegraph faster).
+runs alternate between the engines so machine noise hits both alike. Prints, per
+thread count, a table with medians and the ratio onnxruntime / tilegraph (> 1:
+tilegraph faster) and the geometric mean of the ratios.
+
+--busy-core measures every configuration twice: quiet, and while a busy loop
+(another process, bounded to --busy-seconds) holds core 0, as on a user's
+machine that is doing something else. Both engines run under the same load; the
+table adds each engine's slowdown (busy / quiet) and their ratio
+(onnxruntime's slowdown / tilegraph's: below 1, tilegraph suffers more).
 A benchmark, not a test: it asserts nothing.
 """
 import argparse
+import math
+import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -30,32 +41,95 @@ def median_ms(fn, iters):
     return statistics.median(samples)
 
 
+def _spin(seconds):
+    """The busy loop of --busy-core: pinned to core 0, ends by itself."""
+    try:
+        os.sched_setaffinity(0, {0})
+    except (AttributeError, OSError):
+        pass
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+
+
+class BusyCore:
+    """A process holding core 0 for at most `seconds` while the block runs."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        self.proc = multiprocessing.Process(target=_spin, args=(self.seconds,), daemon=True)
+        self.proc.start()
+        time.sleep(0.2)  # let it take the core
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.join(5)
+
+
+def measure(compiled, sess, feeds, iters, warmup):
+    """(tilegraph ms, onnxruntime ms): medians of interleaved single runs."""
+    for _ in range(warmup):
+        sess.run(None, feeds)
+        compiled.run(feeds)
+    tg_ms, ort_ms = [], []
+    for _ in range(iters):  # interleaved so noise hits both engines alike
+        tg_ms.append(median_ms(lambda: compiled.run(feeds), 1))
+        ort_ms.append(median_ms(lambda: sess.run(None, feeds), 1))
+    return statistics.median(tg_ms), statistics.median(ort_ms)
+
+
+def geomean(values):
+    values = [v for v in values if v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("prefixes", nargs="+")
     ap.add_argument("--arch", default="host")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--busy-core", action="store_true", help="also measure while a busy loop holds core 0")
+    ap.add_argument("--busy-seconds", type=float, default=600, help="upper bound of one busy loop")
     args = ap.parse_args()
-    print(f"{'model':28s} {'tilegraph ms':>13s} {'onnxruntime ms':>15s} {'ort/tg':>7s}")
-    for prefix in map(Path, args.prefixes):
-        model_path = prefix / "model.onnx"
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = args.threads
-        opts.inter_op_num_threads = 1
-        sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
-        feeds = generate_inputs(model_inputs(model_path), seed=0, ranges=load_input_ranges(prefix))
-        compiled = CompiledModel(prefix, arch=args.arch, num_threads=args.threads)
-        for _ in range(args.warmup):
-            sess.run(None, feeds)
-            compiled.run(feeds)
-        tg_ms, ort_ms = [], []
-        for _ in range(args.iters):  # interleaved so noise hits both engines alike
-            tg_ms.append(median_ms(lambda: compiled.run(feeds), 1))
-            ort_ms.append(median_ms(lambda: sess.run(None, feeds), 1))
-        tg, ref = statistics.median(tg_ms), statistics.median(ort_ms)
-        print(f"{prefix.name:28s} {tg:13.3f} {ref:15.3f} {ref / tg:7.2f}", flush=True)
+    if any(t < 1 for t in args.threads) or args.iters < 1 or args.warmup < 0:
+        ap.error("--threads and --iters must be >= 1, --warmup >= 0")
+
+    for threads in args.threads:
+        head = f"{'model':28s} {'tilegraph ms':>13s} {'onnxruntime ms':>15s} {'ort/tg':>7s}"
+        if args.busy_core:
+            head += f" {'busy tg ms':>11s} {'busy ort ms':>12s} {'busy ort/tg':>12s} {'slowdown tg':>12s}" \
+                    f" {'slowdown ort':>13s} {'ort/tg slowdown':>16s}"
+        print(f"\n== {threads} thread{'s' if threads > 1 else ''}\n{head}", flush=True)
+        ratios, busy_ratios, robustness = [], [], []
+        for prefix in map(Path, args.prefixes):
+            model_path = prefix / "model.onnx"
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
+            feeds = generate_inputs(model_inputs(model_path), seed=0, ranges=load_input_ranges(prefix))
+            with CompiledModel(prefix, arch=args.arch, num_threads=threads) as compiled:
+                tg, ref = measure(compiled, sess, feeds, args.iters, args.warmup)
+                line = f"{prefix.name:28s} {tg:13.3f} {ref:15.3f} {ref / tg:7.2f}"
+                ratios.append(ref / tg)
+                if args.busy_core:
+                    with BusyCore(args.busy_seconds):
+                        btg, bref = measure(compiled, sess, feeds, args.iters, args.warmup)
+                    busy_ratios.append(bref / btg)
+                    robustness.append((bref / ref) / (btg / tg))
+                    line += f" {btg:11.3f} {bref:12.3f} {bref / btg:12.2f} {btg / tg:12.2f} {bref / ref:13.2f}" \
+                            f" {robustness[-1]:16.2f}"
+            print(line, flush=True)
+        summary = f"{'geomean':28s} {'':13s} {'':15s} {geomean(ratios):7.2f}"
+        if args.busy_core:
+            summary += f" {'':11s} {'':12s} {geomean(busy_ratios):12.2f} {'':12s} {'':13s} {geomean(robustness):16.2f}"
+        print(summary, flush=True)
     return 0
 
 

@@ -144,6 +144,13 @@ inline void check_bounds(int buffer, int64_t index, int64_t thread, const char* 
   report("memcheck", what);
 }
 
+// Calls f(i) for the shadow index of each byte of shared buffer[index].
+template <typename F>
+inline void each_byte(const BufferInfo& b, int64_t index, F f) {
+  for (int64_t byte = b.offset + index * b.elem_size, end = byte + b.elem_size; byte < end; ++byte)
+    f(static_cast<size_t>(byte));
+}
+
 // Index of a load whose value is not used (the other branch of a Select,
 // which a GPU evaluates too): in bounds, nothing more.
 inline int64_t bounds(int buffer, int64_t index, int64_t thread) {
@@ -158,8 +165,7 @@ inline int64_t load(int buffer, int64_t index, int64_t thread) {
   const BufferInfo& b = s.buffers[buffer];
   if (!b.shared) return index;
   char what[512];
-  for (int64_t byte = b.offset + index * b.elem_size, end = byte + b.elem_size; byte < end; ++byte) {
-    const size_t i = static_cast<size_t>(byte);
+  each_byte(b, index, [&](size_t i) {
     if (!s.written[i]) {
       std::snprintf(what, sizeof what, "%s reads %s[%lld], which no thread of the block has written",
                     thread_name(thread).c_str(), b.name, (long long)index);
@@ -177,7 +183,7 @@ inline int64_t load(int buffer, int64_t index, int64_t thread) {
     } else if (s.reader[i] != thread) {
       s.reader[i] = -2;
     }
-  }
+  });
   return index;
 }
 
@@ -188,8 +194,7 @@ inline int64_t store(int buffer, int64_t index, int64_t thread) {
   const BufferInfo& b = s.buffers[buffer];
   if (!b.shared) return index;
   char what[512];
-  for (int64_t byte = b.offset + index * b.elem_size, end = byte + b.elem_size; byte < end; ++byte) {
-    const size_t i = static_cast<size_t>(byte);
+  each_byte(b, index, [&](size_t i) {
     if (s.write_epoch[i] == s.epoch && s.writer[i] != thread) {
       std::snprintf(what, sizeof what, "%s writes shared %s[%lld], which %s wrote in the same phase",
                     thread_name(thread).c_str(), b.name, (long long)index, thread_name(s.writer[i]).c_str());
@@ -204,7 +209,7 @@ inline int64_t store(int buffer, int64_t index, int64_t thread) {
     s.writer[i] = thread;
     s.write_epoch[i] = s.epoch;
     s.written[i] = 1;
-  }
+  });
   return index;
 }
 

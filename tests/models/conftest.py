@@ -20,3 +20,22 @@ def subprocess_env():
     env["PYTHONPATH"] = os.pathsep.join(
         [str(PYTHON_DIR)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
+
+
+def tilegraph_or_skip():
+    """The tilegraph binary under test; skips the test when it is not built."""
+    import pytest
+    from tilegraph._common import find_tilegraph_bin
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    return exe
+
+
+def copy_model(src, prefix):
+    """A fresh PREFIX holding the model files of src (not an earlier tilegraph_rt/)."""
+    prefix.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.is_file():
+            (prefix / f.name).write_bytes(f.read_bytes())
+    return prefix

@@ -10,14 +10,12 @@ TILEGRAPH_SANITIZE_ALL=1 runs every model of models/ on every one of the archs.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO, subprocess_env
-from tilegraph._common import find_tilegraph_bin
+from conftest import REPO, copy_model, subprocess_env, tilegraph_or_skip
 
 MODELS_DIR = REPO / "models"
 ARCHS = [("H100", ["--fp16"]), ("A100", []), ("V100", []), ("MI250", [])]
@@ -32,14 +30,8 @@ if os.environ.get("TILEGRAPH_SANITIZE_ALL"):
 
 @pytest.mark.parametrize("name,arch,flags", CASES, ids=[f"{n}-{a}{''.join(f)}" for n, a, f in CASES])
 def test_model_set_is_clean_under_the_sanitizer(name, arch, flags, tmp_path):
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built")
-    prefix = tmp_path / name
-    prefix.mkdir()
-    for f in (MODELS_DIR / name).iterdir():
-        if f.is_file():
-            shutil.copy(f, prefix / f.name)
+    exe = tilegraph_or_skip()
+    prefix = copy_model(MODELS_DIR / name, tmp_path / name)
     tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", arch, "--emulate", "--sanitize",
                            "--no-gpu-build", *flags], capture_output=True, text=True, timeout=1200)
     assert tune.returncode == 0, tune.stdout + tune.stderr
@@ -54,12 +46,8 @@ def test_model_set_is_clean_under_the_sanitizer(name, arch, flags, tmp_path):
 
 
 def test_sanitize_needs_the_emulation(tmp_path):
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built")
-    prefix = tmp_path / "m"
-    prefix.mkdir()
-    shutil.copy(MODELS_DIR / "bert_small" / "model.onnx", prefix / "model.onnx")
+    exe = tilegraph_or_skip()
+    prefix = copy_model(MODELS_DIR / "bert_small", tmp_path / "m")
     r = subprocess.run([str(exe), "tune", str(prefix), "--arch", "H100", "--sanitize", "--no-build"],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 1 and "--sanitize" in r.stderr and "--emulate" in r.stderr, r.stderr
