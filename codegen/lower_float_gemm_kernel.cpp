@@ -61,29 +61,34 @@ scheduler::Gemm float_gemm_of(const Graph& g, const Op& gemm) {
 
 }  // namespace
 
-TensorId prepack_float_gemm_weights(Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& variant) {
-  std::vector<Op> phases;
-  const Op gemm = gemm_phase(g, ks, &phases);
-  const scheduler::Gemm m = float_gemm_of(g, gemm);
-  if (!scheduler::reads_only_constants(g, gemm, m.b)) return -1;
-  const FloatGeometry geo(m, variant, 0);
-  const int64_t nr = variant.nr;
-  // packed[e]: e = (bb * col_panels + panel) * b_panel + k * NR + j
+namespace {
+
+// The packed layout of constant operand `e` (A or B) as a float32 graph
+// constant: [batches][panels][panel floats], a panel holding `width` rows
+// (A) or columns (B) per k: panel[k * width + i]. Past M / N it holds 0.
+TensorId pack_constant_operand(Graph& g, const Op& gemm, const scheduler::Gemm& m, const FloatGeometry& geo,
+                               bool is_a) {
+  const int64_t width = is_a ? geo.v.mr : geo.v.nr;
+  const int64_t panel_floats = is_a ? geo.a_panel : geo.b_panel;
+  const int64_t panels = is_a ? geo.panels : geo.col_panels;
+  const int64_t extent = is_a ? m.rows() : m.cols();
   Op pack;
-  pack.name = gemm.name + "_pack_b";
+  pack.name = gemm.name + (is_a ? "_pack_a" : "_pack_b");
   pack.inputs = gemm.inputs;
   const Expr e = var(0);
-  const Expr panel_flat = floordiv(e, geo.b_panel), within = floormod(e, geo.b_panel);
-  const Expr bb = floordiv(panel_flat, geo.col_panels), panel = floormod(panel_flat, geo.col_panels);
-  const Expr k = floordiv(within, nr), n = panel * nr + floormod(within, nr);
-  const Expr valid = logical_and(lt(k, int_imm(m.k)), lt(n, int_imm(m.cols())));
-  const Expr value = substitute_vars(m.b, gemm_op_vars(m, bb, int_imm(0), min(n, int_imm(m.cols() - 1)),
-                                                       min(k, int_imm(m.k - 1))));
+  const Expr panel_flat = floordiv(e, panel_floats), within = floormod(e, panel_floats);
+  const Expr bb = floordiv(panel_flat, panels), panel = floormod(panel_flat, panels);
+  const Expr k = floordiv(within, width), at = panel * width + floormod(within, width);
+  const Expr valid = logical_and(lt(k, int_imm(m.k)), lt(at, int_imm(extent)));
+  const Expr at_clamped = min(at, int_imm(extent - 1)), k_clamped = min(k, int_imm(m.k - 1));
+  const Expr value =
+      is_a ? substitute_vars(m.a, gemm_op_vars(m, bb, at_clamped, int_imm(0), k_clamped))
+           : substitute_vars(m.b, gemm_op_vars(m, bb, int_imm(0), at_clamped, k_clamped));
   pack.body = select(valid, value, float_imm(0.0));
   Tensor packed_t;
   packed_t.name = pack.name;
   packed_t.dtype = DType::kF32;
-  packed_t.shape = {m.batches() * geo.col_panels * geo.b_panel};
+  packed_t.shape = {m.batches() * panels * panel_floats};
   packed_t.kind = TensorKind::kConstant;
   pack.output = g.add_tensor(packed_t);
   drop_unused_inputs(pack);
@@ -91,15 +96,29 @@ TensorId prepack_float_gemm_weights(Graph& g, const scheduler::KernelSchedule& k
   return pack.output;
 }
 
+}  // namespace
+
+FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSchedule& ks,
+                                           const FloatGemmVariant& variant) {
+  std::vector<Op> phases;
+  const Op gemm = gemm_phase(g, ks, &phases);
+  const scheduler::Gemm m = float_gemm_of(g, gemm);
+  const FloatGeometry geo(m, variant, 0);
+  FloatGemmPacks packs;
+  if (scheduler::reads_only_constants(g, gemm, m.a)) packs.a = pack_constant_operand(g, gemm, m, geo, true);
+  if (scheduler::reads_only_constants(g, gemm, m.b)) packs.b = pack_constant_operand(g, gemm, m, geo, false);
+  return packs;
+}
+
 namespace {
 
 class FloatGemmLowering {
  public:
   FloatGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
-                    TensorId packed_b, const scheduler::ArchSpec& arch)
+                    const FloatGemmPacks& packed, const scheduler::ArchSpec& arch)
       : g_(g), gemm_(gemm_phase(g, ks, &phases_)), geo_(float_gemm_of(g, gemm_), v, arch.l2_bytes),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.max_row_panels, geo_.col_panels,
-                                     packed_b >= 0 ? 0.0 : kRuntimeBPanelCost, std::max(1, arch.cores))) {
+                                     packed.b >= 0 ? 0.0 : kRuntimeBPanelCost, std::max(1, arch.cores))) {
     const Op& root = phases_.back();
     kernel_.name = root.name;
     for (const Op& p : phases_)
@@ -110,7 +129,8 @@ class FloatGemmLowering {
     if (phases_.size() == 2)
       for (TensorId t : phases_[1].inputs)
         epilogue_buffers_.push_back(t == gemm_.output ? -1 : add_global_buffer(kernel_, g, t, false));
-    if (packed_b >= 0) packed_b_ = add_global_buffer(kernel_, g, packed_b, false);
+    if (packed.a >= 0) packed_a_ = add_global_buffer(kernel_, g, packed.a, false);
+    if (packed.b >= 0) packed_b_ = add_global_buffer(kernel_, g, packed.b, false);
     output_ = add_global_buffer(kernel_, g, root.output, true);
   }
 
@@ -120,9 +140,9 @@ class FloatGemmLowering {
     kernel_.flops = 2 * m.batches() * m.rows() * m.cols() * m.k;
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
-    // One scratch buffer (a thread has one arena): the row block's A panels,
-    // then the run-time B panel if B is not packed at compile time.
-    const int64_t a_floats = grid_.row_panels * geo_.a_panel;
+    // One scratch buffer (a thread has one arena): the row block's A panels
+    // unless A is packed at compile time, then the run-time B panel unless B is.
+    const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * geo_.a_panel;
     const int panels = add_local_buffer(kernel_, "panels", DType::kF32,
                                         a_floats + (packed_b_ >= 0 ? 0 : geo_.b_panel), 64);
     kernel_.buffers[static_cast<size_t>(panels)].scratch = true;
@@ -151,16 +171,20 @@ class FloatGemmLowering {
     const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
     const Stmt tile_loops =
         make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
-    const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)},
-                                                   {panels, var(vp) * geo_.a_panel},
-                                                   b_arg,
-                                                   {ctile, int_imm(0)}});
+    const CallArg a_arg =
+        packed_a_ >= 0
+            ? CallArg{packed_a_, (var(vb) * geo_.panels + var(vm) * grid_.row_panels + var(vp)) * geo_.a_panel}
+            : CallArg{panels, var(vp) * geo_.a_panel};
+    const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_arg, b_arg, {ctile, int_imm(0)}});
     const Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
     panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
     const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
                                                               : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
     const Stmt column_panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
-    Stmt body = make_allocate(panels, {pack_a(vb, row0, panels), make_allocate(ctile, {column_panels})});
+    std::vector<Stmt> block;
+    if (packed_a_ < 0) block.push_back(pack_a(vb, row0, panels));
+    block.push_back(make_allocate(ctile, {column_panels}));
+    Stmt body = make_allocate(panels, block);
     // Chunks outside row blocks: a static split of (batch, chunk, row block)
     // gives each core whole chunks of every row block (int_gemm_task_grid.h).
     body = make_for(vm, int_imm(grid_.row_blocks), LoopKind::kSerial, {body});
@@ -242,14 +266,14 @@ class FloatGemmLowering {
   Kernel kernel_;
   std::vector<Interval> bounds_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
-  int packed_b_ = -1, output_ = -1;
+  int packed_a_ = -1, packed_b_ = -1, output_ = -1;
 };
 
 }  // namespace
 
 Kernel lower_float_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
-                               TensorId packed_b, const scheduler::ArchSpec& arch) {
-  return FloatGemmLowering(g, ks, v, packed_b, arch).build();
+                               const FloatGemmPacks& packed, const scheduler::ArchSpec& arch) {
+  return FloatGemmLowering(g, ks, v, packed, arch).build();
 }
 
 }  // namespace tilegraph::codegen

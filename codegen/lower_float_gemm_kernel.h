@@ -1,14 +1,15 @@
 // Lowers a float32 GEMM kernel (scheduler/int_gemm.h, element kF32) to
 // Kernel IR around the float micro-kernel (codegen/ukernels/sgemm_*.h), the
 // same design as the int8 path (lower_int_gemm_kernel.h):
-//   * B, when it reads only constants (weights), is packed at compile time
-//     into NR-column panels; otherwise (q @ k^T, attn @ V) each task packs
-//     its column panels through B's index map at run time.
-//   * Per task (batch, column chunk, row block), A's rows are packed into
-//     MR-row panels by evaluating the operand expression: a Transpose or
-//     Reshape index map, an inlined elementwise producer, or a convolution
-//     window with its padding select (an implicit GEMM: no im2col buffer,
-//     only the row block's panels).
+//   * An operand that reads only constants (weights: B of x @ W, A of a
+//     convolution, whose rows are filters and columns output pixels) is
+//     packed at compile time into its panels (NR columns of B, MR rows of A).
+//   * Otherwise each task (batch, column chunk, row block) packs A's rows
+//     into MR-row panels once, and B's columns into one NR-column panel at a
+//     time, by evaluating the operand expression: a Transpose or Reshape
+//     index map, an inlined elementwise producer, or a convolution window
+//     with its padding select (an implicit GEMM: no im2col buffer, only the
+//     panels; a 1x1 conv's B panel reads NR contiguous pixels per channel).
 //   * Each tile() call leaves an MR x NR tile in L1, which the fused epilogue
 //     (bias, activation, residual add) turns into the output.
 // Panels hold all of K: the row block is sized so its A panels fit in half
@@ -23,13 +24,19 @@
 
 namespace tilegraph::codegen {
 
-// When the kernel's B operand reads only constants: packs it for `variant`
-// into a float32 graph constant [batches][col panels][K * NR, padded to 16]
-// and returns its id; otherwise -1 (B is packed at run time).
-TensorId prepack_float_gemm_weights(Graph& g, const scheduler::KernelSchedule& schedule,
-                                    const FloatGemmVariant& variant);
+// The operands packed at compile time (graph constants), -1 where packed at run time.
+struct FloatGemmPacks {
+  TensorId a = -1;  // [batches][row panels][K * MR, padded to 16]
+  TensorId b = -1;  // [batches][col panels][K * NR, padded to 16]
+};
+
+// Packs each of the kernel's GEMM operands that reads only constants for
+// `variant` into a new float32 graph constant.
+FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSchedule& schedule,
+                                           const FloatGemmVariant& variant);
 
 Kernel lower_float_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
-                               const FloatGemmVariant& variant, TensorId packed_b, const scheduler::ArchSpec& arch);
+                               const FloatGemmVariant& variant, const FloatGemmPacks& packed,
+                               const scheduler::ArchSpec& arch);
 
 }  // namespace tilegraph::codegen

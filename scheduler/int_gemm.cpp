@@ -46,6 +46,26 @@ bool match_float_operand(const Expr& e) {
   return loads;
 }
 
+// Which factor is B (the column operand)? float32: the one that reads the
+// output's innermost axis (its last of extent > 1) when only one does, so a
+// tile's columns are contiguous in the output: a matmul's weights (x @ W), a
+// convolution's activations (NCHW: columns = output pixels, rows =
+// filters). int8, and float32 when that does not decide: the weights (the
+// operand reading only constants: packed at compile time), else the operand
+// reading the last axis.
+bool operand_x_is_b(const Graph& g, const Op& op, DType element, const Expr& x, const Expr& y) {
+  const Shape& shape = g.tensor(op.output).shape;
+  const int rank = static_cast<int>(shape.size());
+  auto reads = [](const Expr& e, int axis) { return uses_any(e, axis, axis + 1); };
+  if (element == DType::kF32) {
+    int inner = rank - 1;
+    while (inner > 0 && shape[static_cast<size_t>(inner)] == 1) --inner;
+    if (reads(x, inner) != reads(y, inner)) return reads(x, inner);
+  }
+  const bool x_const = reads_only_constants(g, op, x), y_const = reads_only_constants(g, op, y);
+  return x_const != y_const ? x_const : (reads(x, rank - 1) && !reads(y, rank - 1));
+}
+
 }  // namespace
 
 int64_t Gemm::extent(const std::vector<int>& axes) const {
@@ -88,10 +108,7 @@ std::optional<Gemm> match_gemm(const Graph& g, const Op& op) {
     return std::nullopt;
   }
   auto reads = [](const Expr& e, int axis) { return uses_any(e, axis, axis + 1); };
-  // B is the weights (the operand reading only constants: packed at compile
-  // time), else the operand reading the last axis (a matmul's columns).
-  const bool x_const = reads_only_constants(g, op, x), y_const = reads_only_constants(g, op, y);
-  if (x_const != y_const ? x_const : (reads(x, rank - 1) && !reads(y, rank - 1))) {
+  if (operand_x_is_b(g, op, m.element, x, y)) {
     std::swap(x, y);
     std::swap(zx, zy);
   }

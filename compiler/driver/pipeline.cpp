@@ -155,7 +155,7 @@ std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& 
                                                        arch.compute_units));
     else if (ks.float_gemm)
       kernels.push_back(codegen::lower_float_gemm_kernel(
-          g, ks, float_variant, codegen::prepack_float_gemm_weights(g, ks, float_variant), arch));
+          g, ks, float_variant, codegen::prepack_float_gemm_operands(g, ks, float_variant), arch));
     else if (ks.block_kernel)
       kernels.push_back(codegen::lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch)));
     else

@@ -66,7 +66,10 @@ TEST(FloatGemm, BatchMatMulOfTwoActivationsThroughATransposeHasBatchAxes) {
   EXPECT_EQ(m[0].k, 4);
 }
 
-TEST(FloatGemm, PaddedStridedConvIsAnImplicitGemmOverFilters) {
+// NCHW: the activations read the output's innermost axis, so they are B
+// (columns = output pixels, contiguous in the output) and the weights A
+// (rows = filters).
+TEST(FloatGemm, PaddedStridedConvIsAnImplicitGemmWithFiltersAsRows) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {1, 3, 9, 9}).output("y");
   b.initializer_f("w", {16, 3, 3, 3}, ramp(16 * 27));
@@ -75,9 +78,13 @@ TEST(FloatGemm, PaddedStridedConvIsAnImplicitGemmOverFilters) {
   OnnxModelBuilder::attr_ints(conv, "strides", {2, 2});
   const std::vector<scheduler::Gemm> m = float_gemms(import_and_optimize(b, "conv"));
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0].col_axes, (std::vector<int>{1}));     // filters
-  EXPECT_EQ(m[0].row_axes, (std::vector<int>{2, 3}));  // output pixels (batch 1 has no role)
+  EXPECT_EQ(m[0].row_axes, (std::vector<int>{1}));     // filters
+  EXPECT_EQ(m[0].col_axes, (std::vector<int>{2, 3}));  // output pixels (batch 1 has no role)
+  EXPECT_TRUE(m[0].batch_axes.empty());
   EXPECT_EQ(m[0].k, 27);                               // channels x window
+  const Graph g = import_and_optimize(b, "conv_roles");
+  EXPECT_TRUE(scheduler::reads_only_constants(g, g.ops[0], m[0].a));  // the weights: packed at compile time
+  EXPECT_FALSE(scheduler::reads_only_constants(g, g.ops[0], m[0].b));
   EXPECT_TRUE(scheduler::float_gemm_pays(m[0]));
 }
 
@@ -89,8 +96,8 @@ TEST(FloatGemm, DepthwiseConvDoesNotPay) {
   OnnxModelBuilder::attr_int(conv, "group", 8);
   const std::vector<scheduler::Gemm> m = float_gemms(import_and_optimize(b, "depthwise"));
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0].batch_axes, (std::vector<int>{1}));  // each channel its own 1-column GEMM
-  EXPECT_TRUE(m[0].col_axes.empty());
+  EXPECT_EQ(m[0].batch_axes, (std::vector<int>{1}));  // each channel its own 1-row GEMM
+  EXPECT_TRUE(m[0].row_axes.empty());
   EXPECT_FALSE(scheduler::float_gemm_pays(m[0]));
 }
 
