@@ -1,10 +1,13 @@
 // Float32 GEMMs: the shared matcher's axis roles for matmuls and convs, the
 // rule that keeps column-starved contractions (depthwise) off the
 // micro-kernel, and epilogue fusion in the CPU schedule.
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
+#include "codegen/lower_float_gemm_kernel.h"
 #include "compiler/driver/pipeline.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
@@ -86,6 +89,41 @@ TEST(FloatGemm, PaddedStridedConvIsAnImplicitGemmWithFiltersAsRows) {
   EXPECT_TRUE(scheduler::reads_only_constants(g, g.ops[0], m[0].a));  // the weights: packed at compile time
   EXPECT_FALSE(scheduler::reads_only_constants(g, g.ops[0], m[0].b));
   EXPECT_TRUE(scheduler::float_gemm_pays(m[0]));
+}
+
+// The conv's weights (A) are packed at compile time into MR-row panels,
+// zero past K; the activations (B) are packed per column panel at run time.
+TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 3, 9, 9}).output("y");
+  const std::vector<float> w = ramp(16 * 27);
+  b.initializer_f("w", {16, 3, 3, 3}, w);
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  Graph g = import_and_optimize(b, "conv_packed_a");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");  // 4 x 8
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  ASSERT_GE(packs.a, 0);
+  EXPECT_EQ(packs.b, -1);
+  const Tensor& packed = g.tensor(packs.a);
+  constexpr int64_t kPanel = 112;  // 27 k x 4 rows, padded to 16 floats
+  ASSERT_EQ(packed.shape, (Shape{4 * kPanel}));
+  std::vector<float> got(static_cast<size_t>(4 * kPanel));
+  std::memcpy(got.data(), packed.data->data(), got.size() * sizeof(float));
+  for (int64_t p = 0; p < 4; ++p)
+    for (int64_t k = 0; k < 28; ++k)
+      for (int64_t i = 0; i < 4; ++i) {
+        const float want = k < 27 ? w[static_cast<size_t>((p * 4 + i) * 27 + k)] : 0.0f;
+        ASSERT_EQ(got[static_cast<size_t>(p * kPanel + k * 4 + i)], want) << p << " " << k << " " << i;
+      }
+  const codegen::Kernel kernel =
+      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  EXPECT_EQ(kernel.ukernel, "sgemm_scalar");
+  // no run-time A packing loop ("pa"), a run-time B panel loop ("jb")
+  EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "pa"), 0);
+  EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "jb"), 1);
 }
 
 TEST(FloatGemm, DepthwiseConvDoesNotPay) {
