@@ -46,13 +46,19 @@ bool match_float_operand(const Expr& e) {
   return loads;
 }
 
+// A float32 GEMM takes the operand reading the output's innermost axis as B
+// when that gives at least this many columns (4 register tiles of the widest
+// micro-kernel); fewer (a ViT patch embedding's 7 x 7 output pixels) would
+// pad a column panel and repack B per row block for little store locality.
+constexpr int64_t kMinInnerColumns = 128;
+
 // Which factor is B (the column operand)? float32: the one that reads the
-// output's innermost axis (its last of extent > 1) when only one does, so a
-// tile's columns are contiguous in the output: a matmul's weights (x @ W), a
-// convolution's activations (NCHW: columns = output pixels, rows =
-// filters). int8, and float32 when that does not decide: the weights (the
-// operand reading only constants: packed at compile time), else the operand
-// reading the last axis.
+// output's innermost axis (its last of extent > 1) when only one does and
+// the columns it spans are kMinInnerColumns or more, so a tile's rows are
+// contiguous in the output: a matmul's weights (x @ W), a convolution's
+// activations (NCHW: columns = output pixels, rows = filters). int8, and
+// float32 when that does not decide: the weights (the operand reading only
+// constants: packed at compile time), else the operand reading the last axis.
 bool operand_x_is_b(const Graph& g, const Op& op, DType element, const Expr& x, const Expr& y) {
   const Shape& shape = g.tensor(op.output).shape;
   const int rank = static_cast<int>(shape.size());
@@ -60,7 +66,14 @@ bool operand_x_is_b(const Graph& g, const Op& op, DType element, const Expr& x, 
   if (element == DType::kF32) {
     int inner = rank - 1;
     while (inner > 0 && shape[static_cast<size_t>(inner)] == 1) --inner;
-    if (reads(x, inner) != reads(y, inner)) return reads(x, inner);
+    if (reads(x, inner) != reads(y, inner)) {
+      const Expr& b = reads(x, inner) ? x : y;
+      const Expr& a = reads(x, inner) ? y : x;
+      int64_t columns = 1;
+      for (int d = 0; d < rank; ++d)
+        if (reads(b, d) && !reads(a, d)) columns *= shape[static_cast<size_t>(d)];
+      if (columns >= kMinInnerColumns) return reads(x, inner);
+    }
   }
   const bool x_const = reads_only_constants(g, op, x), y_const = reads_only_constants(g, op, y);
   return x_const != y_const ? x_const : (reads(x, rank - 1) && !reads(y, rank - 1));

@@ -16,14 +16,16 @@
 // them once per element), ZA / ZB the zero points (absent means 0).
 // B (the column operand) of a float32 GEMM is the factor reading the
 // output's innermost axis, so that a register tile's rows are contiguous in
-// the output; an int8 GEMM's B is the operand of constant weights if there
+// the output (when that makes 128 columns or more; else as in int8); an
+// int8 GEMM's B is the operand of constant weights if there
 // is one (it is packed at compile time), else the one reading the last axis
 // (a matmul's columns). Output axes split three ways: N axes (read by B, not
 // by A), batch axes (read by both), M axes (not read by B). A GEMM is then,
 // per flattened batch, rows = flattened M axes x cols = flattened N axes,
 // and K = all reduce axes flattened: a matmul [.., M, N] has N = its last
-// axis; an NCHW conv [n, f, oh, ow] has, in float32, M = {f} (the weights
-// are A) and N = {n, oh, ow}, in int8 N = {f} and M = {n, oh, ow}. ZA may
+// axis; an NCHW conv [n, f, oh, ow] has, in float32 (n * oh * ow >= 128),
+// M = {f} (the weights are A) and N = {n, oh, ow}, in int8 N = {f} and
+// M = {n, oh, ow}. ZA may
 // not read k or N axes, ZB not k or M axes.
 #pragma once
 #include <optional>

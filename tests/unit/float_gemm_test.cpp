@@ -74,7 +74,7 @@ TEST(FloatGemm, BatchMatMulOfTwoActivationsThroughATransposeHasBatchAxes) {
 // (rows = filters).
 TEST(FloatGemm, PaddedStridedConvIsAnImplicitGemmWithFiltersAsRows) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {1, 3, 9, 9}).output("y");
+  b.input("x", 1, {1, 3, 24, 24}).output("y");  // 12 x 12 output pixels
   b.initializer_f("w", {16, 3, 3, 3}, ramp(16 * 27));
   auto& conv = b.node("Conv", {"x", "w"}, {"y"});
   OnnxModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
@@ -95,7 +95,7 @@ TEST(FloatGemm, PaddedStridedConvIsAnImplicitGemmWithFiltersAsRows) {
 // zero past K; the activations (B) are packed per column panel at run time.
 TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {1, 3, 9, 9}).output("y");
+  b.input("x", 1, {1, 3, 12, 12}).output("y");
   const std::vector<float> w = ramp(16 * 27);
   b.initializer_f("w", {16, 3, 3, 3}, w);
   OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
@@ -126,6 +126,21 @@ TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
   EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "jb"), 1);
 }
 
+// Under 128 output pixels (a ViT patch embedding: 7 x 7) the filters stay
+// the columns: B = the weights, as in the int8 path.
+TEST(FloatGemm, ConvWithFewOutputPixelsKeepsFiltersAsColumns) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 3, 28, 28}).output("y");
+  b.initializer_f("w", {48, 3, 4, 4}, ramp(48 * 48));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "strides", {4, 4});
+  const Graph g = import_and_optimize(b, "patch_embed");
+  const std::vector<scheduler::Gemm> m = float_gemms(g);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].col_axes, (std::vector<int>{1}));     // filters
+  EXPECT_EQ(m[0].row_axes, (std::vector<int>{2, 3}));  // 7 x 7 output pixels
+  EXPECT_TRUE(scheduler::reads_only_constants(g, g.ops[0], m[0].b));
+}
+
 TEST(FloatGemm, DepthwiseConvDoesNotPay) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {1, 8, 6, 6}).output("y");
@@ -134,8 +149,8 @@ TEST(FloatGemm, DepthwiseConvDoesNotPay) {
   OnnxModelBuilder::attr_int(conv, "group", 8);
   const std::vector<scheduler::Gemm> m = float_gemms(import_and_optimize(b, "depthwise"));
   ASSERT_EQ(m.size(), 1u);
-  EXPECT_EQ(m[0].batch_axes, (std::vector<int>{1}));  // each channel its own 1-row GEMM
-  EXPECT_TRUE(m[0].row_axes.empty());
+  EXPECT_EQ(m[0].batch_axes, (std::vector<int>{1}));  // each channel its own 1-column GEMM (36 pixels)
+  EXPECT_TRUE(m[0].col_axes.empty());
   EXPECT_FALSE(scheduler::float_gemm_pays(m[0]));
 }
 
