@@ -55,6 +55,12 @@ std::string int_gemm_tile_assert(const IntGemmVariant& v) {
                  " x ", v.ku, ", A ", v.a_unsigned ? "unsigned" : "signed", ")\");\n");
 }
 
+std::string float_gemm_tile_assert(const FloatGemmVariant& v) {
+  return str_cat("static_assert(tg_sgemm::kMR == ", v.mr, " && tg_sgemm::kNR == ", v.nr, ",\n              \"",
+                 v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
+                 ")\");\n");
+}
+
 IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
   if (const char* forced = std::getenv("TILEGRAPH_QGEMM_VARIANT"); forced && *forced)
     return int_gemm_variant_named(forced);
@@ -62,7 +68,7 @@ IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
   auto allowed = [&](const char* feature) { return !scheduler::cpu_feature_disabled(arch, feature); };
   if (arch.name == "host") {
     const std::set<std::string> f = host_cpu_flags();
-    if (allowed("avx512vnni") && f.count("avx512_vnni") && f.count("avx512bw")) return int_gemm_variant_named("avx512vnni");
+    if (allowed("avx512vnni") && allowed("avx512f") && f.count("avx512_vnni") && f.count("avx512bw")) return int_gemm_variant_named("avx512vnni");
     if (allowed("avx2") && f.count("avx2")) return int_gemm_variant_named("avx2");
     if (allowed("i8mm") && f.count("i8mm")) return int_gemm_variant_named("i8mm");
     if (allowed("dotprod") && f.count("asimddp")) return int_gemm_variant_named("dotprod");
@@ -75,6 +81,46 @@ IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
   if (isa.find("avx512") != std::string::npos && allowed("avx512vnni")) return int_gemm_variant_named("avx512vnni");
   if (isa.find("avx") != std::string::npos && allowed("avx2")) return int_gemm_variant_named("avx2");
   return int_gemm_variant_named("scalar");
+}
+
+namespace {
+
+// Mirrors the constants in codegen/ukernels/sgemm_*.h.
+const std::vector<FloatGemmVariant>& float_variants() {
+  static const std::vector<FloatGemmVariant> table = {
+      {"avx512", 8, 32}, {"avx2", 6, 16}, {"neon", 8, 12}, {"scalar", 4, 8}};
+  return table;
+}
+
+}  // namespace
+
+FloatGemmVariant float_gemm_variant_named(const std::string& name) {
+  std::string known;
+  for (const FloatGemmVariant& v : float_variants()) {
+    if (v.name == name) return v;
+    known += (known.empty() ? "" : ", ") + v.name;
+  }
+  throw UserError(str_cat("unknown float GEMM micro-kernel '", name, "' (known: ", known, ")"));
+}
+
+FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch) {
+  if (const char* forced = std::getenv("TILEGRAPH_SGEMM_VARIANT"); forced && *forced)
+    return float_gemm_variant_named(forced);
+  const std::string& isa = arch.isa;
+  auto allowed = [&](const char* feature) { return !scheduler::cpu_feature_disabled(arch, feature); };
+  if (arch.name == "host") {
+    // The host project builds with -march=native: what /proc/cpuinfo lists
+    // is what the compiler enables.
+    const std::set<std::string> f = host_cpu_flags();
+    if (allowed("avx512f") && f.count("avx512f")) return float_gemm_variant_named("avx512");
+    if (allowed("avx2") && f.count("avx2") && f.count("fma")) return float_gemm_variant_named("avx2");
+    if (isa.rfind("armv8", 0) == 0 || f.count("asimd")) return float_gemm_variant_named("neon");
+    return float_gemm_variant_named("scalar");
+  }
+  if (isa.rfind("armv8", 0) == 0 || isa.rfind("armv9", 0) == 0) return float_gemm_variant_named("neon");
+  if (isa.find("avx512") != std::string::npos && allowed("avx512f")) return float_gemm_variant_named("avx512");
+  if (isa.find("avx") != std::string::npos && allowed("avx2")) return float_gemm_variant_named("avx2");
+  return float_gemm_variant_named("scalar");
 }
 
 }  // namespace tilegraph::codegen

@@ -1,5 +1,5 @@
-// Which int8 GEMM micro-kernel (codegen/ukernels/qgemm_<name>.h) a CPU
-// target gets, and its tile shape. The packing loops and the prepacked
+// Which int8 GEMM micro-kernel (codegen/ukernels/qgemm_<name>.h) and which
+// float32 one (sgemm_<name>.h) a CPU target gets, and their tile shapes. The packing loops and the prepacked
 // weights are generated for that shape, so it is decided at compile time;
 // the generated code static_asserts that the header agrees.
 #pragma once
@@ -23,9 +23,24 @@ IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch);
 // The variant of that name; a user error listing the known names otherwise.
 IntGemmVariant int_gemm_variant_named(const std::string& name);
 
+struct FloatGemmVariant {
+  std::string name;  // "avx512", "avx2", "neon", "scalar"
+  int mr = 4, nr = 8;
+  std::string header() const { return "sgemm_" + name + ".h"; }
+};
+
+// Chosen like int_gemm_variant_for: the host's CPU flags (avx512f; avx2 with
+// fma), or the arch spec's ISA (AArch64: neon). TILEGRAPH_SGEMM_VARIANT
+// overrides the choice.
+FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch);
+FloatGemmVariant float_gemm_variant_named(const std::string& name);
+
 // The C++ the generated code places after including the variant's header:
 // a static_assert that the header's tile constants (tg_qgemm::kMR, kNR, kKU,
 // kAUnsigned) are the ones the packing loops were generated for.
 std::string int_gemm_tile_assert(const IntGemmVariant& v);
+
+// The same for the float32 micro-kernel (tg_sgemm::kMR, kNR).
+std::string float_gemm_tile_assert(const FloatGemmVariant& v);
 
 }  // namespace tilegraph::codegen

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "codegen/gemm_coords.h"
 #include "codegen/int_gemm_task_grid.h"
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
@@ -19,7 +20,7 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // The GEMM's shape in micro-kernel terms.
 struct Geometry {
-  scheduler::IntGemm m;
+  scheduler::Gemm m;
   IntGemmVariant v;
   int64_t k_groups = 0;      // ceil(K / KU)
   int64_t col_panels = 0;    // ceil(N / NR)
@@ -31,7 +32,7 @@ struct Geometry {
   int b_offset = 0;
   DType a_packed = DType::kI8;
 
-  Geometry(const scheduler::IntGemm& gemm, const IntGemmVariant& variant) : m(gemm), v(variant) {
+  Geometry(const scheduler::Gemm& gemm, const IntGemmVariant& variant) : m(gemm), v(variant) {
     k_groups = (m.k + v.ku - 1) / v.ku;
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     a_panel = round_up(k_groups * v.mr * v.ku, 64);
@@ -45,37 +46,9 @@ struct Geometry {
     b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
     a_packed = v.a_unsigned ? DType::kU8 : DType::kI8;
   }
-  int rank() const { return static_cast<int>(m.out_shape.size()); }
-
-  // Output coordinates (= op vars 0..rank-1) for flat batch b, row r, column c.
-  std::vector<Expr> coords(const Expr& b, const Expr& r, const Expr& c) const {
-    std::vector<Expr> out(static_cast<size_t>(rank()), int_imm(0));
-    unflatten(b, m.batch_axes, m.out_shape, &out);
-    unflatten(r, m.row_axes, m.out_shape, &out);
-    unflatten(c, m.col_axes, m.out_shape, &out);
-    return out;
-  }
-  // The op's vars for an operand value at (b, r, c) and flat reduce index k.
+  std::vector<Expr> coords(const Expr& b, const Expr& r, const Expr& c) const { return gemm_coords(m, b, r, c); }
   std::vector<Expr> op_vars(const Expr& b, const Expr& r, const Expr& c, const Expr& k) const {
-    std::vector<Expr> vars = coords(b, r, c);
-    std::vector<int> k_axes;
-    for (size_t i = 0; i < m.k_extents.size(); ++i) k_axes.push_back(static_cast<int>(i));
-    std::vector<Expr> ks(m.k_extents.size());
-    unflatten(k, k_axes, m.k_extents, &ks);
-    vars.insert(vars.end(), ks.begin(), ks.end());
-    return vars;
-  }
-
- private:
-  // Splits flat index x (row-major over `axes` of `shape`) into (*out)[axis].
-  static void unflatten(const Expr& x, const std::vector<int>& axes, const Shape& shape,
-                        std::vector<Expr>* out) {
-    Expr rest = x;
-    for (size_t i = axes.size(); i-- > 0;) {
-      const int64_t e = shape[static_cast<size_t>(axes[i])];
-      (*out)[static_cast<size_t>(axes[i])] = i == 0 ? rest : floormod(rest, e);
-      rest = floordiv(rest, e);
-    }
+    return gemm_op_vars(m, b, r, c, k);
   }
 };
 
@@ -174,7 +147,7 @@ class IntGemmLowering {
   }
 
   Kernel build() {
-    const scheduler::IntGemm& m = geo_.m;
+    const scheduler::Gemm& m = geo_.m;
     const IntGemmVariant& v = geo_.v;
     kernel_.flops = 2 * m.batches() * m.rows() * m.cols() * m.k;
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
@@ -392,19 +365,7 @@ class IntGemmLowering {
   }
 
   Stmt output_store(const Expr& b, const Expr& row, const Expr& col, const Expr& acc) {
-    const std::vector<Expr> coords = geo_.coords(b, row, col);
-    const Expr index = finalize_indices(linear_index(geo_.m.out_shape, coords), bounds_);
-    if (phases_.size() == 1) return make_store(output_, index, acc);
-    const Op& epi = phases_[1];
-    const std::vector<Expr> epi_coords = scheduler::epilogue_coords(coords, geo_.m.out_shape, g_.tensor(epi.output).shape);
-    Expr e = to_kernel_loads(g_, epi, substitute_vars(epi.body, epi_coords), bounds_);
-    e = rewrite(e, [&](const Expr& n) -> Expr {
-      if (n->kind != ExprKind::kLoad) return nullptr;
-      const int buffer = epilogue_buffers_.at(static_cast<size_t>(n->int_value));
-      if (buffer < 0) return acc;
-      return load(buffer, n->dtype, n->args);
-    });
-    return make_store(output_, index, finalize_indices(e, bounds_));
+    return gemm_output_store(g_, phases_, geo_.m, epilogue_buffers_, output_, bounds_, b, row, col, acc);
   }
 
   const Graph& g_;

@@ -22,7 +22,8 @@ struct ProjectInfo {
   std::string model_path;            // for the manifest
   nlohmann::json compile_stats;      // merged into manifest["compile"]
   nlohmann::json explain;            // the scheduler's explain report (manifest["explain"])
-  std::optional<IntGemmVariant> int_gemm;  // CPU: the int8 GEMM micro-kernel to ship (its header), if used
+  std::optional<IntGemmVariant> int_gemm;      // CPU: the int8 GEMM micro-kernel to ship (its header), if used
+  std::optional<FloatGemmVariant> float_gemm;  // CPU: the float32 GEMM micro-kernel to ship, if used
   std::string cpu_isa;               // CPU: the arch spec's ISA ("armv8.6-a+dotprod+i8mm"); empty: -march=native
   // A GPU arch's CPU emulation tuned with --sanitize: the emulated warp size
   // (the kernels check every access: codegen/sanitizer/tg_sanitizer.h); 0: off.

@@ -11,7 +11,8 @@ namespace tilegraph::scheduler {
 // "+dotprod", "+i8mm" (the generated project's -march follows, and so does
 // the int8 micro-kernel). On the host (and x86) a feature can only be turned
 // off: "-avx512vnni" records "~avx512vnni" in the ISA and the int8 GEMM falls
-// back to avx2. Unknown features, "+" on the host, x86 features on AArch64
+// back to avx2; "-avx512f" does the same for the float32 GEMM (and the int8
+// one, which needs AVX-512F too). Unknown features, "+" on the host, x86 features on AArch64
 // (and the reverse) and GPU archs are user errors.
 void apply_cpu_features(ArchSpec& arch, const std::string& list);
 

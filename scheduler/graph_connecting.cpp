@@ -318,7 +318,7 @@ class Connector {
   }
 
   // On a CPU an integer GEMM's chain of elementwise consumers becomes its
-  // epilogue (use_int_gemm_ukernels), so i32 accumulators never reach
+  // epilogue (use_gemm_ukernels), so i32 accumulators never reach
   // memory. Merged into a reduction (DynamicQuantizeLinear's range of a GELU)
   // the chain could not be: such a merge is refused.
   bool steals_int_gemm_epilogue(const Group& merged) const {

@@ -38,9 +38,50 @@ bool match_operand(const Expr& e, Expr* value, Expr* zero_point) {
   return !has_indirect_load(*value);
 }
 
+// A float32 factor: any expression that loads something, without indirection.
+bool match_float_operand(const Expr& e) {
+  if (e->dtype != DType::kF32 || has_indirect_load(e)) return false;
+  bool loads = false;
+  visit(e, [&](const Expr& n) { loads |= n->kind == ExprKind::kLoad; });
+  return loads;
+}
+
+// A float32 GEMM takes the operand reading the output's innermost axis as B
+// when that gives at least this many columns (4 register tiles of the widest
+// micro-kernel); fewer (a ViT patch embedding's 7 x 7 output pixels) would
+// pad a column panel and repack B per row block for little store locality.
+constexpr int64_t kMinInnerColumns = 128;
+
+// Which factor is B (the column operand)? float32: the one that reads the
+// output's innermost axis (its last of extent > 1) when only one does and
+// the columns it spans are kMinInnerColumns or more, so a tile's rows are
+// contiguous in the output: a matmul's weights (x @ W), a convolution's
+// activations (NCHW: columns = output pixels, rows = filters). int8, and
+// float32 when that does not decide: the weights (the operand reading only
+// constants: packed at compile time), else the operand reading the last axis.
+bool operand_x_is_b(const Graph& g, const Op& op, DType element, const Expr& x, const Expr& y) {
+  const Shape& shape = g.tensor(op.output).shape;
+  const int rank = static_cast<int>(shape.size());
+  auto reads = [](const Expr& e, int axis) { return uses_any(e, axis, axis + 1); };
+  if (element == DType::kF32) {
+    int inner = rank - 1;
+    while (inner > 0 && shape[static_cast<size_t>(inner)] == 1) --inner;
+    if (reads(x, inner) != reads(y, inner)) {
+      const Expr& b = reads(x, inner) ? x : y;
+      const Expr& a = reads(x, inner) ? y : x;
+      int64_t columns = 1;
+      for (int d = 0; d < rank; ++d)
+        if (reads(b, d) && !reads(a, d)) columns *= shape[static_cast<size_t>(d)];
+      if (columns >= kMinInnerColumns) return reads(x, inner);
+    }
+  }
+  const bool x_const = reads_only_constants(g, op, x), y_const = reads_only_constants(g, op, y);
+  return x_const != y_const ? x_const : (reads(x, rank - 1) && !reads(y, rank - 1));
+}
+
 }  // namespace
 
-int64_t IntGemm::extent(const std::vector<int>& axes) const {
+int64_t Gemm::extent(const std::vector<int>& axes) const {
   int64_t n = 1;
   for (int d : axes) n *= out_shape[static_cast<size_t>(d)];
   return n;
@@ -56,26 +97,31 @@ bool reads_only_constants(const Graph& g, const Op& op, const Expr& e) {
   return all;
 }
 
-std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
+std::optional<Gemm> match_gemm(const Graph& g, const Op& op) {
   const Tensor& out = g.tensor(op.output);
   const int rank = static_cast<int>(out.shape.size());
   const int reduce_rank = static_cast<int>(op.reduce_extents.size());
-  if (op.reduction != Reduction::kSum || reduce_rank < 1 || out.dtype != DType::kI32 || rank < 1 ||
-      op.body->kind != ExprKind::kBinary || op.body->binary_op != BinaryOp::kMul)
+  if (op.reduction != Reduction::kSum || reduce_rank < 1 || rank < 1 ||
+      (out.dtype != DType::kI32 && out.dtype != DType::kF32) || op.body->kind != ExprKind::kBinary ||
+      op.body->binary_op != BinaryOp::kMul)
     return std::nullopt;
-  IntGemm m;
+  Gemm m;
+  m.element = out.dtype == DType::kI32 ? DType::kI8 : DType::kF32;
   m.out_shape = out.shape;
   m.k_extents = op.reduce_extents;
   m.k = 1;
   for (int64_t e : op.reduce_extents) m.k *= e;
   Expr x, y, zx, zy;
-  if (!match_operand(op.body->args[0], &x, &zx) || !match_operand(op.body->args[1], &y, &zy))
+  if (m.element == DType::kF32) {
+    x = op.body->args[0];
+    y = op.body->args[1];
+    zx = zy = int_imm(0, DType::kI32);
+    if (!match_float_operand(x) || !match_float_operand(y)) return std::nullopt;
+  } else if (!match_operand(op.body->args[0], &x, &zx) || !match_operand(op.body->args[1], &y, &zy)) {
     return std::nullopt;
+  }
   auto reads = [](const Expr& e, int axis) { return uses_any(e, axis, axis + 1); };
-  // B is the weights (the operand reading only constants: packed at compile
-  // time), else the operand reading the last axis (a matmul's columns).
-  const bool x_const = reads_only_constants(g, op, x), y_const = reads_only_constants(g, op, y);
-  if (x_const != y_const ? x_const : (reads(x, rank - 1) && !reads(y, rank - 1))) {
+  if (operand_x_is_b(g, op, m.element, x, y)) {
     std::swap(x, y);
     std::swap(zx, zy);
   }
@@ -94,6 +140,18 @@ std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op) {
   m.za = zx;
   m.zb = zy;
   return m;
+}
+
+std::optional<Gemm> match_int_gemm(const Graph& g, const Op& op) {
+  std::optional<Gemm> m = match_gemm(g, op);
+  if (m && m->element != DType::kI8) return std::nullopt;
+  return m;
+}
+
+bool float_gemm_pays(const Gemm& m) {
+  // Below 8 columns most of every register tile (16 or 32 columns wide) is
+  // padding; below 4 rows the packing costs more than the loop nest.
+  return m.element == DType::kF32 && m.cols() >= 8 && m.rows() >= 4;
 }
 
 bool is_int8_contraction(const Graph& g, const Op& op) {
@@ -166,7 +224,7 @@ std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Sha
   return coords;
 }
 
-int use_int_gemm_ukernels(const Graph& g, Schedule& schedule) {
+GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms) {
   std::vector<int> consumers_of(g.tensors.size(), 0);
   for (const Op& op : g.ops)
     for (TensorId t : std::set<TensorId>(op.inputs.begin(), op.inputs.end())) ++consumers_of[t];
@@ -187,14 +245,23 @@ int use_int_gemm_ukernels(const Graph& g, Schedule& schedule) {
     return true;
   };
   std::vector<bool> removed(schedule.kernels.size(), false);
-  int count = 0;
+  GemmUkernelCounts counts;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     KernelSchedule& ks = schedule.kernels[k];
     if (removed[k] || ks.block_kernel) continue;
     const std::vector<Op> phases = phase_ops(g, ks);
-    if (phases.size() != 1 || !match_int_gemm(g, phases[0])) continue;
-    ks.int_gemm = true;
-    ++count;
+    if (phases.size() != 1) continue;
+    const std::optional<Gemm> gemm = match_gemm(g, phases[0]);
+    if (!gemm) continue;
+    if (gemm->element == DType::kI8) {
+      ks.int_gemm = true;
+      ++counts.int_gemms;
+    } else if (float_gemms && float_gemm_pays(*gemm)) {
+      ks.float_gemm = true;
+      ++counts.float_gemms;
+    } else {
+      continue;
+    }
     const TensorId acc = phases[0].output;
     if (consumers_of[acc] != 1 ||
         std::find(g.outputs.begin(), g.outputs.end(), acc) != g.outputs.end())
@@ -232,7 +299,7 @@ int use_int_gemm_ukernels(const Graph& g, Schedule& schedule) {
   for (size_t k = 0; k < schedule.kernels.size(); ++k)
     if (!removed[k]) kept.push_back(std::move(schedule.kernels[k]));
   schedule.kernels = std::move(kept);
-  return count;
+  return counts;
 }
 
 }  // namespace tilegraph::scheduler

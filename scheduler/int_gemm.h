@@ -1,22 +1,32 @@
-// Integer GEMMs for the int8 micro-kernels (codegen/ukernels): recognizing
-// them, and fusing each one's elementwise consumer into it as the epilogue,
-// so int32 accumulators never reach memory.
+// GEMMs for the micro-kernels (codegen/ukernels): recognizing them, and
+// fusing each one's elementwise consumer into it as the epilogue, so
+// accumulators never reach memory. Two element types share the matcher and
+// the axis roles: int8 (qgemm_*.h) and float32 (sgemm_*.h).
 //
-// The canonical form (what the ONNX frontend emits for MatMulInteger,
+// float32: out[v..] = sum over the reduce axes EA * EB, EA and EB float32
+// expressions (a load; a Transpose/Reshape index map; a convolution window
+// with its padding select; an inlined elementwise producer), no zero points.
+//
+// int8: the canonical form (what the ONNX frontend emits for MatMulInteger,
 // QLinearMatMul, ConvInteger and QLinearConv, and compiler/passes/
 // quantize_matmul for QDQ matmuls and convs):
 //   out[v..] = sum over the reduce axes (i32(EA) - ZA) * (i32(EB) - ZB)   (int32)
 // EA / EB are int8 or uint8 expressions (a load; a fused quantize producer or
 // a convolution window with its padding select fit too: packing evaluates
 // them once per element), ZA / ZB the zero points (absent means 0).
-// B is the operand of constant weights if there is one (it is packed at
-// compile time), else the one reading the last axis (a matmul's columns).
-// Output axes split three ways: N axes (read by B, not by A), batch axes
-// (read by both), M axes (not read by B). A GEMM is then, per flattened
-// batch, rows = flattened M axes x cols = flattened N axes, and K = all
-// reduce axes flattened: a matmul [.., M, N] has N = its last axis, a conv
-// [n, f, oh, ow] has N = {f} and M = {n, oh, ow}. ZA may not read k or N
-// axes, ZB not k or M axes.
+// B (the column operand) of a float32 GEMM is the factor reading the
+// output's innermost axis, so that a register tile's rows are contiguous in
+// the output (when that makes 128 columns or more; else as in int8); an
+// int8 GEMM's B is the operand of constant weights if there
+// is one (it is packed at compile time), else the one reading the last axis
+// (a matmul's columns). Output axes split three ways: N axes (read by B, not
+// by A), batch axes (read by both), M axes (not read by B). A GEMM is then,
+// per flattened batch, rows = flattened M axes x cols = flattened N axes,
+// and K = all reduce axes flattened: a matmul [.., M, N] has N = its last
+// axis; an NCHW conv [n, f, oh, ow] has, in float32 (n * oh * ow >= 128),
+// M = {f} (the weights are A) and N = {n, oh, ow}, in int8 N = {f} and
+// M = {n, oh, ow}. ZA may
+// not read k or N axes, ZB not k or M axes.
 #pragma once
 #include <optional>
 #include <vector>
@@ -26,9 +36,10 @@
 
 namespace tilegraph::scheduler {
 
-struct IntGemm {
-  Expr a, b;                     // EA, EB (dtype int8 / uint8), over the op's vars
-  Expr za, zb;                   // int32 zero points (IntImm 0 when absent)
+struct Gemm {
+  DType element = DType::kI8;    // of the products: kI8 (int8/uint8 operands, int32 sums) or kF32
+  Expr a, b;                     // EA, EB (dtype int8 / uint8, or float32), over the op's vars
+  Expr za, zb;                   // int32 zero points (IntImm 0 when absent; float: unused)
   std::vector<int> batch_axes;   // output axes of each role, in axis order
   std::vector<int> row_axes;
   std::vector<int> col_axes;
@@ -45,8 +56,15 @@ struct IntGemm {
 // that does is packed at compile time.)
 bool reads_only_constants(const Graph& g, const Op& op, const Expr& e);
 
-// The int GEMM `op` computes, if it has the canonical form.
-std::optional<IntGemm> match_int_gemm(const Graph& g, const Op& op);
+// The GEMM `op` computes (int8 or float32), if it has a canonical form.
+std::optional<Gemm> match_gemm(const Graph& g, const Op& op);
+// The int8 one only.
+std::optional<Gemm> match_int_gemm(const Graph& g, const Op& op);
+
+// Does a float32 GEMM of this shape gain from the micro-kernel? Not when it
+// has too few columns to fill a register tile (a depthwise conv's single
+// column per channel, a vector's dot products): those keep the loop nest.
+bool float_gemm_pays(const Gemm& m);
 
 // Is op a sum of products of two factors that both read int8/uint8 tensors
 // (an integer matmul or conv, or a float one over dequantized int8
@@ -64,11 +82,17 @@ std::vector<int> non_unit_dims(const Shape& shape);
 std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Shape& acc_shape,
                                   const Shape& epilogue_shape);
 
-// For a CPU schedule: marks each kernel whose op is an int GEMM for the
-// micro-kernel path, and merges into it the kernel of its only consumer when
-// that is one elementwise op of the same shape (up to unit dimensions)
-// reading the accumulator at its own index (requantize, scale + bias,
-// activation). Returns how many kernels use the micro-kernel path.
-int use_int_gemm_ukernels(const Graph& g, Schedule& schedule);
+struct GemmUkernelCounts {
+  int int_gemms = 0;
+  int float_gemms = 0;
+};
+
+// For a CPU schedule: marks each kernel whose op is an int GEMM (and, with
+// float_gemms, a float32 GEMM that float_gemm_pays) for the micro-kernel
+// path, and merges into it the kernel of its only consumer when that is one
+// elementwise op of the same shape (up to unit dimensions) reading the
+// accumulator at its own index (requantize, scale + bias, activation,
+// residual add). Returns how many kernels use each micro-kernel path.
+GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms);
 
 }  // namespace tilegraph::scheduler

@@ -67,6 +67,8 @@ struct KernelSchedule {
   // by the int8 micro-kernel; a second phase, if any, is its elementwise
   // epilogue, applied to each accumulator tile before it is stored.
   bool int_gemm = false;
+  // CPU: the same for a float32 GEMM on the float micro-kernel (sgemm_*.h).
+  bool float_gemm = false;
   // GPU with --skip-dot: the kernel's single op is a float GEMM handed to
   // cuBLASLt (emulated by a reference GEMM on the CPU); never fused. Its tile
   // and estimate are still the tiling search's, as the cost model's stand-in

@@ -76,7 +76,7 @@ struct TuneFlags {
   std::string model;
   int topk = 20, jobs = 0;
   std::string cpu_features;
-  bool no_build = false, no_fusion = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
+  bool no_build = false, no_fusion = false, no_float_ukernels = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::string profile_topk = "auto";
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
@@ -93,6 +93,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.topk = f.topk;
   o.cpu_features = f.cpu_features;
   o.fusion = !f.no_fusion;
+  o.float_ukernels = !f.no_float_ukernels;
   o.fp16 = f.fp16;
   o.profile_topk = f.profile_topk;
   o.emulate = f.emulate;
@@ -199,6 +200,9 @@ int cli_main(int argc, char** argv) {
   tune_cmd->add_option("--cpu-features", f.cpu_features, "CPU targets: instruction-set extensions to add or drop, e.g. +dotprod,-i8mm on an AArch64 arch (sets -march and the int8 micro-kernel) or -avx512vnni on the host");
   tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
   tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
+  tune_cmd->add_flag("--no-float-ukernels", f.no_float_ukernels,
+                     "CPU targets: float32 matmuls and convolutions keep the generated loop nests instead of the "
+                     "float GEMM micro-kernel (sgemm_*), for comparison");
   tune_cmd->add_flag("--fp16", f.fp16, "compute an fp32 model in half precision: float32 weights and activations are stored as float16 (inputs and outputs stay float32; arithmetic, reductions, softmax and layer norm accumulate in float32). test_acc then uses the fp16 tolerance");
   tune_cmd->add_option("--profile-topk", f.profile_topk,
                        "time each kernel's --topk best tile configs on this machine's device and keep the fastest "

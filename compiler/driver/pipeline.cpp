@@ -14,6 +14,7 @@
 #include "codegen/emulate_threads.h"
 #include "codegen/lower_block_kernel.h"
 #include "codegen/lower_cpu_kernel.h"
+#include "codegen/lower_float_gemm_kernel.h"
 #include "codegen/lower_int_gemm_kernel.h"
 #include "codegen/lower_library_gemm.h"
 #include "codegen/verify_kernel.h"
@@ -143,6 +144,7 @@ std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& 
                                            const scheduler::ArchSpec& arch, bool verbose) {
   std::vector<codegen::Kernel> kernels;
   const codegen::IntGemmVariant variant = codegen::int_gemm_variant_for(arch);
+  const codegen::FloatGemmVariant float_variant = codegen::float_gemm_variant_for(arch);
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     const scheduler::KernelSchedule& ks = schedule.kernels[k];
     if (ks.library_gemm)
@@ -151,6 +153,9 @@ std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& 
       kernels.push_back(codegen::lower_int_gemm_kernel(g, ks, variant,
                                                        codegen::prepack_int_gemm_weights(g, ks, variant),
                                                        arch.compute_units));
+    else if (ks.float_gemm)
+      kernels.push_back(codegen::lower_float_gemm_kernel(
+          g, ks, float_variant, codegen::prepack_float_gemm_operands(g, ks, float_variant), arch));
     else if (ks.block_kernel)
       kernels.push_back(codegen::lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch)));
     else
@@ -251,7 +256,9 @@ CompileReport compile(const CompileOptions& options) {
   scheduler::TileGraphOptions unfused_options = tg_options;
   unfused_options.fusion = false;
   scheduler::Schedule schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
-  const int int_gemms = gpu ? 0 : scheduler::use_int_gemm_ukernels(g, schedule);
+  const scheduler::GemmUkernelCounts ukernels =
+      gpu ? scheduler::GemmUkernelCounts{} : scheduler::use_gemm_ukernels(g, schedule, options.float_ukernels);
+  const int int_gemms = ukernels.int_gemms;
   const scheduler::Schedule unfused = options.fusion ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
                                                      : schedule;
   cache.save(cache_path);
@@ -272,6 +279,9 @@ CompileReport compile(const CompileOptions& options) {
   if (int_gemms > 0)
     std::cerr << "      " << int_gemms << " integer GEMMs on the int8 micro-kernel (qgemm_"
               << codegen::int_gemm_variant_for(arch).name << ")" << std::endl;
+  if (ukernels.float_gemms > 0)
+    std::cerr << "      " << ukernels.float_gemms << " float GEMMs on the float micro-kernel (sgemm_"
+              << codegen::float_gemm_variant_for(arch).name << ")" << std::endl;
   const nlohmann::json explain = explain_json(g, schedule, unfused, arch);
   report.num_kernels_unfused = static_cast<int>(unfused.kernels.size());
   report.dram_bytes = explain["dram_bytes"];
@@ -295,6 +305,7 @@ CompileReport compile(const CompileOptions& options) {
                         {"library_gemms", library_gemms}};
   info.explain = explain;
   if (int_gemms > 0) info.int_gemm = codegen::int_gemm_variant_for(arch);
+  if (ukernels.float_gemms > 0) info.float_gemm = codegen::float_gemm_variant_for(arch);
   if (!gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native
   info.project_hash = project_hash(options, g, plan);
   if (gpu) {

@@ -16,6 +16,7 @@ struct CompileOptions {
   std::string cpu_features;                    // --cpu-features "+dotprod,-i8mm" (scheduler/cpu_features.h)
   int topk = 20;
   bool fusion = true;                          // --no-fusion: one op per kernel
+  bool float_ukernels = true;                  // CPU: float32 GEMMs/convs on the sgemm micro-kernels (--no-float-ukernels: off)
   // --profile-topk: time each kernel's top-k configs on the device and keep
   // the fastest (driver/profile_topk.h). "auto": on for a CUDA arch when an
   // NVIDIA GPU is present (and the project is built); "on": also on the host

@@ -1,6 +1,7 @@
 #include "compiler/ir/simplify.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "compiler/ir/scalar.h"
 
@@ -59,6 +60,36 @@ Expr from_linear(const Linear& l) {
   return l.constant == 0 ? sum : sum + l.constant;
 }
 
+// q*c * floordiv(x, c) + q * floormod(x, c) = q * x: a flat index split
+// into coordinates and flattened again (a GEMM's column as output pixel
+// (oh, ow), stored at oh * W + ow).
+void fold_div_mod_pairs(Linear& l) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t i = 0; i < l.terms.size() && !changed; ++i) {
+      const Expr mod = l.terms[i].first;
+      const int64_t q = l.terms[i].second;
+      int64_t c;
+      if (q == 0 || mod->kind != ExprKind::kBinary || mod->binary_op != BinaryOp::kFloorMod ||
+          !is_const_int(mod->args[1], &c) || c <= 0)
+        continue;
+      for (size_t j = 0; j < l.terms.size(); ++j) {
+        const Expr div = l.terms[j].first;
+        const int64_t qc = l.terms[j].second;
+        if (j == i || qc != q * c || div->kind != ExprKind::kBinary || div->binary_op != BinaryOp::kFloorDiv ||
+            !same_expr(div->args[0], mod->args[0]) || !same_expr(div->args[1], mod->args[1]))
+          continue;
+        const Expr x = mod->args[0];
+        l.terms[i].second = 0;
+        l.terms[j].second = 0;
+        to_linear(x, q, l);
+        changed = true;
+        break;
+      }
+    }
+  }
+}
+
 Interval bound_linear(const Linear& l, const std::vector<Interval>& vb) {
   return bound_of(from_linear(l), vb);
 }
@@ -75,6 +106,31 @@ Expr divmod(const Expr& numerator, int64_t c, bool want_div, const std::vector<I
   quotient.constant = floor_div(l.constant, c);
   rest.constant = floor_mod(l.constant, c);
   const Interval r = bound_linear(rest, vb);
+  if (!(r.bounded() && floor_div(r.lo, c) == floor_div(r.hi, c))) {
+    // rest = g * big + small with g | c and small in [0, g): then
+    // floordiv(rest, c) = floordiv(big, c/g) and floormod(rest, c) =
+    // floormod(big, c/g) * g + small (a flat column nb*32 + j split by a
+    // row of 256: floordiv(nb, 8), floormod(nb, 8) * 32 + j).
+    for (const auto& term : rest.terms) {
+      const int64_t g = std::gcd(term.second, c);
+      if (g <= 1 || g == c) continue;
+      Linear big, small;
+      for (const auto& [t2, coef2] : rest.terms) {
+        if (coef2 % g == 0) big.add(t2, coef2 / g);
+        else small.add(t2, coef2);
+      }
+      small.constant = rest.constant;
+      const Interval sr = bound_linear(small, vb);
+      if (!sr.bounded() || sr.lo < 0 || sr.hi >= g) continue;
+      const Expr big_expr = from_linear(big);
+      if (want_div) {
+        quotient.add(binary(BinaryOp::kFloorDiv, big_expr, int_imm(c / g)), 1);
+        return from_linear(quotient);
+      }
+      small.add(binary(BinaryOp::kFloorMod, big_expr, int_imm(c / g)), g);
+      return from_linear(small);
+    }
+  }
   if (r.bounded() && floor_div(r.lo, c) == floor_div(r.hi, c)) {
     const int64_t k = floor_div(r.lo, c);
     if (want_div) {
@@ -107,6 +163,7 @@ Expr simplify_node(const Expr& e, const std::vector<Interval>& vb) {
       if (!is_index(e)) return nullptr;
       Linear l;
       to_linear(e, 1, l);
+      fold_div_mod_pairs(l);
       Expr r = from_linear(l);
       return same_expr(r, e) ? nullptr : r;
     }

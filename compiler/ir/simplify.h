@@ -7,6 +7,11 @@
 //   * floordiv/floormod of a sum by c > 0: terms whose coefficient c divides
 //     move out of the division; if the rest is provably in [0, c) it vanishes
 //     (div) or is the result (mod);
+//   * a sum g * big + small with g | c and small provably in [0, g):
+//     floordiv by c = floordiv(big, c/g), floormod by c = floormod(big, c/g)
+//     * g + small (a flat index nb * 32 + j split by 256);
+//   * q*c * floordiv(x, c) + q * floormod(x, c) = q * x (a split index
+//     flattened again);
 //   * floordiv(floordiv(x, a), b) = floordiv(x, a*b) for a, b > 0;
 //   * comparisons, min and max decided by interval bounds become constants.
 #pragma once

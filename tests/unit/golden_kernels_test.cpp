@@ -147,7 +147,7 @@ TEST(GoldenKernels, IntGemmOnTheCpu) {
   b.node("QLinearMatMul", {"a", "sa", "za", "w", "sb", "zb", "sy", "zy"}, {"y"});
   Graph g = optimized(b, "qlinear_matmul");
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, fixed_host(), {});
-  ASSERT_EQ(scheduler::use_int_gemm_ukernels(g, s), 1);
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, false).int_gemms, 1);
   ASSERT_EQ(s.kernels.size(), 1u);
   const codegen::IntGemmVariant avx2 = codegen::int_gemm_variant_named("avx2");
   const codegen::Kernel k = codegen::lower_int_gemm_kernel(

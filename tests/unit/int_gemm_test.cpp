@@ -31,15 +31,15 @@ Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
 }
 
 // The only op of g that is an integer GEMM.
-scheduler::IntGemm only_gemm(const Graph& g) {
-  std::optional<scheduler::IntGemm> found;
+scheduler::Gemm only_gemm(const Graph& g) {
+  std::optional<scheduler::Gemm> found;
   for (const Op& op : g.ops)
     if (auto m = scheduler::match_int_gemm(g, op)) {
       EXPECT_FALSE(found.has_value()) << "two integer GEMMs";
       found = m;
     }
   EXPECT_TRUE(found.has_value()) << to_string(g);
-  return found.value_or(scheduler::IntGemm{});
+  return found.value_or(scheduler::Gemm{});
 }
 
 std::vector<int> ramp(int n, int lo, int hi) {
@@ -48,13 +48,13 @@ std::vector<int> ramp(int n, int lo, int hi) {
   return v;
 }
 
-TEST(IntGemm, MatMulIntegerRowsAreTheLeadingAxes) {
+TEST(Gemm, MatMulIntegerRowsAreTheLeadingAxes) {
   OnnxModelBuilder b(13);
   b.input("a", 2, {2, 3, 5}).output("y", 6);
   b.initializer_8bit("w", 3, {5, 4}, ramp(20, -128, 127));
   b.initializer_8bit("za", 2, {}, {3});
   b.node("MatMulInteger", {"a", "w", "za"}, {"y"});
-  const scheduler::IntGemm m = only_gemm(import_and_optimize(b, "mmi_roles"));
+  const scheduler::Gemm m = only_gemm(import_and_optimize(b, "mmi_roles"));
   EXPECT_EQ(m.row_axes, (std::vector<int>{0, 1}));
   EXPECT_EQ(m.col_axes, (std::vector<int>{2}));
   EXPECT_TRUE(m.batch_axes.empty());
@@ -63,28 +63,28 @@ TEST(IntGemm, MatMulIntegerRowsAreTheLeadingAxes) {
   EXPECT_EQ(m.b->dtype, DType::kI8);
 }
 
-TEST(IntGemm, BatchMatMulOfTwoActivationsHasBatchAxes) {
+TEST(Gemm, BatchMatMulOfTwoActivationsHasBatchAxes) {
   OnnxModelBuilder b(13);
   b.input("a", 3, {2, 3, 5}).input("c", 3, {2, 5, 4}).output("y", 6);
   b.node("MatMulInteger", {"a", "c"}, {"y"});
-  const scheduler::IntGemm m = only_gemm(import_and_optimize(b, "mmi_batch"));
+  const scheduler::Gemm m = only_gemm(import_and_optimize(b, "mmi_batch"));
   EXPECT_EQ(m.batch_axes, (std::vector<int>{0}));
   EXPECT_EQ(m.row_axes, (std::vector<int>{1}));
   EXPECT_EQ(m.col_axes, (std::vector<int>{2}));
 }
 
-TEST(IntGemm, ConvIntegerIsAnImplicitGemmOverFilters) {
+TEST(Gemm, ConvIntegerIsAnImplicitGemmOverFilters) {
   OnnxModelBuilder b(13);
   b.input("x", 2, {1, 2, 5, 5}).output("y", 6);
   b.initializer_8bit("w", 3, {3, 2, 3, 3}, ramp(54, -100, 100));
   OnnxModelBuilder::attr_ints(b.node("ConvInteger", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
-  const scheduler::IntGemm m = only_gemm(import_and_optimize(b, "conv_integer_roles"));
+  const scheduler::Gemm m = only_gemm(import_and_optimize(b, "conv_integer_roles"));
   EXPECT_EQ(m.col_axes, (std::vector<int>{1}));     // filters
   EXPECT_EQ(m.row_axes, (std::vector<int>{2, 3}));  // output pixels; batch 1 takes no role
   EXPECT_EQ(m.k_extents, (std::vector<int64_t>{2, 3, 3}));
 }
 
-TEST(IntGemm, ConvIntegerWithAScalarWeightIsAUserError) {
+TEST(Gemm, ConvIntegerWithAScalarWeightIsAUserError) {
   // Found by the fuzzer: the filter count was read before the ranks were checked.
   OnnxModelBuilder b(13);
   b.input("x", 2, {1, 1, 3, 3}).input("w", 2, {}).output("y", 6);
@@ -129,7 +129,7 @@ TEST(QuantizeMatmul, QdqMatMulBecomesIntegerGemmTimesScales) {
   const Graph before = onnx_frontend::import_model(path);
   const Graph after = passes::quantize_matmul(before);
   ASSERT_NE(to_string(after), to_string(before));
-  const scheduler::IntGemm m = only_gemm(after);
+  const scheduler::Gemm m = only_gemm(after);
   EXPECT_EQ(m.k, 8);
   // Same values as the float product of dequantized operands (the scales
   // move out of the sum: equal up to float rounding).
@@ -169,17 +169,17 @@ OnnxModelBuilder qlinear_matmul(const std::string& out, int y_type) {
   return b;
 }
 
-TEST(IntGemm, RequantizeIsFusedAsTheEpilogue) {
+TEST(Gemm, RequantizeIsFusedAsTheEpilogue) {
   const OnnxModelBuilder b = qlinear_matmul("y", 2);
   const Graph g = import_and_optimize(b, "qlinear_epilogue");
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  EXPECT_EQ(scheduler::use_int_gemm_ukernels(g, s), 1);
+  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).int_gemms, 1);
   ASSERT_EQ(s.kernels.size(), 1u) << "the requantize op should be the GEMM's epilogue";
   EXPECT_TRUE(s.kernels[0].int_gemm);
   EXPECT_EQ(g.tensor(g.ops[static_cast<size_t>(s.kernels[0].ops.back())].output).dtype, DType::kU8);
 }
 
-TEST(IntGemm, EpilogueBehindAReshapeAddingAUnitDimensionIsStillFused) {
+TEST(Gemm, EpilogueBehindAReshapeAddingAUnitDimensionIsStillFused) {
   // QLinearMatMul [4,8] -> Reshape [1,4,8] -> DequantizeLinear: the consumer
   // kernel has the accumulator's elements in another rank.
   OnnxModelBuilder b = qlinear_matmul("q", 1);
@@ -188,12 +188,12 @@ TEST(IntGemm, EpilogueBehindAReshapeAddingAUnitDimensionIsStillFused) {
   b.node("DequantizeLinear", {"r", "sy", "zy"}, {"y"});
   const Graph g = import_and_optimize(b, "reshaped_epilogue");
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  EXPECT_EQ(scheduler::use_int_gemm_ukernels(g, s), 1);
+  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).int_gemms, 1);
   ASSERT_EQ(s.kernels.size(), 1u) << to_string(g);
   EXPECT_EQ(g.tensor(g.ops[static_cast<size_t>(s.kernels[0].ops.back())].output).shape, (Shape{1, 4, 8}));
 }
 
-TEST(IntGemm, EpilogueCoordinatesMapAcrossUnitDimensions) {
+TEST(Gemm, EpilogueCoordinatesMapAcrossUnitDimensions) {
   const std::vector<Expr> acc = {var(0), var(1)};
   const std::vector<Expr> epi = scheduler::epilogue_coords(acc, {4, 8}, {1, 4, 1, 8});
   ASSERT_EQ(epi.size(), 4u);

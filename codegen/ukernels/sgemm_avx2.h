@@ -1,0 +1,64 @@
+// Float32 GEMM micro-kernel, AVX2 + FMA variant (contract: README.md).
+//
+// Register blocking (kMR = 6, kNR = 16):
+//   * One k step of B is 16 floats: two ymm loads.
+//   * Each of the 6 A values of a k step is broadcast from memory
+//     (vbroadcastss, a pure load).
+//   * Accumulators: 6 rows x 2 ymm = 12 ymm, plus 2 for B and 1 for A: 15 of
+//     the 16 ymm registers. Per k step 12 FMAs against 8 loads: two FMA ports
+//     busy for 6 cycles, 12 chains covering the FMA latency (4-5 cycles x 2).
+//
+// Include with -mavx2 -mfma (or -march=haswell or newer). A translation unit
+// that enables the ISA for this header alone with `#pragma GCC target` (which
+// in C++ does not define the feature macros) defines TG_SGEMM_FORCE.
+#pragma once
+
+#if !(defined(__AVX2__) && defined(__FMA__)) && !defined(TG_SGEMM_FORCE)
+#error "sgemm_avx2.h needs AVX2 and FMA: compile with -mavx2 -mfma (or -march=haswell or newer)"
+#endif
+
+#include <cstdint>
+#include <immintrin.h>
+
+namespace tg_sgemm {
+// Own inline namespace per variant: see sgemm_scalar.h.
+inline namespace avx2 {
+
+constexpr const char* kVariant = "avx2";
+constexpr int kMR = 6;
+constexpr int kNR = 16;
+
+// c[r * kNR + j] = sum over k' < k of A(r, k') * B(k', j).
+//   a: A(r, k') at a[k' * kMR + r]
+//   b: B(k', j) at b[k' * kNR + j]
+// Not inlined: see sgemm_avx512.h.
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c) {
+  constexpr int kVecs = kNR / 8;  // ymm per row
+  __m256 acc[kMR][kVecs];
+#pragma GCC unroll 6
+  for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_ps();
+
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __m256 bv[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < kMR; ++r) {
+      const __m256 ar = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+    }
+    a += kMR;
+    b += kNR;
+  }
+
+#pragma GCC unroll 6
+  for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * kNR + 8 * v, acc[r][v]);
+}
+
+}  // namespace avx2
+}  // namespace tg_sgemm

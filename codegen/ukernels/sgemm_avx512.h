@@ -1,0 +1,71 @@
+// Float32 GEMM micro-kernel, AVX-512 variant (contract: README.md).
+//
+// Register blocking (kMR = 8, kNR = 32):
+//   * One k step of B is 32 floats: two zmm loads.
+//   * One k step of A is 8 floats; each row's value is broadcast from memory
+//     (vbroadcastss, a pure load, which GCC folds into the FMA as {1to16}).
+//   * Accumulators: 8 rows x 2 zmm = 16 zmm (of 32). Per k step 16 FMAs
+//     against 10 loads: two FMA ports stay busy for 8 cycles while the load
+//     ports have room, and 16 independent chains cover the FMA latency
+//     (4 cycles x 2 ports). B, the panel that streams from L2 when K is large,
+//     is read once per 8 rows: 16 bytes per cycle at peak.
+//   * The accumulators are stored once, after the k loop.
+// Same shape as the int8 qgemm_avx512vnni.h, so that a mixed model packs
+// alike; 12 x 32 would reuse B more but wastes more rows in M tails (a 7 x 7
+// feature map: 49 rows).
+//
+// Include with -mavx512f (or -march=skylake-avx512 or newer). A translation
+// unit that enables the ISA for this header alone with `#pragma GCC target`
+// (which in C++ does not define the feature macros) defines TG_SGEMM_FORCE.
+#pragma once
+
+#if !defined(__AVX512F__) && !defined(TG_SGEMM_FORCE)
+#error "sgemm_avx512.h needs AVX-512F: compile with -mavx512f"
+#endif
+
+#include <cstdint>
+#include <immintrin.h>
+
+namespace tg_sgemm {
+// Own inline namespace per variant: see sgemm_scalar.h.
+inline namespace avx512 {
+
+constexpr const char* kVariant = "avx512";
+constexpr int kMR = 8;
+constexpr int kNR = 32;
+
+// c[r * kNR + j] = sum over k' < k of A(r, k') * B(k', j).
+//   a: A(r, k') at a[k' * kMR + r]
+//   b: B(k', j) at b[k' * kNR + j]
+// Not inlined: inside a big generated loop nest GCC 12 shuffles the
+// accumulators between registers every iteration; alone it keeps them put.
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c) {
+  constexpr int kVecs = kNR / 16;  // zmm per row
+  __m512 acc[kMR][kVecs];
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
+
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __m512 bv[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+    }
+    a += kMR;
+    b += kNR;
+  }
+
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
+}
+
+}  // namespace avx512
+}  // namespace tg_sgemm

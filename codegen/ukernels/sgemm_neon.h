@@ -1,0 +1,63 @@
+// Float32 GEMM micro-kernel, AArch64 NEON variant (contract: README.md).
+//
+// Register blocking (kMR = 8, kNR = 12):
+//   * One k step of A is 8 floats: two q registers (ldp-able, 32 bytes).
+//   * One k step of B is 12 floats: three q registers.
+//   * Accumulators: 8 rows x 3 q = 24 of the 32 vector registers; 5 operands
+//     leave 3 spare. Per k step 24 FMLA (by element: row r's A value is lane
+//     r % 4 of A's register r / 4, no broadcast instruction) against 5 q loads:
+//     on Neoverse N2 (2 FMLA pipes, 4-cycle latency) 12 cycles of FMLA with 24
+//     independent chains, and the loads fit the 3 load pipes easily.
+// Needs only -march=armv8-a (AArch64 NEON).
+#pragma once
+
+#if !defined(__aarch64__) || !defined(__ARM_NEON)
+#error "sgemm_neon.h needs AArch64 NEON: compile for aarch64 (-march=armv8-a or later)"
+#else
+
+#include <arm_neon.h>
+
+#include <cstdint>
+
+namespace tg_sgemm {
+// Own inline namespace per variant: see sgemm_scalar.h.
+inline namespace neon {
+
+constexpr const char* kVariant = "neon";
+constexpr int kMR = 8;
+constexpr int kNR = 12;
+
+// c[r * kNR + j] = sum over k' < k of A(r, k') * B(k', j).
+//   a: A(r, k') at a[k' * kMR + r]
+//   b: B(k', j) at b[k' * kNR + j]
+// Not inlined: inside a big generated loop nest GCC shuffles the
+// accumulators between registers every iteration; alone it keeps them put.
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c) {
+  float32x4_t c00 = vdupq_n_f32(0), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
+  float32x4_t c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
+  float32x4_t c40 = c00, c41 = c00, c42 = c00, c50 = c00, c51 = c00, c52 = c00;
+  float32x4_t c60 = c00, c61 = c00, c62 = c00, c70 = c00, c71 = c00, c72 = c00;
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
+    const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8);
+    c00 = vfmaq_laneq_f32(c00, b0, a0, 0); c01 = vfmaq_laneq_f32(c01, b1, a0, 0); c02 = vfmaq_laneq_f32(c02, b2, a0, 0);
+    c10 = vfmaq_laneq_f32(c10, b0, a0, 1); c11 = vfmaq_laneq_f32(c11, b1, a0, 1); c12 = vfmaq_laneq_f32(c12, b2, a0, 1);
+    c20 = vfmaq_laneq_f32(c20, b0, a0, 2); c21 = vfmaq_laneq_f32(c21, b1, a0, 2); c22 = vfmaq_laneq_f32(c22, b2, a0, 2);
+    c30 = vfmaq_laneq_f32(c30, b0, a0, 3); c31 = vfmaq_laneq_f32(c31, b1, a0, 3); c32 = vfmaq_laneq_f32(c32, b2, a0, 3);
+    c40 = vfmaq_laneq_f32(c40, b0, a1, 0); c41 = vfmaq_laneq_f32(c41, b1, a1, 0); c42 = vfmaq_laneq_f32(c42, b2, a1, 0);
+    c50 = vfmaq_laneq_f32(c50, b0, a1, 1); c51 = vfmaq_laneq_f32(c51, b1, a1, 1); c52 = vfmaq_laneq_f32(c52, b2, a1, 1);
+    c60 = vfmaq_laneq_f32(c60, b0, a1, 2); c61 = vfmaq_laneq_f32(c61, b1, a1, 2); c62 = vfmaq_laneq_f32(c62, b2, a1, 2);
+    c70 = vfmaq_laneq_f32(c70, b0, a1, 3); c71 = vfmaq_laneq_f32(c71, b1, a1, 3); c72 = vfmaq_laneq_f32(c72, b2, a1, 3);
+    a += kMR;
+    b += kNR;
+  }
+  const float32x4_t rows[kMR][3] = {{c00, c01, c02}, {c10, c11, c12}, {c20, c21, c22}, {c30, c31, c32},
+                                    {c40, c41, c42}, {c50, c51, c52}, {c60, c61, c62}, {c70, c71, c72}};
+  for (int r = 0; r < kMR; ++r)
+    for (int v = 0; v < 3; ++v) vst1q_f32(c + r * kNR + 4 * v, rows[r][v]);
+}
+
+}  // namespace neon
+}  // namespace tg_sgemm
+
+#endif

@@ -1,0 +1,37 @@
+// Float32 GEMM micro-kernel, portable reference variant (contract: README.md).
+//
+// Register blocking: a 4 x 8 tile of float accumulators. Each k step is an
+// outer product of 4 A values and 8 B values; the column loop is contiguous,
+// so a compiler that vectorizes gets two 4-lane or one 8-lane FMA per row. No
+// intrinsics: this is the variant every other one is tested against and the
+// fallback for CPUs without a dedicated variant.
+#pragma once
+
+#include <cstdint>
+
+namespace tg_sgemm {
+// Each variant lives in its own inline namespace: callers still write
+// tg_sgemm::tile, but two variants linked into one binary (the unit tests do
+// that) get distinct symbols instead of violating the one-definition rule.
+inline namespace scalar {
+
+constexpr const char* kVariant = "scalar";
+constexpr int kMR = 4;
+constexpr int kNR = 8;
+
+// c[r * kNR + j] = sum over k' < k of A(r, k') * B(k', j), summed in k' order.
+//   a: A(r, k') at a[k' * kMR + r]
+//   b: B(k', j) at b[k' * kNR + j]
+inline void tile(int64_t k, const float* a, const float* b, float* c) {
+  float acc[kMR * kNR] = {};
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int r = 0; r < kMR; ++r)
+      for (int j = 0; j < kNR; ++j) acc[r * kNR + j] += a[r] * b[j];
+    a += kMR;
+    b += kNR;
+  }
+  for (int i = 0; i < kMR * kNR; ++i) c[i] = acc[i];
+}
+
+}  // namespace scalar
+}  // namespace tg_sgemm

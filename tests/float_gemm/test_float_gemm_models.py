@@ -1,0 +1,151 @@
+"""Float32 GEMMs and convolutions on the float micro-kernels (sgemm_*), host CPU:
+
+* small models exercising each form the matcher takes (a linear layer with a
+  bias + GELU-like epilogue, attention's q @ k^T and attn @ V with operands
+  through Transpose/Reshape, padded strided and dilated convs with a residual
+  add, a 1x1 conv, odd sizes everywhere: tails in M, N and K, K = 1);
+* every kernel whose op is such a contraction runs on the micro-kernel
+  (manifest.json: `ukernel` is sgemm_<variant>) and outputs match onnxruntime;
+* every x86 variant the CPU can run (TILEGRAPH_SGEMM_VARIANT), and
+  --no-float-ukernels turns the path off.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "python") not in sys.path:
+    sys.path.insert(0, str(REPO / "python"))
+
+from tilegraph._common import find_tilegraph_bin  # noqa: E402
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+
+def _cpu_flags():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+FLAGS = _cpu_flags()
+VARIANTS = ["scalar"] + (["avx2"] if {"avx2", "fma"} <= FLAGS else []) + \
+           (["avx512"] if "avx512f" in FLAGS else [])
+
+RNG = np.random.default_rng(0)
+
+
+def _w(name, *shape):
+    return numpy_helper.from_array((RNG.standard_normal(shape) * 0.2).astype(np.float32), name)
+
+
+def _save(path, nodes, inputs, outputs, inits):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path / "model.onnx"))
+
+
+def linear(path):
+    # [3, 7, 19] @ [19, 45] + bias -> x * sigmoid(x); then K = 1: [3, 7, 1] @ [1, 9]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 7, 19])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]),
+             helper.make_node("Add", ["mm", "b"], ["h"]),
+             helper.make_node("Sigmoid", ["h"], ["s"]),
+             helper.make_node("Mul", ["h", "s"], ["y"]),
+             helper.make_node("ReduceMean", ["x"], ["m"], axes=[2]),
+             helper.make_node("MatMul", ["m", "w1"], ["z"])]
+    _save(path, nodes, [x], [y, z], [_w("w", 19, 45), _w("b", 45), _w("w1", 1, 9)])
+
+
+def attention(path):
+    # heads through Reshape/Transpose; q @ k^T and attn @ V with activations as both operands
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 13, 24])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    shape = numpy_helper.from_array(np.array([2, 13, 3, 8], np.int64), "shape")
+    back = numpy_helper.from_array(np.array([2, 13, 24], np.int64), "back")
+    nodes = []
+    for t in "qkv":
+        nodes += [helper.make_node("MatMul", ["x", "w" + t], [t + "0"]),
+                  helper.make_node("Reshape", [t + "0", "shape"], [t + "1"]),
+                  helper.make_node("Transpose", [t + "1"], [t + "h"], perm=[0, 2, 1, 3])]
+    nodes += [helper.make_node("Transpose", ["kh"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["qh", "kt"], ["s"]),
+              helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vh"], ["o"]),
+              helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "back"], ["o2"]),
+              helper.make_node("MatMul", ["o2", "wo"], ["y0"]),
+              helper.make_node("Add", ["y0", "x"], ["y"])]
+    _save(path, nodes, [x], [y], [_w("wq", 24, 24), _w("wk", 24, 24), _w("wv", 24, 24), _w("wo", 24, 24),
+                                  shape, back])
+
+
+def convs(path):
+    # padded strided 3x3, dilated 3x3 + residual, 1x1 with bias, batch 2, odd sizes
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 17, 15])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1"], ["c1"], pads=[2, 2, 2, 2], dilations=[2, 2]),
+             helper.make_node("Add", ["c1", "r0"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["y"])]
+    _save(path, nodes, [x], [y], [_w("w0", 19, 5, 3, 3), _w("b0", 19), _w("w1", 19, 19, 3, 3),
+                                  _w("w2", 33, 19, 1, 1), _w("b2", 33)])
+
+
+MODELS = {"linear": linear, "attention": attention, "convs": convs}
+
+
+def _tune(exe, prefix, env, *flags):
+    return subprocess.run([str(exe), "tune", str(prefix), *flags], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_float_gemm_model(name, variant, tmp_path):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / name
+    MODELS[name](prefix)
+    env = dict(os.environ, TILEGRAPH_SGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
+    tune = _tune(exe, prefix, env)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    assert f"on the float micro-kernel (sgemm_{variant})" in tune.stdout, tune.stdout[-3000:]
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    on_ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
+    expected = {"linear": 2, "attention": 6, "convs": 3}[name]
+    assert len(on_ukernel) == expected, (on_ukernel, [k["name"] for k in manifest["kernels"]])
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout
+
+
+def test_no_float_ukernels_keeps_the_loop_nests(tmp_path):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "convs"
+    convs(prefix)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    tune = _tune(exe, prefix, env, "--no-float-ukernels", "--no-build")
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    assert "float micro-kernel" not in tune.stdout
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    assert not [k for k in manifest["kernels"] if k.get("ukernel", "").startswith("sgemm")]
+    assert not (prefix / "tilegraph_rt" / "host" / "sgemm_avx512.h").exists()

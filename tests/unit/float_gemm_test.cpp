@@ -1,0 +1,189 @@
+// Float32 GEMMs: the shared matcher's axis roles for matmuls and convs, the
+// rule that keeps column-starved contractions (depthwise) off the
+// micro-kernel, and epilogue fusion in the CPU schedule.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "codegen/lower_float_gemm_kernel.h"
+#include "compiler/driver/pipeline.h"
+#include "frontends/onnx/import.h"
+#include "scheduler/arch_spec.h"
+#include "scheduler/graph_connecting.h"
+#include "scheduler/int_gemm.h"
+#include "tests/unit/onnx_model_builder.h"
+
+namespace tilegraph {
+namespace {
+
+using testing::OnnxModelBuilder;
+
+Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "tilegraph_unit" / "float_gemm" / name / "model.onnx").string();
+  b.save(path);
+  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
+}
+
+std::vector<scheduler::Gemm> float_gemms(const Graph& g) {
+  std::vector<scheduler::Gemm> found;
+  for (const Op& op : g.ops)
+    if (auto m = scheduler::match_gemm(g, op); m && m->element == DType::kF32) found.push_back(*m);
+  return found;
+}
+
+std::vector<float> ramp(int n) {
+  std::vector<float> v;
+  for (int i = 0; i < n; ++i) v.push_back(static_cast<float>((i * 37) % 11) * 0.1f - 0.5f);
+  return v;
+}
+
+TEST(FloatGemm, MatMulRowsAreTheLeadingAxesAndWeightsAreB) {
+  OnnxModelBuilder b(13);
+  b.input("a", 1, {2, 3, 5}).output("y");
+  b.initializer_f("w", {5, 16}, ramp(80));
+  b.node("MatMul", {"a", "w"}, {"y"});
+  const Graph g = import_and_optimize(b, "matmul");
+  const std::vector<scheduler::Gemm> m = float_gemms(g);
+  ASSERT_EQ(m.size(), 1u) << to_string(g);
+  EXPECT_EQ(m[0].row_axes, (std::vector<int>{0, 1}));
+  EXPECT_EQ(m[0].col_axes, (std::vector<int>{2}));
+  EXPECT_TRUE(m[0].batch_axes.empty());
+  EXPECT_EQ(m[0].k, 5);
+  EXPECT_FALSE(scheduler::match_int_gemm(g, g.ops[0]).has_value());
+  EXPECT_TRUE(scheduler::float_gemm_pays(m[0]));
+}
+
+TEST(FloatGemm, BatchMatMulOfTwoActivationsThroughATransposeHasBatchAxes) {
+  OnnxModelBuilder b(13);
+  b.input("q", 1, {2, 6, 4}).input("k", 1, {2, 9, 4}).output("y");
+  OnnxModelBuilder::attr_ints(b.node("Transpose", {"k"}, {"kt"}), "perm", {0, 2, 1});
+  b.node("MatMul", {"q", "kt"}, {"y"});
+  const std::vector<scheduler::Gemm> m = float_gemms(import_and_optimize(b, "qk"));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].batch_axes, (std::vector<int>{0}));
+  EXPECT_EQ(m[0].row_axes, (std::vector<int>{1}));
+  EXPECT_EQ(m[0].col_axes, (std::vector<int>{2}));
+  EXPECT_EQ(m[0].k, 4);
+}
+
+// NCHW: the activations read the output's innermost axis, so they are B
+// (columns = output pixels, contiguous in the output) and the weights A
+// (rows = filters).
+TEST(FloatGemm, PaddedStridedConvIsAnImplicitGemmWithFiltersAsRows) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 3, 24, 24}).output("y");  // 12 x 12 output pixels
+  b.initializer_f("w", {16, 3, 3, 3}, ramp(16 * 27));
+  auto& conv = b.node("Conv", {"x", "w"}, {"y"});
+  OnnxModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  OnnxModelBuilder::attr_ints(conv, "strides", {2, 2});
+  const std::vector<scheduler::Gemm> m = float_gemms(import_and_optimize(b, "conv"));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].row_axes, (std::vector<int>{1}));     // filters
+  EXPECT_EQ(m[0].col_axes, (std::vector<int>{2, 3}));  // output pixels (batch 1 has no role)
+  EXPECT_TRUE(m[0].batch_axes.empty());
+  EXPECT_EQ(m[0].k, 27);                               // channels x window
+  const Graph g = import_and_optimize(b, "conv_roles");
+  EXPECT_TRUE(scheduler::reads_only_constants(g, g.ops[0], m[0].a));  // the weights: packed at compile time
+  EXPECT_FALSE(scheduler::reads_only_constants(g, g.ops[0], m[0].b));
+  EXPECT_TRUE(scheduler::float_gemm_pays(m[0]));
+}
+
+// The conv's weights (A) are packed at compile time into MR-row panels,
+// zero past K; the activations (B) are packed per column panel at run time.
+TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 3, 12, 12}).output("y");
+  const std::vector<float> w = ramp(16 * 27);
+  b.initializer_f("w", {16, 3, 3, 3}, w);
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  Graph g = import_and_optimize(b, "conv_packed_a");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");  // 4 x 8
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  ASSERT_GE(packs.a, 0);
+  EXPECT_EQ(packs.b, -1);
+  const Tensor& packed = g.tensor(packs.a);
+  constexpr int64_t kPanel = 112;  // 27 k x 4 rows, padded to 16 floats
+  ASSERT_EQ(packed.shape, (Shape{4 * kPanel}));
+  std::vector<float> got(static_cast<size_t>(4 * kPanel));
+  std::memcpy(got.data(), packed.data->data(), got.size() * sizeof(float));
+  for (int64_t p = 0; p < 4; ++p)
+    for (int64_t k = 0; k < 28; ++k)
+      for (int64_t i = 0; i < 4; ++i) {
+        const float want = k < 27 ? w[static_cast<size_t>((p * 4 + i) * 27 + k)] : 0.0f;
+        ASSERT_EQ(got[static_cast<size_t>(p * kPanel + k * 4 + i)], want) << p << " " << k << " " << i;
+      }
+  const codegen::Kernel kernel =
+      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  EXPECT_EQ(kernel.ukernel, "sgemm_scalar");
+  // no run-time A packing loop ("pa"), a run-time B panel loop ("jb")
+  EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "pa"), 0);
+  EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "jb"), 1);
+}
+
+// Under 128 output pixels (a ViT patch embedding: 7 x 7) the filters stay
+// the columns: B = the weights, as in the int8 path.
+TEST(FloatGemm, ConvWithFewOutputPixelsKeepsFiltersAsColumns) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 3, 28, 28}).output("y");
+  b.initializer_f("w", {48, 3, 4, 4}, ramp(48 * 48));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "strides", {4, 4});
+  const Graph g = import_and_optimize(b, "patch_embed");
+  const std::vector<scheduler::Gemm> m = float_gemms(g);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].col_axes, (std::vector<int>{1}));     // filters
+  EXPECT_EQ(m[0].row_axes, (std::vector<int>{2, 3}));  // 7 x 7 output pixels
+  EXPECT_TRUE(scheduler::reads_only_constants(g, g.ops[0], m[0].b));
+}
+
+TEST(FloatGemm, DepthwiseConvDoesNotPay) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 8, 6, 6}).output("y");
+  b.initializer_f("w", {8, 1, 3, 3}, ramp(72));
+  auto& conv = b.node("Conv", {"x", "w"}, {"y"});
+  OnnxModelBuilder::attr_int(conv, "group", 8);
+  const std::vector<scheduler::Gemm> m = float_gemms(import_and_optimize(b, "depthwise"));
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].batch_axes, (std::vector<int>{1}));  // each channel its own 1-column GEMM (36 pixels)
+  EXPECT_TRUE(m[0].col_axes.empty());
+  EXPECT_FALSE(scheduler::float_gemm_pays(m[0]));
+}
+
+OnnxModelBuilder linear_relu() {
+  OnnxModelBuilder b(13);
+  b.input("a", 1, {8, 32}).output("y");
+  b.initializer_f("w", {32, 24}, ramp(32 * 24));
+  b.initializer_f("bias", {24}, ramp(24));
+  b.node("MatMul", {"a", "w"}, {"mm"});
+  b.node("Add", {"mm", "bias"}, {"z"});
+  b.node("Relu", {"z"}, {"y"});
+  return b;
+}
+
+TEST(FloatGemm, BiasAndActivationAreFusedAsTheEpilogue) {
+  const Graph g = import_and_optimize(linear_relu(), "linear_relu");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  const scheduler::GemmUkernelCounts counts = scheduler::use_gemm_ukernels(g, s, true);
+  EXPECT_EQ(counts.float_gemms, 1);
+  EXPECT_EQ(counts.int_gemms, 0);
+  ASSERT_EQ(s.kernels.size(), 1u) << "bias + relu should be the GEMM's epilogue";
+  EXPECT_TRUE(s.kernels[0].float_gemm);
+  EXPECT_FALSE(s.kernels[0].int_gemm);
+}
+
+TEST(FloatGemm, TurnedOffTheScheduleIsUntouched) {
+  const Graph g = import_and_optimize(linear_relu(), "linear_relu_off");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  const size_t kernels = s.kernels.size();
+  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, false).float_gemms, 0);
+  EXPECT_EQ(s.kernels.size(), kernels);
+  for (const scheduler::KernelSchedule& k : s.kernels) EXPECT_FALSE(k.float_gemm);
+}
+
+}  // namespace
+}  // namespace tilegraph

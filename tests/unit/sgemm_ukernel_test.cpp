@@ -1,0 +1,175 @@
+// Tests of the float32 GEMM micro-kernels (codegen/ukernels/sgemm_*.h): every
+// variant built into this binary, on panels packed with the layout README.md
+// states, against a double-precision reference GEMM. A driver packs odd shapes
+// the way the generated code does (rows past M repeat the last row, columns
+// past N are zero), so tails in M, N and K, k = 1 and large K are covered. A
+// variant the CPU cannot run is skipped.
+#include "codegen/int_gemm_variant.h"
+#include "codegen/ukernels/sgemm_scalar.h"
+#include "tests/unit/sgemm_variants/sgemm_variant.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+void PrintTo(const SGemmVariantInfo& v, std::ostream* os) { *os << v.name << " (" << v.mr << "x" << v.nr << ")"; }
+
+namespace {
+
+SGemmVariantInfo scalar_variant() {
+  namespace v = tg_sgemm::scalar;
+  return {v::kVariant, v::kMR, v::kNR, v::tile, [] { return true; }};
+}
+
+std::vector<SGemmVariantInfo> linked_variants() {
+  std::vector<SGemmVariantInfo> variants = {scalar_variant()};
+  if (sgemm_avx2_variant) variants.push_back(sgemm_avx2_variant());
+  if (sgemm_avx512_variant) variants.push_back(sgemm_avx512_variant());
+  return variants;
+}
+
+// Floats at a 64-byte aligned address, as the contract promises for panels.
+class AlignedFloats {
+ public:
+  explicit AlignedFloats(size_t n) : storage_(n + 16) {
+    void* p = storage_.data();
+    size_t space = storage_.size() * sizeof(float);
+    data_ = static_cast<float*>(std::align(64, n * sizeof(float), p, space));
+  }
+  float* data() { return data_; }
+
+ private:
+  std::vector<float> storage_;
+  float* data_;
+};
+
+struct Problem {
+  int64_t m, n, k;
+  std::vector<float> a;  // m x k, row-major
+  std::vector<float> b;  // k x n, row-major
+};
+
+Problem random_problem(int64_t m, int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  Problem p{m, n, k, std::vector<float>(m * k), std::vector<float>(k * n)};
+  for (float& x : p.a) x = dist(rng);
+  for (float& x : p.b) x = dist(rng);
+  return p;
+}
+
+// C = A * B through the micro-kernel, blocked and padded as the generated code does it.
+std::vector<float> ukernel_gemm(const SGemmVariantInfo& v, const Problem& p) {
+  std::vector<float> c(p.m * p.n, 0.0f);
+  AlignedFloats a_panel(static_cast<size_t>(std::max<int64_t>(p.k, 1) * v.mr));
+  AlignedFloats b_panel(static_cast<size_t>(std::max<int64_t>(p.k, 1) * v.nr));
+  std::vector<float> tile(v.mr * v.nr, NAN);
+  for (int64_t n0 = 0; n0 < p.n; n0 += v.nr) {
+    for (int64_t kk = 0; kk < p.k; ++kk)
+      for (int j = 0; j < v.nr; ++j) b_panel.data()[kk * v.nr + j] = n0 + j < p.n ? p.b[kk * p.n + n0 + j] : 0.0f;
+    for (int64_t m0 = 0; m0 < p.m; m0 += v.mr) {
+      for (int64_t kk = 0; kk < p.k; ++kk)
+        for (int r = 0; r < v.mr; ++r)
+          a_panel.data()[kk * v.mr + r] = p.a[std::min(m0 + r, p.m - 1) * p.k + kk];
+      v.tile(p.k, a_panel.data(), b_panel.data(), tile.data());
+      for (int r = 0; r < v.mr && m0 + r < p.m; ++r)
+        for (int j = 0; j < v.nr && n0 + j < p.n; ++j) c[(m0 + r) * p.n + n0 + j] = tile[r * v.nr + j];
+    }
+  }
+  return c;
+}
+
+// Every element within float rounding of the double-precision sum: a bound
+// of K roundings of the largest partial sum (|a||b| summed).
+void expect_matches_reference(const SGemmVariantInfo& v, const Problem& p) {
+  const std::vector<float> c = ukernel_gemm(v, p);
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      double exact = 0, magnitude = 0;
+      for (int64_t kk = 0; kk < p.k; ++kk) {
+        const double prod = static_cast<double>(p.a[i * p.k + kk]) * p.b[kk * p.n + j];
+        exact += prod;
+        magnitude += std::fabs(prod);
+      }
+      const double tolerance = 1e-6 + magnitude * 2e-7 * static_cast<double>(p.k + 1);
+      ASSERT_NEAR(c[i * p.n + j], exact, tolerance)
+          << v.name << " m=" << p.m << " n=" << p.n << " k=" << p.k << " at (" << i << ", " << j << ")";
+    }
+}
+
+class SGemmVariantTest : public testing::TestWithParam<SGemmVariantInfo> {
+ protected:
+  void SetUp() override {
+    if (!GetParam().supported()) GTEST_SKIP() << GetParam().name << " is not supported by this CPU";
+  }
+};
+
+TEST_P(SGemmVariantTest, OneTileEveryK) {
+  const SGemmVariantInfo& v = GetParam();
+  for (int64_t k : {1, 2, 3, 7, 8, 16, 17, 100, 769})
+    expect_matches_reference(v, random_problem(v.mr, v.nr, k, static_cast<uint32_t>(k)));
+}
+
+TEST_P(SGemmVariantTest, TailsInMAndN) {
+  const SGemmVariantInfo& v = GetParam();
+  for (int64_t m : {1, v.mr - 1, v.mr + 1, 2 * v.mr + 3})
+    for (int64_t n : {1, v.nr - 1, v.nr + 5, 3 * v.nr - 1})
+      expect_matches_reference(v, random_problem(m, n, 13, static_cast<uint32_t>(m * 1000 + n)));
+}
+
+TEST_P(SGemmVariantTest, LargeOddShape) {
+  const SGemmVariantInfo& v = GetParam();
+  expect_matches_reference(v, random_problem(67, 99, 1153, 7));
+}
+
+TEST_P(SGemmVariantTest, KZeroGivesZeros) {
+  const SGemmVariantInfo& v = GetParam();
+  std::vector<float> tile(v.mr * v.nr, NAN);
+  AlignedFloats panel(16);
+  v.tile(0, panel.data(), panel.data(), tile.data());
+  for (float x : tile) EXPECT_EQ(x, 0.0f);
+}
+
+TEST_P(SGemmVariantTest, ExactOnSmallIntegers) {
+  // Integer values: every product and partial sum is exact in float32, so
+  // the kernel must agree with the reference bit for bit.
+  const SGemmVariantInfo& v = GetParam();
+  Problem p = random_problem(v.mr + 2, v.nr + 3, 41, 3);
+  for (float& x : p.a) x = std::round(x * 8);
+  for (float& x : p.b) x = std::round(x * 8);
+  const std::vector<float> c = ukernel_gemm(v, p);
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      float exact = 0;
+      for (int64_t kk = 0; kk < p.k; ++kk) exact += p.a[i * p.k + kk] * p.b[kk * p.n + j];
+      ASSERT_EQ(c[i * p.n + j], exact) << v.name << " at (" << i << ", " << j << ")";
+    }
+}
+
+TEST_P(SGemmVariantTest, CompilerTableAgreesWithTheHeader) {
+  // The packing loops are generated for the compiler's tile shape
+  // (int_gemm_variant.cpp); the header must have the same.
+  const SGemmVariantInfo& v = GetParam();
+  const tilegraph::codegen::FloatGemmVariant table = tilegraph::codegen::float_gemm_variant_named(v.name);
+  EXPECT_EQ(table.mr, v.mr) << v.name;
+  EXPECT_EQ(table.nr, v.nr) << v.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Linked, SGemmVariantTest, testing::ValuesIn(linked_variants()),
+                         [](const testing::TestParamInfo<SGemmVariantInfo>& info) { return std::string(info.param.name); });
+
+#if defined(__x86_64__)
+TEST(SGemmVariants, X86VariantsAreLinkedIn) {
+  EXPECT_TRUE(sgemm_avx2_variant != nullptr) << "sgemm_variants/sgemm_avx2_variant.cpp is not linked in";
+  EXPECT_TRUE(sgemm_avx512_variant != nullptr) << "sgemm_variants/sgemm_avx512_variant.cpp is not linked in";
+}
+#endif
+
+}  // namespace

@@ -1,0 +1,44 @@
+// The avx2 float micro-kernel (codegen/ukernels/sgemm_avx2.h) for a binary
+// built without those ISA flags: only the code between the target pragmas may
+// use them, and callers check supported() before calling tile.
+#include "tests/unit/sgemm_variants/sgemm_variant.h"
+
+#if defined(__x86_64__)
+
+// What the kernel header includes comes first, outside the pragmas, so that no
+// standard-library inline function is compiled for the wider ISA.
+#include <cstdint>
+#include <immintrin.h>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+// In C++ the pragma does not define the feature macros; tell the header.
+#define TG_SGEMM_FORCE 1
+#include "codegen/ukernels/sgemm_avx2.h"
+#undef TG_SGEMM_FORCE
+
+static void sgemm_tile_avx2(int64_t k, const float* a, const float* b, float* c) {
+  tg_sgemm::avx2::tile(k, a, b, c);
+}
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+static bool avx2_supported() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+SGemmVariantInfo sgemm_avx2_variant() {
+  namespace v = tg_sgemm::avx2;
+  return {v::kVariant, v::kMR, v::kNR, sgemm_tile_avx2, avx2_supported};
+}
+
+#endif  // defined(__x86_64__)

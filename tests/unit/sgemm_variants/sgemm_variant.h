@@ -1,0 +1,21 @@
+// One float32 GEMM micro-kernel variant (codegen/ukernels/sgemm_*.h) as data,
+// so that tests can run every variant built into one binary. Like
+// qgemm_variants/: each SIMD variant is compiled in its own translation unit
+// with a target pragma, and called only where supported() says the CPU has it.
+#pragma once
+
+#include <cstdint>
+
+struct SGemmVariantInfo {
+  const char* name;  // the header's kVariant
+  int mr;            // kMR
+  int nr;            // kNR
+  void (*tile)(int64_t k, const float* a, const float* b, float* c);
+  bool (*supported)();  // whether this CPU can run tile
+};
+
+// Defined in sgemm_avx2_variant.cpp and sgemm_avx512_variant.cpp, which
+// compile to nothing except on x86-64. Weak: the address of a missing one is
+// null (the unit tests check that on x86-64 both are present).
+[[gnu::weak]] SGemmVariantInfo sgemm_avx2_variant();
+[[gnu::weak]] SGemmVariantInfo sgemm_avx512_variant();
