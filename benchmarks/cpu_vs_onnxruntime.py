@@ -2,7 +2,7 @@
 """Median latency of compiled models vs onnxruntime, measured in the same run.
 
     PYTHONPATH=python python3 benchmarks/cpu_vs_onnxruntime.py PREFIX [PREFIX ...]
-        [--threads 1 2] [--iters 20] [--warmup 3] [--busy-core]
+        [--threads 1 2] [--iters 20] [--warmup 3] [--busy-core] [--ort-spin on|off]
 
 Each PREFIX must have been tuned (`tilegraph tune PREFIX`). Both engines get the
 same seeded inputs (tilegraph.test_acc's generator) and the same thread count;
@@ -96,6 +96,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--busy-core", action="store_true", help="also measure while a busy loop holds core 0")
     ap.add_argument("--busy-seconds", type=float, default=600, help="upper bound of one busy loop")
+    ap.add_argument("--ort-spin", choices=["on", "off"], default="on",
+                    help="onnxruntime's intra-op threads spin between runs (its default: on); in one process "
+                         "they then hold cores while tilegraph runs, which slows tilegraph's threads")
     args = ap.parse_args()
     if any(t < 1 for t in args.threads) or args.iters < 1 or args.warmup < 0:
         ap.error("--threads and --iters must be >= 1, --warmup >= 0")
@@ -112,6 +115,7 @@ def main():
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = threads
             opts.inter_op_num_threads = 1
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if args.ort_spin == "on" else "0")
             sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
             feeds = generate_inputs(model_inputs(model_path), seed=0, ranges=load_input_ranges(prefix))
             with CompiledModel(prefix, arch=args.arch, num_threads=threads) as compiled:
