@@ -29,7 +29,7 @@ from pathlib import Path
 import onnxruntime as ort
 
 from tilegraph.runner import CompiledModel
-from tilegraph.test_acc import generate_inputs, load_input_ranges, model_inputs
+from tilegraph.inputs import generate_inputs, load_input_ranges, model_inputs
 
 
 def median_ms(fn, iters):

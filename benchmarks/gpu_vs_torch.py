@@ -139,7 +139,7 @@ def torch_peers(module, inputs, iters, device, smoke):
 
 def time_tilegraph(prefix, arch, iters):
     from tilegraph.runner import CompiledModel
-    from tilegraph.test_acc import load_input_ranges
+    from tilegraph.inputs import load_input_ranges
 
     with CompiledModel(prefix, arch) as m:
         feed = m.random_inputs(0, load_input_ranges(prefix))

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "python"))
 
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
 from tilegraph.runner import CompiledModel  # noqa: E402
-from tilegraph.test_acc import generate_inputs, load_input_ranges, model_inputs  # noqa: E402
+from tilegraph.inputs import generate_inputs, load_input_ranges, model_inputs  # noqa: E402
 
 
 def sh(cmd, **kw):

@@ -33,11 +33,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Mapping
 
 import numpy as np
 
-from ._common import UsageError, elf_machine, host_machine, np_dtype, project_dir, sanitize_name
+from ._common import UsageError, elf_machine, host_machine, np_dtype, project_dir
+from .inputs import load_input_ranges, load_npy, npy_file_name, random_array, save_npy
 
 
 class _TensorInfo(ctypes.Structure):
@@ -57,7 +58,7 @@ class TensorInfo:
 
     @property
     def file_name(self) -> str:
-        return sanitize_name(self.name) + ".npy"
+        return npy_file_name(self.name)
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -271,29 +272,10 @@ class CompiledModel:
 
     def random_inputs(self, seed: int = 0, ranges: Mapping | None = None) -> dict:
         """Seeded random inputs for this model's static input shapes (see test_acc)."""
-        from .test_acc import random_array
         rng = np.random.default_rng(seed)
         ranges = ranges or {}
         return {t.name: random_array(rng, t.shape, t.dtype, ranges.get(t.name))
                 for t in self.inputs}
-
-
-def load_npy_inputs(directory: str | os.PathLike, infos: Sequence[TensorInfo]) -> dict:
-    d = Path(directory)
-    out = {}
-    for t in infos:
-        f = d / t.file_name
-        if not f.is_file():
-            raise UsageError(f"input file {f} not found")
-        out[t.name] = np.load(f, allow_pickle=False)
-    return out
-
-
-def save_npy(directory: str | os.PathLike, arrays: Mapping) -> None:
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    for name, a in arrays.items():
-        np.save(d / (sanitize_name(name) + ".npy"), np.ascontiguousarray(a), allow_pickle=False)
 
 
 def main(argv=None) -> int:
@@ -309,10 +291,9 @@ def main(argv=None) -> int:
     p.add_argument("--profile", action="store_true", help="print per-kernel times")
     args = p.parse_args(argv)
     try:
-        from .test_acc import load_input_ranges
         model = CompiledModel(args.prefix, args.arch, num_threads=args.threads)
         if args.inputs:
-            inputs = load_npy_inputs(args.inputs, model.inputs)
+            inputs = load_npy(args.inputs, [t.name for t in model.inputs])
         else:
             inputs = model.random_inputs(args.seed, load_input_ranges(args.prefix))
     except UsageError as e:

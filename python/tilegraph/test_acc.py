@@ -56,115 +56,13 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ._common import UsageError, find_tilegraph_bin, np_dtype, project_dir, sanitize_name
+from ._common import UsageError, find_tilegraph_bin, project_dir, sanitize_name
+from .runner import CompiledModel
+from .inputs import (generate_inputs, load_input_ranges, load_npy, model_inputs, parse_shape_overrides,
+                     resolve_shape, save_npy)
 
 DEFAULT_RTOL = 1e-4
 DEFAULT_RTOL_FP16 = 1e-2
-
-
-# ---------------------------------------------------------------------------------------------
-# inputs
-# ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class InputSpec:
-    name: str
-    dtype: np.dtype
-    shape: tuple  # ints, or str / None for symbolic dimensions
-
-
-def model_inputs(model_path: str | os.PathLike) -> list:
-    """The real graph inputs of an ONNX model (initializers excluded), in order."""
-    import onnx
-
-    m = onnx.load(str(model_path), load_external_data=False)
-    inits = {t.name for t in m.graph.initializer}
-    specs = []
-    for vi in m.graph.input:
-        if vi.name in inits:
-            continue
-        tt = vi.type.tensor_type
-        dims = []
-        for d in tt.shape.dim:
-            if d.HasField("dim_value") and d.dim_value > 0:
-                dims.append(int(d.dim_value))
-            else:
-                dims.append(d.dim_param or None)
-        specs.append(InputSpec(vi.name, np_dtype(tt.elem_type), tuple(dims)))
-    return specs
-
-
-def load_input_ranges(prefix: str | os.PathLike) -> dict:
-    """``PREFIX/input_ranges.json``: {name: [low, high)} for integer inputs; {} if absent."""
-    f = Path(prefix) / "input_ranges.json"
-    if not f.is_file():
-        return {}
-    try:
-        data = json.loads(f.read_text())
-    except ValueError as e:
-        raise UsageError(f"{f}: invalid JSON: {e}") from None
-    out = {}
-    for name, r in data.items():
-        if isinstance(r, Mapping):
-            r = [r.get("low"), r.get("high")]
-        if not (isinstance(r, (list, tuple)) and len(r) == 2):
-            raise UsageError(f"{f}: range of {name!r} must be [low, high)")
-        out[name] = (r[0], r[1])
-    return out
-
-
-def random_array(rng: np.random.Generator, shape, dtype, value_range=None) -> np.ndarray:
-    """One input: floats in [-1,1) (or [low,high)), ints in [0,2) (or [low,high)), bools."""
-    dtype = np.dtype(dtype)
-    shape = tuple(int(s) for s in shape)
-    if dtype == np.bool_:
-        return rng.integers(0, 2, size=shape, dtype=np.int8).astype(np.bool_)
-    if dtype.kind in "iu":
-        lo, hi = value_range if value_range is not None else (0, 2)
-        if int(hi) <= int(lo):
-            raise UsageError(f"empty integer range [{lo}, {hi})")
-        return rng.integers(int(lo), int(hi), size=shape, dtype=np.int64).astype(dtype)
-    if dtype.kind == "f":
-        lo, hi = value_range if value_range is not None else (-1.0, 1.0)
-        return rng.uniform(float(lo), float(hi), size=shape).astype(dtype)
-    raise UsageError(f"cannot generate inputs of dtype {dtype}")
-
-
-def resolve_shape(spec: InputSpec, overrides: Mapping | None = None,
-                  compiled_shapes: Mapping | None = None) -> tuple:
-    if overrides and spec.name in overrides:
-        return tuple(int(d) for d in overrides[spec.name])
-    if compiled_shapes and spec.name in compiled_shapes:
-        return tuple(int(d) for d in compiled_shapes[spec.name])
-    return tuple(d if isinstance(d, int) else 1 for d in spec.shape)
-
-
-def generate_inputs(specs: Sequence[InputSpec], seed: int = 0, ranges: Mapping | None = None,
-                    shapes: Mapping | None = None) -> dict:
-    """Seeded random inputs, one per spec, drawn in order from one generator.
-
-    ``ranges``: name -> (low, high) for integer (or float) inputs.
-    ``shapes``: name -> concrete shape, for inputs with symbolic dimensions.
-    """
-    rng = np.random.default_rng(seed)
-    ranges = ranges or {}
-    out = {}
-    for s in specs:
-        shape = tuple(shapes[s.name]) if shapes and s.name in shapes else resolve_shape(s)
-        out[s.name] = random_array(rng, shape, s.dtype, ranges.get(s.name))
-    return out
-
-
-def parse_shape_overrides(items: Sequence[str] | None) -> dict:
-    out = {}
-    for item in items or []:
-        name, sep, dims = item.rpartition("=")
-        if not sep or not name:
-            raise UsageError(f"--input-shape {item!r}: expected NAME=D1xD2x...")
-        try:
-            out[name] = tuple(int(d) for d in dims.lower().split("x")) if dims else ()
-        except ValueError:
-            raise UsageError(f"--input-shape {item!r}: dimensions must be integers") from None
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,13 +204,6 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
-def _save(directory: Path, arrays: Mapping) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, a in arrays.items():
-        np.save(directory / (sanitize_name(name) + ".npy"), np.ascontiguousarray(a),
-                allow_pickle=False)
-
-
 def run_cli(prefix: Path, arch: str, input_dir: Path, output_dir: Path,
             output_names: Sequence[str]) -> dict:
     """Runs ``tilegraph run`` and reads NAME.npy per expected output back."""
@@ -405,7 +296,6 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
 
     compiled = None
     if runner in ("auto", "ctypes"):
-        from .runner import CompiledModel
         try:
             compiled = CompiledModel(prefix, arch, num_threads=threads)
         except UsageError:
@@ -424,13 +314,7 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
                                f"model.onnx's {want}")
     work = prefix / "test_acc"
     if inputs_dir:
-        d = Path(inputs_dir)
-        feed = {}
-        for s in specs:
-            f = d / (sanitize_name(s.name) + ".npy")
-            if not f.is_file():
-                raise UsageError(f"input file {f} not found")
-            feed[s.name] = np.load(f, allow_pickle=False)
+        feed = load_npy(inputs_dir, [s.name for s in specs])
     else:
         compiled_shapes = ({t.name: t.shape for t in compiled.inputs} if compiled
                            else _manifest_input_shapes(prefix, arch))
@@ -438,17 +322,17 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
         feed = generate_inputs(specs, seed, load_input_ranges(prefix), shapes)
     input_dir = work / "inputs"
     if not inputs_dir or Path(inputs_dir).resolve() != input_dir.resolve():
-        _save(input_dir, feed)
+        save_npy(input_dir, feed)
 
     expected = run_onnxruntime(model_path, feed, optimize=reference_opt != "none")
-    _save(work / "expected", expected)
+    save_npy(work / "expected", expected)
 
     if compiled is not None:
         try:
             actual = compiled.run(feed)
         finally:
             compiled.close()
-        _save(work / "outputs", actual)
+        save_npy(work / "outputs", actual)
     else:
         actual = run_cli(prefix, arch, input_dir, work / "outputs", list(expected))
 

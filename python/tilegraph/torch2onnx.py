@@ -155,7 +155,8 @@ def _check(path: Path, module, ex, example_inputs, seed, half_module, converted,
     import onnx
     import torch
 
-    from .test_acc import compare, generate_inputs, model_inputs, run_onnxruntime
+    from .inputs import generate_inputs, model_inputs
+    from .test_acc import compare, run_onnxruntime
 
     onnx.checker.check_model(str(path), full_check=True)
     specs = model_inputs(path)

@@ -7,7 +7,8 @@ import onnx
 import pytest
 
 from conftest import REPO
-from tilegraph.test_acc import generate_inputs, load_input_ranges, model_inputs, run_onnxruntime
+from tilegraph.inputs import generate_inputs, load_input_ranges, model_inputs
+from tilegraph.test_acc import run_onnxruntime
 
 MODELS_DIR = REPO / "models"
 WELDER_SET = ["bert", "vit", "swin_transformer", "mobilenet", "mobilevit", "NAFNet", "BSRN",

@@ -17,9 +17,10 @@ import pytest
 from onnx import TensorProto, helper
 
 from conftest import REPO, subprocess_env
-from tilegraph import test_acc
+from tilegraph import inputs, test_acc
 from tilegraph._common import sanitize_name
-from tilegraph.test_acc import InputSpec, compare, compare_all, generate_inputs
+from tilegraph.inputs import InputSpec, generate_inputs
+from tilegraph.test_acc import compare, compare_all
 
 HERE = Path(__file__).resolve().parent
 
@@ -149,17 +150,17 @@ def test_large_sample_statistics():
 
 
 def test_load_input_ranges(tmp_path):
-    assert test_acc.load_input_ranges(tmp_path) == {}
+    assert inputs.load_input_ranges(tmp_path) == {}
     (tmp_path / "input_ranges.json").write_text(
         json.dumps({"ids": [0, 30522], "len": {"low": 1, "high": 17}}))
-    assert test_acc.load_input_ranges(tmp_path) == {"ids": (0, 30522), "len": (1, 17)}
+    assert inputs.load_input_ranges(tmp_path) == {"ids": (0, 30522), "len": (1, 17)}
 
 
 def test_parse_shape_overrides():
-    assert test_acc.parse_shape_overrides(["input_ids=1x128", "a=b=4"]) == {
+    assert inputs.parse_shape_overrides(["input_ids=1x128", "a=b=4"]) == {
         "input_ids": (1, 128), "a=b": (4,)}
     with pytest.raises(test_acc.UsageError):
-        test_acc.parse_shape_overrides(["x=1xq"])
+        inputs.parse_shape_overrides(["x=1xq"])
 
 
 def test_sanitize_name():
