@@ -153,6 +153,18 @@ def test_presets_exist_and_are_what_they_say():
     assert all("large" in r.model.tags for r in presets.preset("large").run_benchmarks)
 
 
+def test_cpu_float_preset_tracks_both_exports_at_one_and_two_threads():
+    runs = presets.preset("cpu-float").run_benchmarks
+    assert {r.run.threads for r in runs} == {1, 2}
+    assert {r.device.kind for r in runs} == {"cpu"}
+    by_id = {r.model.id: r.model for r in runs}
+    assert {"resnet50_bs1", "resnet50_bs1_opset17", "mobilenet_bs1", "mobilenet_bs1_opset17"} <= set(by_id)
+    assert by_id["resnet50_bs1_opset17"].export_flags()[-3:] == ["--opset", "17", "--constant-folding"]
+    assert "--opset" not in by_id["resnet50_bs1"].export_flags()  # Welder's settings: the defaults
+    # the opset field is new and optional: the models that existed before keep their IDs
+    assert by_id["bert_bs1"].id == MODELS["bert_bs1"].id and by_id["bert_bs1"] == MODELS["bert_bs1"]
+
+
 @pytest.mark.parametrize("model", catalog.SMALL_MODELS, ids=lambda m: m.id)
 def test_committed_models_declare_their_real_inputs(model):
     """The inputs in the catalog are documentation; this keeps them true."""

@@ -37,11 +37,12 @@ SMALL_MODELS: tuple[Model, ...] = (
 
 
 def _full(zoo: str, batch_size: int = 1, fp16: bool = False, inputs: tuple[str, ...] = (),
-          tags: tuple[str, ...] = ()) -> Model:
+          tags: tuple[str, ...] = (), opset: int = 11, impl: str = "auto") -> Model:
     """A full-size Welder-set model, exported with torch2onnx when first needed."""
-    name = f"{zoo}_bs{batch_size}" + ("_fp16" if fp16 else "")
-    return Model(id=name, name=name, zoo=zoo, batch_size=batch_size, fp16=fp16, inputs=inputs,
-                 tags=tags + ("large",) + (("fp16",) if fp16 else ()))
+    name = f"{zoo}_bs{batch_size}" + ("_fp16" if fp16 else "") + (f"_opset{opset}" if opset != 11 else "")
+    return Model(id=name, name=name, zoo=zoo, batch_size=batch_size, fp16=fp16, inputs=inputs, impl=impl,
+                 tags=tags + ("large",) + (("fp16",) if fp16 else ()) + ((f"opset{opset}",) if opset != 11 else ()),
+                 opset=opset)
 
 
 def _bert_inputs(bs: int) -> tuple[str, ...]:
@@ -55,6 +56,23 @@ LARGE_MODELS: tuple[Model, ...] = (
     _full("swin_transformer", 1, inputs=("input=1x3x224x224xf32",), tags=("transformer", "vision")),
     _full("mobilenet", 1, inputs=("input=1x3x224x224xf32",), tags=("cnn", "vision")),
     _full("BSRN", 1, inputs=("input=1x3x256x256xf32",), tags=("cnn", "super-resolution")),
+)
+
+_IMAGE_224 = ("input=1x3x224x224xf32",)
+
+# The float CPU set of issue 15, tracked against onnxruntime at 1 and 2 threads:
+# Welder's exports (opset 11, no folding) and today's (opset 17, folding on).
+CPU_FLOAT_MODELS: tuple[Model, ...] = (
+    _full("bert", 1, inputs=_bert_inputs(1), tags=("transformer", "nlp")),
+    _full("vit", 1, inputs=_IMAGE_224, tags=("transformer", "vision")),
+    _full("swin_transformer", 1, inputs=_IMAGE_224, tags=("transformer", "vision")),
+    _full("mobilenet", 1, inputs=_IMAGE_224, tags=("cnn", "vision")),
+    _full("NAFNet", 1, inputs=("input=1x3x256x256xf32",), tags=("cnn", "image-restoration")),
+    _full("resnet50", 1, inputs=_IMAGE_224, tags=("cnn", "vision")),
+    _full("resnet50", 1, inputs=_IMAGE_224, tags=("cnn", "vision"), opset=17),
+    _full("vit_b16", 1, inputs=_IMAGE_224, tags=("transformer", "vision"), opset=17),
+    _full("mobilenet", 1, inputs=_IMAGE_224, tags=("cnn", "vision"), opset=17),
+    _full("swin_transformer", 1, inputs=_IMAGE_224, tags=("transformer", "vision"), opset=17),
 )
 
 # GPU-only variants: half precision is where tensor cores pay off.
@@ -71,6 +89,7 @@ NEOVERSE_N2 = CompileConfig(id="neoverse-n2", arch="neoverse-n2")
 # ----------------------------------------------------------------------- run configs
 CPU_1T = RunConfig(id="cpu-1t", name="1 thread", threads=1)
 CPU_ALL = RunConfig(id="cpu-all", name="all cores", threads=0)
+CPU_2T = RunConfig(id="cpu-2t", name="2 threads", threads=2)
 GPU = RunConfig(id="gpu", name="", threads=1)  # no name: nothing to choose on a GPU yet
 # Under qemu every iteration is slow; a few tell enough about a ukernel change.
 ARM64_1T = RunConfig(id="arm64-1t", name="1 thread", threads=1, warmup=1, iters=10)

@@ -36,7 +36,8 @@ class Model:
     root) or, when that is empty, from ``python -m tilegraph.torch2onnx ZOO`` with
     ``batch_size`` / ``fp16`` / ``small`` (needs torch). ``zoo`` also names the PyTorch
     module the GPU peer runs. ``inputs`` documents each input as NAME=DIMSxTYPE,
-    e.g. ``input=1x3x224x224xf32``.
+    e.g. ``input=1x3x224x224xf32``. ``opset`` 11 is Welder's export; any other
+    value exports with today's settings (that opset, constant folding on).
     """
 
     id: str
@@ -49,6 +50,7 @@ class Model:
     fp16: bool = False
     inputs: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
+    opset: int = 11
 
     def export_flags(self) -> list[str]:
         """The ``python -m tilegraph.torch2onnx ZOO --prefix P`` flags that build this model."""
@@ -59,6 +61,8 @@ class Model:
             args.append("--small")
         if self.impl != "auto":
             args += ["--impl", self.impl]
+        if self.opset != 11:
+            args += ["--opset", str(self.opset), "--constant-folding"]
         return args
 
 

@@ -9,6 +9,10 @@
 * ``comp-stats`` -- compile statistics only: the small models for every target, and
                     without fusion for comparison.
 * ``all``        -- the four above (small models only, so it fits a CI job).
+* ``cpu-float``  -- the full-size float models of issue 15 (Welder's opset-11 exports and
+                    today's opset 17, resnet50 included) on the host CPU at 1 and 2
+                    threads, onnxruntime as the peer: the ratios that track CPU float speed.
+                    Opt-in like ``large`` (needs torch; about an hour on 2 cores).
 * ``large``      -- full-size models (exported with torch2onnx, so torch is needed) on the
                     host CPU and the GPU; opt-in, as it takes hours on a small machine.
 """
@@ -49,6 +53,10 @@ def all_small() -> Suite:
     return x86_64() + cuda() + arm64() + comp_stats()
 
 
+def cpu_float() -> Suite:
+    return Suite.of(_runs(c.CPU_FLOAT_MODELS, [c.HOST], [c.CPU_1T, c.CPU_2T], c.LOCAL_CPU))
+
+
 def large() -> Suite:
     return (Suite.of(_runs(c.LARGE_MODELS, [c.HOST], [c.CPU_ALL], c.LOCAL_CPU))
             + Suite.of(_runs(c.LARGE_MODELS + c.LARGE_GPU_MODELS, [c.H100], [c.GPU], c.LOCAL_GPU)))
@@ -60,6 +68,7 @@ PRESETS: dict[str, Callable[[], Suite]] = {
     "arm64": arm64,
     "comp-stats": comp_stats,
     "all": all_small,
+    "cpu-float": cpu_float,
     "large": large,
 }
 
@@ -73,10 +82,10 @@ def preset(name: str) -> Suite:
 
 def presets_with(benchmark_id: str) -> list[str]:
     """The presets that contain a benchmark ID (``all`` and ``large`` last: they are big)."""
-    order = sorted(PRESETS, key=lambda name: name in ("all", "large"))
+    order = sorted(PRESETS, key=lambda name: name in ("all", "large", "cpu-float"))
     return [name for name in order if PRESETS[name]().find(benchmark_id) is not None]
 
 
 def everything() -> Suite:
     """Every benchmark any preset defines: where `explain` looks up a bare ID."""
-    return all_small() + large()
+    return all_small() + large() + cpu_float()
