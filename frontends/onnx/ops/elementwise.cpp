@@ -225,10 +225,18 @@ std::vector<TensorId> lower_cast_like(LoweringContext& ctx) {
 std::vector<TensorId> lower_identity(LoweringContext& ctx) { return {ctx.input(0)}; }
 
 std::vector<TensorId> lower_dropout(LoweringContext& ctx) {
-  // Inference: output = input; the optional mask is all true.
-  if (ctx.opset() >= 12 && ctx.is_constant(2) && ctx.const_ints(2, "training_mode")[0] != 0)
-    ctx.fail("training_mode=true is not supported (inference compiler)");
+  // Inference: output = input; the optional mask is all true. So is training
+  // mode with ratio 0, which exports carry: torchvision 0.14's swin_t calls
+  // F.dropout(attn, p=0.0) without training=False.
   if (ctx.has_input(2) && !ctx.is_constant(2)) ctx.fail("training_mode must be a constant");
+  if (ctx.opset() >= 12 && ctx.is_constant(2) && ctx.const_ints(2, "training_mode")[0] != 0) {
+    if (!ctx.has_input(1) || !ctx.is_constant(1))
+      ctx.fail("training_mode=true is not supported (inference compiler) unless the ratio is a constant 0");
+    const double ratio = ctx.const_floats(1, "ratio")[0];
+    if (ratio != 0.0)
+      ctx.fail(str_cat("training_mode=true with ratio ", ratio,
+                       " is not supported (inference compiler; only ratio 0 is the identity)"));
+  }
   const Shape shape = ctx.shape(0);
   TensorId mask = ctx.emit("dropout_mask", shape, DType::kBool, {}, int_imm(1, DType::kBool));
   return {ctx.input(0), mask};
