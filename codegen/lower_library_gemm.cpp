@@ -17,7 +17,7 @@ void matrix_args(const scheduler::GemmMatrix& x, std::vector<CallArg>& args) {
 }  // namespace
 
 Kernel lower_library_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& schedule) {
-  TG_CHECK(schedule.library_gemm, "kernel is not a library GEMM");
+  TG_CHECK(schedule.kind == scheduler::KernelKind::kLibraryGemm && schedule.library_gemm, "kernel is not a library GEMM");
   const scheduler::LibraryGemm& gemm = *schedule.library_gemm;
   const bool bias = gemm.bias_op >= 0;
   TG_CHECK(schedule.ops.size() == 1u + gemm.epilogue_ops(), "a library GEMM kernel is the GEMM and its epilogue");
@@ -54,7 +54,7 @@ Kernel lower_library_gemm_kernel(const Graph& g, const scheduler::KernelSchedule
   return k;
 }
 
-bool is_library_gemm(const Kernel& k) { return k.schedule.library_gemm.has_value(); }
+bool is_library_gemm(const Kernel& k) { return k.schedule.kind == scheduler::KernelKind::kLibraryGemm; }
 
 std::string library_gemm_reference_source() {
   return R"GEMM(
