@@ -2,6 +2,7 @@
 
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/flops.h"
 
 namespace tilegraph::codegen {
 
@@ -50,7 +51,7 @@ Kernel lower_library_gemm_kernel(const Graph& g, const scheduler::KernelSchedule
   args.push_back({bias ? bias_buffer : out, int_imm(0)});
   args.push_back({-1, int_imm((bias ? 1 : 0) | (gemm.relu_op >= 0 ? 2 : 0))});
   k.body = make_call(kLibraryGemmCallee, std::move(args));
-  k.flops = 2 * gemm.batch * gemm.m * gemm.n * gemm.k;
+  k.flops = gemm_flops(gemm.batch, gemm.m, gemm.n, gemm.k);
   return k;
 }
 
