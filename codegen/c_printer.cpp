@@ -160,10 +160,7 @@ Dialect sanitizer_dialect(int warp_size) {
 namespace {
 
 // The C type values of dtype t are computed in (half is computed as float).
-const char* compute_type(DType t) {
-  if (t == DType::kF16) return "float";
-  return dtype_c_type(t);
-}
+const char* compute_type(DType t) { return dtype_c_type(compute_dtype(t)); }
 
 std::string float_literal(double v, DType t) {
   const bool f32 = t != DType::kF64;
@@ -642,7 +639,7 @@ std::string sanitizer_kernel_begin(const Kernel& k, const Dialect& d) {
   std::string globals;
   for (const Buffer& b : k.buffers) {
     const bool shared = b.scope == MemoryScope::kShared;
-    const int elem_size = b.scope == MemoryScope::kGlobal || b.dtype != DType::kF16 ? dtype_size(b.dtype) : 4;
+    const int elem_size = dtype_size(b.scope == MemoryScope::kGlobal ? b.dtype : compute_dtype(b.dtype));
     out << "    {" << c_string_literal(b.name) << ", " << b.elements << ", " << elem_size << ", "
         << shared << ", " << b.offset << "},\n";
     if (b.scope == MemoryScope::kGlobal) globals += (globals.empty() ? "" : ", ") + b.name;

@@ -9,6 +9,10 @@
 
 namespace tilegraph::codegen {
 
+// Bytes the micro-kernels' scratch (packed panels, C tiles) is aligned to,
+// for their aligned vector loads.
+inline constexpr int kUkernelAlignment = 64;
+
 struct IntGemmVariant {
   std::string name;    // "avx512vnni", "avx2", "i8mm", "dotprod", "neon", "scalar"
   int mr = 4, nr = 4, ku = 4;

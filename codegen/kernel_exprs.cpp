@@ -35,6 +35,15 @@ Expr linear_index(const Shape& shape, const std::vector<Expr>& idx) {
   return flat;
 }
 
+Expr clamp_index(Expr i, int64_t extent) { return min(max(std::move(i), int_imm(0)), int_imm(extent - 1)); }
+
+Expr clamp_index_if_needed(Expr i, int64_t extent, const std::vector<Interval>& var_bounds) {
+  if (bound_of(i, var_bounds).within(0, extent - 1)) return i;
+  return clamp_index(std::move(i), extent);
+}
+
+Expr clamp_to_last(Expr i, int64_t extent) { return min(std::move(i), int_imm(extent - 1)); }
+
 Expr to_kernel_loads(const Graph& g, const Op& op, const Expr& e,
                      const std::vector<Interval>& var_bounds) {
   return rewrite(e, [&](const Expr& n) -> Expr {
@@ -42,10 +51,7 @@ Expr to_kernel_loads(const Graph& g, const Op& op, const Expr& e,
     const Tensor& t = g.tensor(op.inputs[n->int_value]);
     std::vector<Expr> idx;
     for (size_t d = 0; d < n->args.size(); ++d) {
-      Expr i = simplify(n->args[d], var_bounds);
-      const Interval b = bound_of(i, var_bounds);
-      if (!b.within(0, t.shape[d] - 1)) i = min(max(i, int_imm(0)), int_imm(t.shape[d] - 1));
-      idx.push_back(i);
+      idx.push_back(clamp_index_if_needed(simplify(n->args[d], var_bounds), t.shape[d], var_bounds));
     }
     return load(static_cast<int>(n->int_value), n->dtype, {linear_index(t.shape, idx)});
   });

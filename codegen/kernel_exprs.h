@@ -22,6 +22,16 @@ int add_local_buffer(Kernel& k, const std::string& name, DType dtype, int64_t el
 // Σ idx[d] * stride[d] for a row-major tensor of `shape`.
 Expr linear_index(const Shape& shape, const std::vector<Expr>& idx);
 
+// Index clamping, the rule that keeps every load in bounds (loads are
+// speculated, kernel_ir.h): an iteration past the end reads the last element
+// instead, and its result is masked or never stored.
+// i into [0, extent): min(max(i, 0), extent - 1).
+Expr clamp_index(Expr i, int64_t extent);
+// clamp_index, unless i's bounds under var_bounds already lie in [0, extent).
+Expr clamp_index_if_needed(Expr i, int64_t extent, const std::vector<Interval>& var_bounds);
+// A non-negative i past the end onto the last index: min(i, extent - 1).
+Expr clamp_to_last(Expr i, int64_t extent);
+
 // Rewrites Load(slot, indices) of op's inputs into Load(slot, {flat index}),
 // clamping each index whose bounds (under var_bounds) may leave [0, dim).
 // Kernel buffer ids equal the op's input slots.

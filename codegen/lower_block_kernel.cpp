@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "codegen/kernel_builder.h"
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/simplify.h"
@@ -17,18 +18,6 @@ using scheduler::OpTile;
 using scheduler::PhasePlan;
 using scheduler::Region;
 using scheduler::StagedInput;
-
-Expr combine(Reduction r, const Expr& acc, const Expr& value) {
-  switch (r) {
-    case Reduction::kSum: return acc + value;
-    case Reduction::kProd: return acc * value;
-    case Reduction::kMax: return max(acc, value);
-    case Reduction::kMin: return min(acc, value);
-    case Reduction::kNone: break;
-  }
-  TG_CHECK(false, "not a reduction");
-  return acc;
-}
 
 // Do the op's loads walk its innermost reduce axis contiguously (in their
 // last index) and none walk its innermost output axis there? Then reducing
@@ -47,10 +36,10 @@ bool reads_along_reduce_axis(const Graph& g, const Op& op) {
   return along_reduce && !along_output;
 }
 
-class BlockKernelBuilder {
+class BlockKernelBuilder : KernelBuilder {
  public:
   BlockKernelBuilder(const Graph& g, const scheduler::KernelSchedule& schedule, const BlockPlan& plan)
-      : g_(g), plan_(plan), threads_(std::max(1, plan.config.threads)) {
+      : KernelBuilder(g), plan_(plan), threads_(std::max(1, plan.config.threads)) {
     kernel_.name = plan.phases.back().name;
     kernel_.schedule = schedule;
     kernel_.threads = threads_;
@@ -99,17 +88,9 @@ class BlockKernelBuilder {
   }
 
  private:
-  int add_global(TensorId id, bool written) { return add_global_buffer(kernel_, g_, id, written); }
-
+  // A block's loop vars run at least once (hides KernelBuilder::new_var).
   int new_var(const std::string& name, int64_t extent) {
-    kernel_.var_names.push_back(name);
-    bounds_.push_back(Interval::range(std::max<int64_t>(extent, 1)));
-    return static_cast<int>(kernel_.var_names.size() - 1);
-  }
-
-  // Half values are computed (and accumulated) in float.
-  int add_local(const std::string& name, DType dtype, int64_t elements) {
-    return add_local_buffer(kernel_, name, dtype == DType::kF16 ? DType::kF32 : dtype, elements);
+    return KernelBuilder::new_var(name, std::max<int64_t>(extent, 1));
   }
 
   Stmt block_loops(Stmt body) {
@@ -140,7 +121,7 @@ class BlockKernelBuilder {
     for (size_t d = 0; d < r.dims.size(); ++d) {
       const scheduler::RegionDim& rd = r.dims[d];
       Expr i = idx[d];
-      if (rd.whole_dim) i = min(max(i, int_imm(0)), int_imm(shape[d] - 1));
+      if (rd.whole_dim) i = clamp_index(i, shape[d]);
       flat = flat * rd.extent + (i - rd.base - rd.lo);
     }
     return simplify(flat, bounds_);
@@ -174,9 +155,7 @@ class BlockKernelBuilder {
         return load(shared_ids_[st->second->buffer], n->dtype, {region_index(st->second->region, shape, n->args)});
       std::vector<Expr> idx;
       for (size_t d = 0; d < n->args.size(); ++d) {
-        Expr i = simplify(n->args[d], bounds_);
-        if (!bound_of(i, bounds_).within(0, shape[d] - 1)) i = min(max(i, int_imm(0)), int_imm(shape[d] - 1));
-        idx.push_back(i);
+        idx.push_back(clamp_index_if_needed(simplify(n->args[d], bounds_), shape[d], bounds_));
       }
       return load(global_of_.at(in), n->dtype, {linear_index(shape, idx)});
     });
@@ -287,10 +266,10 @@ class BlockKernelBuilder {
     if (pp.mma) return build_mma_phase(i);
     const DType dtype = g_.tensor(op.output).dtype;
     const int acc = pp.accumulator >= 0 ? shared_ids_[pp.accumulator]
-                                        : add_local(prefix + "acc", dtype, pp.per_thread);
+                                        : add_local(prefix + "acc", compute_dtype(dtype), pp.per_thread);
     // Accumulator slot of an element: its flat index with one thread, the
     // strided loop's counter with several (rebind_acc_index).
-    const Expr init_value = reduction_init(op.reduction, dtype == DType::kF16 ? DType::kF32 : dtype);
+    const Expr init_value = reduction_init(op.reduction, compute_dtype(dtype));
     std::vector<Stmt> steps;
     {
       std::vector<int> lv;
@@ -318,11 +297,11 @@ class BlockKernelBuilder {
         std::vector<Expr> values = coords_at(i, local);
         values.insert(values.end(), reduce_values.begin(), reduce_values.end());
         const Expr slot = threads_ == 1 ? flat : Expr();
-        const Expr current = load(acc, dtype == DType::kF16 ? DType::kF32 : dtype, {slot ? slot : int_imm(0)});
+        const Expr current = load(acc, compute_dtype(dtype), {slot ? slot : int_imm(0)});
         // An f16 reduction accumulates in f32: its values are widened.
         Expr value = value_at(i, values, staged);
         if (value->dtype != current->dtype) value = cast(current->dtype, value);
-        Stmt update = make_store(acc, slot ? slot : int_imm(0), combine(op.reduction, current, value));
+        Stmt update = make_store(acc, slot ? slot : int_imm(0), reduction_combine(op.reduction, current, value));
         if (guard) update = make_if(guard, {update});
         if (threads_ > 1 || reduce_inside)  // the accumulator stays in a register
           for (size_t r = reduce_loops.size(); r-- > 0;) {
@@ -366,7 +345,7 @@ class BlockKernelBuilder {
     {
       std::vector<int> lv;
       Stmt s = for_each_element(prefix + "w", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
-        return store_result(i, local, flat, load(acc, dtype == DType::kF16 ? DType::kF32 : dtype, {flat}));
+        return store_result(i, local, flat, load(acc, compute_dtype(dtype), {flat}));
       }, &lv);
       steps.push_back(thread_loop({rebind_acc_index(s, acc, lv)}));
     }
@@ -436,9 +415,9 @@ class BlockKernelBuilder {
     auto fragment = [&](const Expr& f, const Expr& r, const Expr& c, const Expr& axis0_base, const Expr& k,
                         int64_t points, const std::function<Expr(const Expr&)>& valid) {
       std::vector<Expr> values = coords_at(i, local_at(r, c));
-      const Expr in_points = points % kMmaK != 0 ? min(k, int_imm(points - 1)) : k;
+      const Expr in_points = points % kMmaK != 0 ? clamp_to_last(k, points) : k;
       std::vector<Expr> reduce = reduce_at(axis0_base, in_points);
-      if (axis_tail) reduce[0] = min(reduce[0], int_imm(op.reduce_extents[0] - 1));
+      if (axis_tail) reduce[0] = clamp_to_last(reduce[0], op.reduce_extents[0]);
       for (const Expr& v : reduce) values.push_back(v);
       Expr v = value_of(i, f, values, staged);
       if (valid) v = select(simplify(valid(k), bounds_), v, float_imm(0, v->dtype));
@@ -448,7 +427,7 @@ class BlockKernelBuilder {
     const int64_t tiles = m.tiles_m * m.tiles_n;
     // A warp's run past the last tile recomputes the last one (stored once).
     Expr tile = warp * tpw + var(t);
-    if (tpw * (threads_ / scheduler::kWarpLanes) > tiles) tile = min(tile, int_imm(tiles - 1));
+    if (tpw * (threads_ / scheduler::kWarpLanes) > tiles) tile = clamp_to_last(tile, tiles);
     const Expr tile_row = floordiv(tile, m.tiles_n) * kMmaM, tile_col = floormod(tile, m.tiles_n) * kMmaN;
     // The MMA steps over `points` flat reduce indices from axis0_base;
     // `valid(k)` (empty: always) guards the tail.
@@ -567,20 +546,16 @@ class BlockKernelBuilder {
                                          [&](const std::vector<Expr>& local, const Expr& flat) {
       std::vector<Expr> idx;
       for (size_t d = 0; d < extents.size(); ++d) {
-        Expr i = simplify(st.region.dims[d].base + st.region.dims[d].lo + local[d], bounds_);
-        if (!bound_of(i, bounds_).within(0, shape[d] - 1)) i = min(max(i, int_imm(0)), int_imm(shape[d] - 1));
-        idx.push_back(i);
+        const Expr i = simplify(st.region.dims[d].base + st.region.dims[d].lo + local[d], bounds_);
+        idx.push_back(clamp_index_if_needed(i, shape[d], bounds_));
       }
       const Expr value = load(global_of_.at(in), dtype, {finalize_indices(linear_index(shape, idx), bounds_)});
       return make_store(buffer, finalize_indices(flat, bounds_), value);
     })});
   }
 
-  const Graph& g_;
   const BlockPlan& plan_;
   const int threads_;
-  Kernel kernel_;
-  std::vector<Interval> bounds_;
   std::map<TensorId, int> phase_of_;
   std::map<TensorId, int> global_of_;
   std::vector<int> shared_ids_;

@@ -2,18 +2,20 @@
 
 #include <algorithm>
 
+#include "codegen/kernel_builder.h"
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/flops.h"
 #include "compiler/ir/simplify.h"
 
 namespace tilegraph::codegen {
 
 namespace {
 
-class KernelBuilder {
+class LoopNestBuilder : KernelBuilder {
  public:
-  KernelBuilder(const Graph& g, const Op& op, const scheduler::KernelSchedule& schedule)
-      : g_(g), op_(op) {
+  LoopNestBuilder(const Graph& g, const Op& op, const scheduler::KernelSchedule& schedule)
+      : KernelBuilder(g), op_(op) {
     kernel_.name = op.name;
     kernel_.source_nodes = op.source_nodes;
     kernel_.schedule = schedule;
@@ -23,36 +25,12 @@ class KernelBuilder {
 
   Kernel build() {
     const Shape& shape = g_.tensor(op_.output).shape;
-    kernel_.flops = count_flops(shape);
+    kernel_.flops = arithmetic_per_point(op_, FlopRule::kFloatArithmetic) * num_elements(shape) * reduce_points(op_);
     kernel_.body = op_.reduction == Reduction::kNone ? build_map(shape) : build_reduction(shape);
     return std::move(kernel_);
   }
 
  private:
-  // Floating-point operations per run: arithmetic nodes of the body (plus the
-  // combine of a reduction) times the points of the iteration domain.
-  int64_t count_flops(const Shape& shape) const {
-    int64_t per_point = op_.reduction == Reduction::kNone ? 0 : 1;
-    visit(op_.body, [&](const Expr& n) {
-      if ((n->kind == ExprKind::kUnary || n->kind == ExprKind::kBinary) && is_float(n->dtype)) ++per_point;
-    });
-    int64_t points = num_elements(shape);
-    for (int64_t r : op_.reduce_extents) points *= r;
-    return per_point * points;
-  }
-
-  int add_global(TensorId id, bool written) { return add_global_buffer(kernel_, g_, id, written); }
-
-  int add_local(const std::string& name, DType dtype, int64_t elements) {
-    return add_local_buffer(kernel_, name, dtype, elements);
-  }
-
-  int new_var(const std::string& name, int64_t extent) {
-    kernel_.var_names.push_back(name);
-    bounds_.push_back(Interval::range(extent));
-    return static_cast<int>(kernel_.var_names.size() - 1);
-  }
-
   // The input slot whose only load has the output's last axis in an outer
   // index and the (single) reduce axis in its last index — the column-strided
   // operand of A @ B^T — or -1.
@@ -143,10 +121,9 @@ class KernelBuilder {
     if (rank >= 1) col = var(col_block) * cols + jj_e;
     // Clamped coordinates keep tail iterations in bounds (recomputing the last
     // row/column) so the tile loops keep constant trip counts.
-    auto clamp_to = [](Expr x, int64_t extent) { return min(x, int_imm(extent - 1)); };
     std::vector<Expr> clamped = spatial;
-    if (row_axis >= 0) clamped[row_axis] = clamp_to(row, shape[row_axis]);
-    if (rank >= 1) clamped[col_axis] = clamp_to(col, shape[col_axis]);
+    if (row_axis >= 0) clamped[row_axis] = clamp_to_last(row, shape[row_axis]);
+    if (rank >= 1) clamped[col_axis] = clamp_to_last(col, shape[col_axis]);
 
     const int acc = add_local("acc", dtype, rows * cols);
     const Expr acc_index = ii_e * cols + jj_e;
@@ -175,7 +152,7 @@ class KernelBuilder {
     if (staged_slot >= 0) {
       const int64_t k = op_.reduce_extents[0];
       const DType t = g_.tensor(op_.inputs[static_cast<size_t>(staged_slot)]).dtype;
-      staged = add_local("staged", t == DType::kF16 ? DType::kF32 : t, k * cols);
+      staged = add_local("staged", compute_dtype(t), k * cols);
       kernel_.buffers[static_cast<size_t>(staged)].scratch = true;
       Expr operand;
       visit(op_.body, [&](const Expr& e) {
@@ -194,15 +171,7 @@ class KernelBuilder {
           if (e->kind != ExprKind::kLoad || e->int_value != staged_slot) return nullptr;
           return load(staged, e->dtype, {var(reduce_vars[0]) * cols + jj_e});
         });
-      Expr combined;
-      switch (op_.reduction) {
-        case Reduction::kSum: combined = current + value; break;
-        case Reduction::kProd: combined = current * value; break;
-        case Reduction::kMax: combined = max(current, value); break;
-        case Reduction::kMin: combined = min(current, value); break;
-        case Reduction::kNone: TG_CHECK(false, "not a reduction");
-      }
-      Stmt update = make_store(acc, acc_index, combined);
+      Stmt update = make_store(acc, acc_index, reduction_combine(op_.reduction, current, value));
       if (jj >= 0) {  // reduce loops outside the tile loops: a register tile across columns
         update = tile_loops(update);
         for (size_t r = reduce_vars.size(); r-- > 0;)
@@ -267,11 +236,8 @@ class KernelBuilder {
     return nest(outer_vars, tile, LoopKind::kSerial);
   }
 
-  const Graph& g_;
   const Op op_;  // the kernel's single phase op (register-level producers inlined)
-  Kernel kernel_;
   int output_buffer_ = -1;
-  std::vector<Interval> bounds_;
 };
 
 }  // namespace
@@ -279,7 +245,7 @@ class KernelBuilder {
 Kernel lower_cpu_kernel(const Graph& g, const scheduler::KernelSchedule& schedule) {
   const std::vector<Op> phases = scheduler::phase_ops(g, schedule);
   TG_CHECK(phases.size() == 1, "the CPU loop lowering takes kernels of one phase, got ", phases.size());
-  return KernelBuilder(g, phases.front(), schedule).build();
+  return LoopNestBuilder(g, phases.front(), schedule).build();
 }
 
 }  // namespace tilegraph::codegen

@@ -4,9 +4,11 @@
 
 #include "codegen/gemm_coords.h"
 #include "codegen/int_gemm_task_grid.h"
+#include "codegen/kernel_builder.h"
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
+#include "compiler/ir/flops.h"
 #include "compiler/ir/simplify.h"
 #include "scheduler/int_gemm.h"
 
@@ -80,7 +82,7 @@ TensorId pack_constant_operand(Graph& g, const Op& gemm, const scheduler::Gemm& 
   const Expr bb = floordiv(panel_flat, panels), panel = floormod(panel_flat, panels);
   const Expr k = floordiv(within, width), at = panel * width + floormod(within, width);
   const Expr valid = logical_and(lt(k, int_imm(m.k)), lt(at, int_imm(extent)));
-  const Expr at_clamped = min(at, int_imm(extent - 1)), k_clamped = min(k, int_imm(m.k - 1));
+  const Expr at_clamped = clamp_to_last(at, extent), k_clamped = clamp_to_last(k, m.k);
   const Expr value =
       is_a ? substitute_vars(m.a, gemm_op_vars(m, bb, at_clamped, int_imm(0), k_clamped))
            : substitute_vars(m.b, gemm_op_vars(m, bb, int_imm(0), at_clamped, k_clamped));
@@ -112,41 +114,32 @@ FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSche
 
 namespace {
 
-class FloatGemmLowering {
+class FloatGemmLowering : KernelBuilder {
  public:
   FloatGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
                     const FloatGemmPacks& packed, const scheduler::ArchSpec& arch)
-      : g_(g), gemm_(gemm_phase(g, ks, &phases_)), geo_(float_gemm_of(g, gemm_), v, arch.l2_bytes),
+      : KernelBuilder(g), gemm_(gemm_phase(g, ks, &phases_)), geo_(float_gemm_of(g, gemm_), v, arch.l2_bytes),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.max_row_panels, geo_.col_panels,
                                      packed.b >= 0 ? 0.0 : kRuntimeBPanelCost, std::max(1, arch.cores))) {
-    const Op& root = phases_.back();
-    kernel_.name = root.name;
-    for (const Op& p : phases_)
-      kernel_.source_nodes.insert(kernel_.source_nodes.end(), p.source_nodes.begin(), p.source_nodes.end());
-    kernel_.schedule = ks;
-    kernel_.ukernel = "sgemm_" + v.name;
-    for (TensorId t : gemm_.inputs) add_global_buffer(kernel_, g, t, false);
-    if (phases_.size() == 2)
-      for (TensorId t : phases_[1].inputs)
-        epilogue_buffers_.push_back(t == gemm_.output ? -1 : add_global_buffer(kernel_, g, t, false));
-    if (packed.a >= 0) packed_a_ = add_global_buffer(kernel_, g, packed.a, false);
-    if (packed.b >= 0) packed_b_ = add_global_buffer(kernel_, g, packed.b, false);
-    output_ = add_global_buffer(kernel_, g, root.output, true);
+    epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
+    if (packed.a >= 0) packed_a_ = add_global(packed.a, false);
+    if (packed.b >= 0) packed_b_ = add_global(packed.b, false);
+    output_ = add_global(phases_.back().output, true);
   }
 
   Kernel build() {
     const scheduler::Gemm& m = geo_.m;
     const FloatGemmVariant& v = geo_.v;
-    kernel_.flops = 2 * m.batches() * m.rows() * m.cols() * m.k;
+    kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     // One scratch buffer (a thread has one arena): the row block's A panels
     // unless A is packed at compile time, then the run-time B panel unless B is.
     const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * geo_.a_panel;
-    const int panels = add_local_buffer(kernel_, "panels", DType::kF32,
-                                        a_floats + (packed_b_ >= 0 ? 0 : geo_.b_panel), 64);
+    const int panels =
+        add_local("panels", DType::kF32, a_floats + (packed_b_ >= 0 ? 0 : geo_.b_panel), kUkernelAlignment);
     kernel_.buffers[static_cast<size_t>(panels)].scratch = true;
-    const int ctile = add_local_buffer(kernel_, "c_tile", DType::kF32, v.mr * v.nr, 64);
+    const int ctile = add_local("c_tile", DType::kF32, v.mr * v.nr, kUkernelAlignment);
 
     const int64_t chunk_panels = grid_.chunk_panels;
     const int vc = new_var("nc", grid_.chunks);
@@ -194,12 +187,6 @@ class FloatGemmLowering {
   }
 
  private:
-  int new_var(const std::string& name, int64_t extent) {
-    kernel_.var_names.push_back(name);
-    bounds_.push_back(Interval::range(extent));
-    return static_cast<int>(kernel_.var_names.size() - 1);
-  }
-
   // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
   Expr op_value(const Expr& e, const std::vector<Expr>& vars) {
     return finalize_indices(to_kernel_loads(g_, gemm_, substitute_vars(e, vars), bounds_), bounds_);
@@ -226,7 +213,7 @@ class FloatGemmLowering {
     std::vector<Expr> ks;
     Expr k;
     const std::vector<int> k_vars = k_loop_vars("a", &ks, &k);
-    const Expr row = min(row0 + var(vp) * v.mr + var(vi), int_imm(geo_.m.rows() - 1));
+    const Expr row = clamp_to_last(row0 + var(vp) * v.mr + var(vi), geo_.m.rows());
     const Expr a = op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row, int_imm(0), ks));
     const Expr index = var(vp) * geo_.a_panel + k * v.mr + var(vi);
     // Rows outside k: each row's coordinates (a conv's output pixel) are
@@ -248,7 +235,7 @@ class FloatGemmLowering {
     const int vj = new_var("jb", v.nr);
     const Expr col = nb * v.nr + var(vj);
     const Expr b = op_value(geo_.m.b, gemm_op_vars(geo_.m, var(vb), int_imm(0),
-                                                   min(col, int_imm(geo_.m.cols() - 1)), ks));
+                                                   clamp_to_last(col, geo_.m.cols()), ks));
     const Expr value = geo_.m.cols() % v.nr == 0 ? b : select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0));
     Stmt s = make_store(panels, finalize_indices(int_imm(offset) + k * v.nr + var(vj), bounds_),
                         simplify(value, bounds_));
@@ -258,13 +245,10 @@ class FloatGemmLowering {
     return s;
   }
 
-  const Graph& g_;
   std::vector<Op> phases_;
   Op gemm_;
   FloatGeometry geo_;
   IntGemmTaskGrid grid_;
-  Kernel kernel_;
-  std::vector<Interval> bounds_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
   int packed_a_ = -1, packed_b_ = -1, output_ = -1;
 };

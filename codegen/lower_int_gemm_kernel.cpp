@@ -6,9 +6,11 @@
 
 #include "codegen/gemm_coords.h"
 #include "codegen/int_gemm_task_grid.h"
+#include "codegen/kernel_builder.h"
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
+#include "compiler/ir/flops.h"
 #include "compiler/ir/simplify.h"
 #include "scheduler/int_gemm.h"
 
@@ -120,41 +122,32 @@ namespace {
 // against MR*NR/16-ish vector MACs per k group.
 constexpr double kRuntimeBPanelCost = 8;
 
-class IntGemmLowering {
+class IntGemmLowering : KernelBuilder {
  public:
   IntGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
                   const PackedWeights& packed, int cores)
-      : g_(g), gemm_(single_gemm_phase(g, ks, &phases_)),
+      : KernelBuilder(g), gemm_(single_gemm_phase(g, ks, &phases_)),
         geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.max_row_panels, geo_.col_panels,
                                      packed.panels >= 0 ? 0.0 : kRuntimeBPanelCost,
                                      std::max(1, cores))) {
-    const Op& root = phases_.back();
-    kernel_.name = root.name;
-    for (const Op& p : phases_)
-      kernel_.source_nodes.insert(kernel_.source_nodes.end(), p.source_nodes.begin(), p.source_nodes.end());
-    kernel_.schedule = ks;
-    kernel_.ukernel = "qgemm_" + v.name;
-    for (TensorId t : gemm_.inputs) add_global_buffer(kernel_, g, t, false);
-    if (phases_.size() == 2)
-      for (TensorId t : phases_[1].inputs)
-        epilogue_buffers_.push_back(t == gemm_.output ? -1 : add_global_buffer(kernel_, g, t, false));
+    epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "qgemm_" + v.name);
     if (packed_.panels >= 0) {
-      panels_ = add_global_buffer(kernel_, g, packed_.panels, false);
-      colsums_ = add_global_buffer(kernel_, g, packed_.colsums, false);
+      panels_ = add_global(packed_.panels, false);
+      colsums_ = add_global(packed_.colsums, false);
     }
-    output_ = add_global_buffer(kernel_, g, root.output, true);
+    output_ = add_global(phases_.back().output, true);
   }
 
   Kernel build() {
     const scheduler::Gemm& m = geo_.m;
     const IntGemmVariant& v = geo_.v;
-    kernel_.flops = 2 * m.batches() * m.rows() * m.cols() * m.k;
+    kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
-    const int apack = add_local("a_panels", geo_.a_packed, grid_.row_panels * geo_.a_panel);
-    const int rowsum = add_local("a_rowsums", DType::kI32, grid_.row_panels * v.mr);
-    const int ctile = add_local("c_tile", DType::kI32, v.mr * v.nr);
+    const int apack = add_local("a_panels", geo_.a_packed, grid_.row_panels * geo_.a_panel, kUkernelAlignment);
+    const int rowsum = add_local("a_rowsums", DType::kI32, grid_.row_panels * v.mr, kUkernelAlignment);
+    const int ctile = add_local("c_tile", DType::kI32, v.mr * v.nr, kUkernelAlignment);
     std::vector<Stmt> block{pack_a(vb, row0, apack), row_sums(vb, row0, rowsum)};
 
     // Column panels in chunks (each packs its own copy of the A block).
@@ -172,8 +165,8 @@ class IntGemmLowering {
       b_arg = {panels_, (bb * geo_.col_panels + nb) * geo_.b_panel};
       colsum = load(colsums_, DType::kI32, {(bb * geo_.col_panels + nb) * v.nr + var(vj)});
     } else {
-      bpack = add_local("b_panel", DType::kI8, geo_.b_panel);
-      bsum = add_local("b_colsums", DType::kI32, v.nr);
+      bpack = add_local("b_panel", DType::kI8, geo_.b_panel, kUkernelAlignment);
+      bsum = add_local("b_colsums", DType::kI32, v.nr, kUkernelAlignment);
       panel_body.push_back(pack_b(vb, nb, bpack));
       panel_body.push_back(col_sums(bpack, bsum));
       b_arg = {bpack, int_imm(0)};
@@ -182,9 +175,9 @@ class IntGemmLowering {
     const int vp = new_var("p", grid_.row_panels), vi = new_var("i", v.mr);
     const Expr row = row0 + var(vp) * v.mr + var(vi), col = nb * v.nr + var(vj);
     // za' and zb' include the packing offsets.
-    const Expr za = op_value(gemm_, geo_.m.za, geo_.op_vars(var(vb), min(row, int_imm(m.rows() - 1)), int_imm(0),
+    const Expr za = op_value(gemm_, geo_.m.za, geo_.op_vars(var(vb), clamp_to_last(row, m.rows()), int_imm(0),
                                                              int_imm(0))) + int_imm(geo_.a_offset, DType::kI32);
-    const Expr zb = op_value(gemm_, geo_.m.zb, geo_.op_vars(var(vb), int_imm(0), min(col, int_imm(m.cols() - 1)),
+    const Expr zb = op_value(gemm_, geo_.m.zb, geo_.op_vars(var(vb), int_imm(0), clamp_to_last(col, m.cols()),
                                                              int_imm(0))) + int_imm(geo_.b_offset, DType::kI32);
     const Expr c = load(ctile, DType::kI32, {var(vi) * v.nr + var(vj)});
     const Expr rs = load(rowsum, DType::kI32, {var(vp) * v.mr + var(vi)});
@@ -227,17 +220,6 @@ class IntGemmLowering {
   }
 
  private:
-  int new_var(const std::string& name, int64_t extent) {
-    kernel_.var_names.push_back(name);
-    bounds_.push_back(Interval::range(extent));
-    return static_cast<int>(kernel_.var_names.size() - 1);
-  }
-
-  // Packed panels are aligned for the micro-kernel's vector loads.
-  int add_local(const std::string& name, DType dtype, int64_t elements) {
-    return add_local_buffer(kernel_, name, dtype, elements, 64);
-  }
-
   // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
   Expr op_value(const Op& op, const Expr& e, const std::vector<Expr>& vars) {
     return finalize_indices(to_kernel_loads(g_, op, substitute_vars(e, vars), bounds_), bounds_);
@@ -264,9 +246,9 @@ class IntGemmLowering {
       group_vars.push_back(new_var("ga", geo_.k_groups));
       group = var(group_vars.back());
     }
-    const Expr row = min(row0 + var(vp) * v.mr + var(vi), int_imm(geo_.m.rows() - 1));
+    const Expr row = clamp_to_last(row0 + var(vp) * v.mr + var(vi), geo_.m.rows());
     const Expr k = group * v.ku + var(vu);
-    const Expr a = op_value(gemm_, geo_.m.a, geo_.op_vars(var(vb), row, int_imm(0), min(k, int_imm(geo_.m.k - 1))));
+    const Expr a = op_value(gemm_, geo_.m.a, geo_.op_vars(var(vb), row, int_imm(0), clamp_to_last(k, geo_.m.k)));
     Expr value = cast(geo_.a_packed, cast(DType::kI32, a) + int_imm(geo_.a_offset, DType::kI32));
     if (geo_.k_groups * v.ku != geo_.m.k) value = select(lt(k, int_imm(geo_.m.k)), value, int_imm(0, geo_.a_packed));
     const Expr index = var(vp) * geo_.a_panel + (group * v.mr + var(vi)) * v.ku + var(vu);
@@ -312,7 +294,7 @@ class IntGemmLowering {
       k_vars.push_back(new_var(str_cat("kr", a), ke[a]));
       k = k * ke[a] + var(k_vars.back());
     }
-    const Expr row = min(row0 + var(vp) * v.mr + var(vi), int_imm(geo_.m.rows() - 1));
+    const Expr row = clamp_to_last(row0 + var(vp) * v.mr + var(vi), geo_.m.rows());
     const Expr a = op_value(gemm_, geo_.m.a, geo_.op_vars(var(vb), row, int_imm(0), k));
     const Expr packed = cast(geo_.a_packed, cast(DType::kI32, a) + int_imm(geo_.a_offset, DType::kI32));
     const Expr slot = var(vp) * v.mr + var(vi);
@@ -329,8 +311,8 @@ class IntGemmLowering {
     const IntGemmVariant& v = geo_.v;
     const int vg = new_var("gb", geo_.k_groups), vj = new_var("jb", v.nr), vu = new_var("ub", v.ku);
     const Expr col = nb * v.nr + var(vj), k = var(vg) * v.ku + var(vu);
-    const Expr b = op_value(gemm_, geo_.m.b, geo_.op_vars(var(vb), int_imm(0), min(col, int_imm(geo_.m.cols() - 1)),
-                                                           min(k, int_imm(geo_.m.k - 1))));
+    const Expr b = op_value(gemm_, geo_.m.b, geo_.op_vars(var(vb), int_imm(0), clamp_to_last(col, geo_.m.cols()),
+                                                           clamp_to_last(k, geo_.m.k)));
     Expr value = cast(DType::kI8, cast(DType::kI32, b) + int_imm(geo_.b_offset, DType::kI32));
     value = select(logical_and(lt(k, int_imm(geo_.m.k)), lt(col, int_imm(geo_.m.cols()))), value,
                    int_imm(0, DType::kI8));
@@ -354,7 +336,7 @@ class IntGemmLowering {
     });
     if (!lookup) return nullptr;
     const IntGemmVariant& v = geo_.v;
-    const int positions = add_local("positions", DType::kI32, v.nr);
+    const int positions = add_local("positions", DType::kI32, v.nr, kUkernelAlignment);
     const Stmt compute = make_for(vj, int_imm(v.nr), LoopKind::kVectorized,
                                   {make_store(positions, var(vj), cast(DType::kI32, lookup->args[0]))});
     const Expr gathered = load(static_cast<int>(lookup->int_value), lookup->dtype,
@@ -368,13 +350,10 @@ class IntGemmLowering {
     return gemm_output_store(g_, phases_, geo_.m, epilogue_buffers_, output_, bounds_, b, row, col, acc);
   }
 
-  const Graph& g_;
   std::vector<Op> phases_;
   Op gemm_;
   Geometry geo_;
   PackedWeights packed_;
-  Kernel kernel_;
-  std::vector<Interval> bounds_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
   int panels_ = -1, colsums_ = -1, output_ = -1;
   IntGemmTaskGrid grid_;

@@ -2,6 +2,7 @@
 
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/flops.h"
 
 namespace tilegraph::codegen {
 
@@ -17,7 +18,7 @@ void matrix_args(const scheduler::GemmMatrix& x, std::vector<CallArg>& args) {
 }  // namespace
 
 Kernel lower_library_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& schedule) {
-  TG_CHECK(schedule.library_gemm, "kernel is not a library GEMM");
+  TG_CHECK(schedule.kind == scheduler::KernelKind::kLibraryGemm && schedule.library_gemm, "kernel is not a library GEMM");
   const scheduler::LibraryGemm& gemm = *schedule.library_gemm;
   const bool bias = gemm.bias_op >= 0;
   TG_CHECK(schedule.ops.size() == 1u + gemm.epilogue_ops(), "a library GEMM kernel is the GEMM and its epilogue");
@@ -50,11 +51,11 @@ Kernel lower_library_gemm_kernel(const Graph& g, const scheduler::KernelSchedule
   args.push_back({bias ? bias_buffer : out, int_imm(0)});
   args.push_back({-1, int_imm((bias ? 1 : 0) | (gemm.relu_op >= 0 ? 2 : 0))});
   k.body = make_call(kLibraryGemmCallee, std::move(args));
-  k.flops = 2 * gemm.batch * gemm.m * gemm.n * gemm.k;
+  k.flops = gemm_flops(gemm.batch, gemm.m, gemm.n, gemm.k);
   return k;
 }
 
-bool is_library_gemm(const Kernel& k) { return k.schedule.library_gemm.has_value(); }
+bool is_library_gemm(const Kernel& k) { return k.schedule.kind == scheduler::KernelKind::kLibraryGemm; }
 
 std::string library_gemm_reference_source() {
   return R"GEMM(

@@ -110,7 +110,8 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
                   {"params", params},
                   {"flops", k.flops},
                   {"schedule",
-                   {{"ops", k.schedule.ops.size()},
+                   {{"kind", scheduler::kernel_kind_name(k.schedule.kind)},
+                    {"ops", k.schedule.ops.size()},
                     {"parallel_depth", k.schedule.parallel_depth},
                     {"row_axis", k.schedule.row_axis},
                     {"tile_rows", k.schedule.tile_rows},
@@ -137,7 +138,7 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
                            {"n", gemm->n}, {"k", gemm->k}, {"a", matrix(gemm->a)}, {"b", matrix(gemm->b)},
                            {"c", matrix(gemm->c)}, {"epilogue", gemm->epilogue_name()}};
     }
-    if (k.schedule.block_kernel)
+    if (k.schedule.kind == scheduler::KernelKind::kBlock)
       ks.back()["launch"] = {{"grid", k.grid}, {"threads", k.threads}, {"shared_bytes", k.shared_bytes},
                              {"config", k.schedule.config.to_string()}, {"tensor_cores", k.tensor_cores}};
   }

@@ -21,7 +21,7 @@ bool is_identifier(const std::string& s) {
 }
 
 // Bytes of one element where the printers keep it (half computes as float).
-int64_t compute_size(DType t) { return t == DType::kF16 ? 4 : dtype_size(t); }
+int64_t compute_size(DType t) { return dtype_size(compute_dtype(t)); }
 
 bool has_load(const Expr& e) {
   bool found = false;

@@ -5,29 +5,16 @@
 #include <set>
 
 #include "compiler/ir/error.h"
+#include "compiler/ir/flops.h"
 
 namespace tilegraph::scheduler {
 
-int64_t on_chip_bytes(DType t) { return t == DType::kF16 ? 4 : dtype_size(t); }
+int64_t on_chip_bytes(DType t) { return dtype_size(compute_dtype(t)); }
 
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Arithmetic nodes of a body (plus the reduction's combine) per domain point.
-int64_t ops_per_point(const Op& op) {
-  int64_t n = op.reduction == Reduction::kNone ? 0 : 1;
-  visit(op.body, [&](const Expr& e) {
-    if (e->kind == ExprKind::kUnary || e->kind == ExprKind::kBinary) ++n;
-  });
-  return std::max<int64_t>(n, 1);
-}
-
-int64_t reduce_points(const Op& op) {
-  int64_t n = 1;
-  for (int64_t r : op.reduce_extents) n = num_elements({n, r});
-  return n;
-}
 
 // Does the union over all blocks of `r` cover every element of `shape`?
 // Sufficient rule: each dim is either whole in every block, or steps with its
@@ -104,15 +91,15 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     }
     if (i != last) {
       pp.buffer = static_cast<int>(p.buffers.size());
-      p.buffers.push_back({str_cat("t", i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
+      p.buffers.push_back({str_cat("t", i), compute_dtype(dtype), pp.elements, i, i});
       shared_writes += pp.elements * elem;
     }
     flops += static_cast<double>(pp.elements) * static_cast<double>(reduce_points(op)) *
-             static_cast<double>(ops_per_point(op));
+             static_cast<double>(arithmetic_per_point(op, FlopRule::kAllArithmetic));
     if (op.reduction != Reduction::kNone) max_accumulators = std::max(max_accumulators, pp.per_thread);
     if (op.reduction != Reduction::kNone && threads == 1) {
       pp.accumulator = static_cast<int>(p.buffers.size());
-      p.buffers.push_back({str_cat("a", i), dtype == DType::kF16 ? DType::kF32 : dtype, pp.elements, i, i});
+      p.buffers.push_back({str_cat("a", i), compute_dtype(dtype), pp.elements, i, i});
     }
 
     // Reduce chunks staged through shared memory (GPU blocks only: on a CPU
@@ -148,7 +135,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
         st.buffer = static_cast<int>(p.buffers.size());
         const DType in_type = g.tensor(op.inputs[s]).dtype;
         p.buffers.push_back({str_cat("s", i, "_", s),
-                             in_type == DType::kF16 ? DType::kF32 : in_type, volume, i, i});
+                             compute_dtype(in_type), volume, i, i});
         shared_writes += volume * on_chip_bytes(in_type) * pp.chunks;
         phase_reads += pp.elements * reduce_points(op) * f.loads * on_chip_bytes(in_type);
         pp.staged.push_back(std::move(st));
@@ -238,7 +225,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   // the fp16 (tensor) rate.
   bool tensor_cores = false;
   for (const PhasePlan& pp : p.phase_plans) tensor_cores |= pp.mma.has_value();
-  f.compute_dtype = tensor_cores ? DType::kF16 : out.dtype == DType::kF16 ? DType::kF32 : out.dtype;
+  f.compute_dtype = tensor_cores ? DType::kF16 : compute_dtype(out.dtype);
   const double root_waste = static_cast<double>(num_elements({p.phase_plans.back().elements, f.blocks})) /
                             static_cast<double>(std::max<int64_t>(num_elements(out.shape), 1));
   f.padding = root_waste;

@@ -105,8 +105,12 @@ class Connector {
       k.estimate = r.estimates.front();
       const std::vector<Op> phases = phase_ops(g_, k);
       k.library_gemm = library_gemm_[k.ops.front()];  // a GEMM leads its group (its bias epilogue follows)
-      k.block_kernel = !k.library_gemm && (arch_.is_gpu() || phases.size() > 1);
-      if (!k.block_kernel && !k.library_gemm) apply_cpu_loop_rules(g_, phases.front(), arch_, k);
+      if (k.library_gemm)
+        k.kind = KernelKind::kLibraryGemm;
+      else if (arch_.is_gpu() || phases.size() > 1)
+        k.kind = KernelKind::kBlock;
+      else
+        apply_cpu_loop_rules(g_, phases.front(), arch_, k);  // stays kLoopNest
       s.kernels.push_back(std::move(k));
     }
     return s;

@@ -248,16 +248,16 @@ GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool flo
   GemmUkernelCounts counts;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
     KernelSchedule& ks = schedule.kernels[k];
-    if (removed[k] || ks.block_kernel) continue;
+    if (removed[k] || ks.kind != KernelKind::kLoopNest) continue;
     const std::vector<Op> phases = phase_ops(g, ks);
     if (phases.size() != 1) continue;
     const std::optional<Gemm> gemm = match_gemm(g, phases[0]);
     if (!gemm) continue;
     if (gemm->element == DType::kI8) {
-      ks.int_gemm = true;
+      ks.kind = KernelKind::kIntGemm;
       ++counts.int_gemms;
     } else if (float_gemms && float_gemm_pays(*gemm)) {
-      ks.float_gemm = true;
+      ks.kind = KernelKind::kFloatGemm;
       ++counts.float_gemms;
     } else {
       continue;

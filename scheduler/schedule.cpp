@@ -96,6 +96,17 @@ const char* connection_name(Connection c) {
   return "?";
 }
 
+const char* kernel_kind_name(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kLoopNest: return "loop_nest";
+    case KernelKind::kBlock: return "block";
+    case KernelKind::kIntGemm: return "int_gemm";
+    case KernelKind::kFloatGemm: return "float_gemm";
+    case KernelKind::kLibraryGemm: return "library_gemm";
+  }
+  return "?";
+}
+
 std::string TileConfig::to_string() const {
   std::string s = "tile=";
   for (size_t d = 0; d < tile.size(); ++d) s += (d ? "x" : "") + std::to_string(tile[d]);

@@ -40,7 +40,33 @@ struct TileConfig {
   std::string to_string() const;  // "tile=1x64x64 threads=128 step=32"
 };
 
+// Which lowering turns a kernel into Kernel IR (codegen/lower_kernel.h
+// dispatches on it); every kernel is exactly one kind.
+enum class KernelKind {
+  // CPU: a single op (after register-level inlining) as a loop nest; the
+  // parallel depth and register tile below are its decisions.
+  kLoopNest,
+  // A grid of blocks, each computing one tile of the root (GPUs; CPU groups
+  // with shared edges): scheduler/block_plan.h plans it from `config`.
+  kBlock,
+  // CPU: the first phase is an integer GEMM (scheduler/int_gemm.h) computed
+  // by the int8 micro-kernel; a second phase, if any, is its elementwise
+  // epilogue, applied to each accumulator tile before it is stored.
+  kIntGemm,
+  // CPU: the same for a float32 GEMM on the float micro-kernel (sgemm_*.h).
+  kFloatGemm,
+  // GPU with --skip-dot: the kernel's single op (and its bias / ReLU
+  // epilogue) is a float GEMM handed to cuBLASLt (emulated by a reference
+  // GEMM on the CPU); never fused. Its tile and estimate are still the
+  // tiling search's, as the cost model's stand-in for the library's time.
+  kLibraryGemm,
+};
+// "loop_nest", "block", "int_gemm", "float_gemm", "library_gemm": the
+// kind's name in explain and manifest.json.
+const char* kernel_kind_name(KernelKind kind);
+
 struct KernelSchedule {
+  KernelKind kind = KernelKind::kLoopNest;
   std::vector<int> ops;        // indices into Graph::ops computed by this kernel (topological, root last)
   int parallel_depth = 0;      // leading output loops collapsed into one parallel loop
   // Register tile for reductions: out[..., i, j] is accumulated in a
@@ -53,26 +79,13 @@ struct KernelSchedule {
   // the last, then the row-block loop, then the column-block loop; inside,
   // the reduce loops, then the tile loops.
 
-  // Tile-graph decisions. A block kernel is lowered as a grid of blocks, each
-  // computing one tile of the root (GPUs; CPU groups with shared edges);
-  // otherwise the single op (after register-level inlining) takes the loop
-  // nest above.
-  bool block_kernel = false;
+  // Tile-graph decisions.
   std::vector<FusedEdge> edges;         // internal edges (kRegister / kShared)
   // Ops besides the root whose outputs the kernel also writes to DRAM
   // (read by later kernels, or graph outputs): a fused kernel may have
   // several outputs, of different ranks.
   std::vector<int> extra_outputs;
-  // CPU: the first phase is an integer GEMM (scheduler/int_gemm.h) computed
-  // by the int8 micro-kernel; a second phase, if any, is its elementwise
-  // epilogue, applied to each accumulator tile before it is stored.
-  bool int_gemm = false;
-  // CPU: the same for a float32 GEMM on the float micro-kernel (sgemm_*.h).
-  bool float_gemm = false;
-  // GPU with --skip-dot: the kernel's single op is a float GEMM handed to
-  // cuBLASLt (emulated by a reference GEMM on the CPU); never fused. Its tile
-  // and estimate are still the tiling search's, as the cost model's stand-in
-  // for the library's time.
+  // The library call's description: set exactly when kind is kLibraryGemm.
   std::optional<LibraryGemm> library_gemm;
   TileConfig config;                    // the chosen tile
   std::vector<TileConfig> candidates;   // top-k by the cost model, best first

@@ -28,6 +28,7 @@ nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
   const scheduler::KernelFeatures& f = k.features;
   const scheduler::CostEstimate& c = k.estimate;
   nlohmann::json j = {{"name", g.ops[k.ops.back()].name},
+                      {"kind", scheduler::kernel_kind_name(k.kind)},
                       {"ops", ops},
                       {"edges", edges},
                       {"outputs", outputs},

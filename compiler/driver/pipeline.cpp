@@ -12,11 +12,8 @@
 #include "codegen/emit_cpu_project.h"
 #include "codegen/emit_cuda_project.h"
 #include "codegen/emulate_threads.h"
-#include "codegen/lower_block_kernel.h"
-#include "codegen/lower_cpu_kernel.h"
-#include "codegen/lower_float_gemm_kernel.h"
-#include "codegen/lower_int_gemm_kernel.h"
-#include "codegen/lower_library_gemm.h"
+#include "codegen/int_gemm_variant.h"
+#include "codegen/lower_kernel.h"
 #include "codegen/verify_kernel.h"
 #include "codegen/memory_plan.h"
 #include "compiler/ir/error.h"
@@ -137,29 +134,14 @@ std::string emulation_dir(const std::string& output_dir) {
 
 namespace {
 
-// Lowers every kernel; integer GEMM kernels get their constant B operand
-// packed into the micro-kernel's layout first (new constants in g). Each is
-// verified (codegen/verify_kernel.h) as it comes out of its lowering.
+// Lowers every kernel (codegen/lower_kernel.h; GEMM micro-kernel kernels
+// add their packed constant operands to g). Each is verified
+// (codegen/verify_kernel.h) as it comes out of its lowering.
 std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& schedule,
                                            const scheduler::ArchSpec& arch, bool verbose) {
   std::vector<codegen::Kernel> kernels;
-  const codegen::IntGemmVariant variant = codegen::int_gemm_variant_for(arch);
-  const codegen::FloatGemmVariant float_variant = codegen::float_gemm_variant_for(arch);
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    const scheduler::KernelSchedule& ks = schedule.kernels[k];
-    if (ks.library_gemm)
-      kernels.push_back(codegen::lower_library_gemm_kernel(g, ks));
-    else if (ks.int_gemm)
-      kernels.push_back(codegen::lower_int_gemm_kernel(g, ks, variant,
-                                                       codegen::prepack_int_gemm_weights(g, ks, variant),
-                                                       arch.compute_units));
-    else if (ks.float_gemm)
-      kernels.push_back(codegen::lower_float_gemm_kernel(
-          g, ks, float_variant, codegen::prepack_float_gemm_operands(g, ks, float_variant), arch));
-    else if (ks.block_kernel)
-      kernels.push_back(codegen::lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch)));
-    else
-      kernels.push_back(codegen::lower_cpu_kernel(g, ks));
+    kernels.push_back(codegen::lower_kernel(g, schedule.kernels[k], arch));
     if (schedule.kernels.size() >= 200 && (k + 1) % 100 == 0)
       std::cerr << "      kernel " << k + 1 << "/" << schedule.kernels.size() << " ("
                 << schedule.kernels.size() - k - 1 << " left)" << std::endl;
@@ -273,7 +255,7 @@ CompileReport compile(const CompileOptions& options) {
               << std::endl;
   }
   const auto library_gemms = std::count_if(schedule.kernels.begin(), schedule.kernels.end(),
-                                           [](const scheduler::KernelSchedule& k) { return k.library_gemm; });
+                                           [](const scheduler::KernelSchedule& k) { return k.kind == scheduler::KernelKind::kLibraryGemm; });
   if (options.skip_dot)
     std::cerr << "      " << library_gemms << " GEMMs call cuBLASLt (--skip-dot)" << std::endl;
   if (int_gemms > 0)

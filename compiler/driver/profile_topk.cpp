@@ -113,7 +113,7 @@ ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const 
   std::map<uint64_t, std::vector<size_t>> problems;
   for (size_t i = 0; i < schedule.kernels.size(); ++i) {
     const scheduler::KernelSchedule& k = schedule.kernels[i];
-    if (!k.block_kernel || k.int_gemm || k.library_gemm || k.candidates.size() < 2) continue;
+    if (k.kind != scheduler::KernelKind::kBlock || k.candidates.size() < 2) continue;
     problems[scheduler::tiling_key(g, k, arch, topk, search_budget)].push_back(i);
   }
   std::vector<codegen::Kernel> variants;

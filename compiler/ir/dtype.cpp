@@ -14,6 +14,8 @@ int64_t dtype_size(DType t) {
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kF64 || t == DType::kF16; }
 
+DType compute_dtype(DType t) { return t == DType::kF16 ? DType::kF32 : t; }
+
 bool is_signed_int(DType t) {
   return t == DType::kI8 || t == DType::kI16 || t == DType::kI32 || t == DType::kI64;
 }

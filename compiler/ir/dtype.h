@@ -15,6 +15,10 @@ enum class DType : int {
 
 int64_t dtype_size(DType t);
 bool is_float(DType t);
+// The type values of `t` are computed, accumulated and held on chip in:
+// half computes as float (registers, shared memory, accumulators); every
+// other type as itself. Memory (global buffers, weights) keeps `t`.
+DType compute_dtype(DType t);
 bool is_signed_int(DType t);
 bool is_integer(DType t);  // signed or unsigned integers; bool is not an integer
 const char* dtype_name(DType t);  // "float32", "int64", ...

@@ -96,14 +96,9 @@ class Interpreter {
   Scalar reduce(size_t axis, Scalar acc, DType t) {
     const size_t rank = vars_.size() - op_.reduce_extents.size();
     if (axis == op_.reduce_extents.size()) {
-      Scalar v = eval(op_.body);
-      switch (op_.reduction) {
-        case Reduction::kSum: return scalar_binary(BinaryOp::kAdd, t, acc, v);
-        case Reduction::kProd: return scalar_binary(BinaryOp::kMul, t, acc, v);
-        case Reduction::kMax: return scalar_binary(BinaryOp::kMax, t, acc, v);
-        case Reduction::kMin: return scalar_binary(BinaryOp::kMin, t, acc, v);
-        case Reduction::kNone: return v;
-      }
+      const Scalar v = eval(op_.body);
+      if (op_.reduction == Reduction::kNone) return v;
+      return scalar_binary(reduction_combine_op(op_.reduction), t, acc, v);
     }
     for (int64_t r = 0; r < op_.reduce_extents[axis]; ++r) {
       vars_[rank + axis] = r;

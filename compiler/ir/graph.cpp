@@ -68,6 +68,21 @@ Expr reduction_init(Reduction r, DType t) {
   TG_CHECK(false, "no init for reduction None");
 }
 
+BinaryOp reduction_combine_op(Reduction r) {
+  switch (r) {
+    case Reduction::kSum: return BinaryOp::kAdd;
+    case Reduction::kProd: return BinaryOp::kMul;
+    case Reduction::kMax: return BinaryOp::kMax;
+    case Reduction::kMin: return BinaryOp::kMin;
+    case Reduction::kNone: break;
+  }
+  TG_CHECK(false, "not a reduction");
+}
+
+Expr reduction_combine(Reduction r, Expr acc, Expr value) {
+  return binary(reduction_combine_op(r), std::move(acc), std::move(value));
+}
+
 bool drop_unused_inputs(Op& op) {
   std::vector<bool> used(op.inputs.size(), false);
   visit(op.body, [&](const Expr& n) {

@@ -59,6 +59,11 @@ enum class Reduction {
 const char* reduction_name(Reduction r);
 // The combiner's identity in dtype t (0, 1, lowest, highest).
 Expr reduction_init(Reduction r, DType t);
+// The combiner: the binary op that folds one more value into the
+// accumulator (Add, Mul, Max, Min); r must not be kNone.
+BinaryOp reduction_combine_op(Reduction r);
+// acc combined with value: binary(reduction_combine_op(r), acc, value).
+Expr reduction_combine(Reduction r, Expr acc, Expr value);
 
 struct Op {
   std::string name;                       // unique, a C identifier (kernel name)

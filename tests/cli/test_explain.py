@@ -50,6 +50,7 @@ def test_explain_json_contract(tuned):
     levels = {edge["level"] for k in fused for edge in k["edges"]}
     assert levels <= {"register", "shared"} and levels
     for k in e["subgraphs"]:
+        assert k["kind"] == "block"  # every H100 kernel without --skip-dot is a grid of blocks
         assert k["threads"] % 32 == 0 and 0 < k["threads"] <= 1024
         assert 0 <= k["shared_bytes"] <= 227 * 1024
         assert k["predicted_ms"] > 0 and k["blocks"] >= 1

@@ -80,7 +80,7 @@ TwoKernelModel two_kernel_model() {
                          {codegen::make_if(lt(i, int_imm(kN)),
                                            {codegen::make_store(2, i, load(0, DType::kF32, {i}) *
                                                                           load(1, DType::kF32, {i}))})})});
-  scale.schedule.block_kernel = true;
+  scale.schedule.kind = scheduler::KernelKind::kBlock;
   scale.grid = kBlocks;
   scale.threads = kThreads;
 
@@ -107,7 +107,7 @@ TwoKernelModel two_kernel_model() {
                                                   {codegen::make_store(1, i, unary(UnaryOp::kTanh,
                                                                                    load(2, DType::kF32,
                                                                                         {var(1)})))})})})});
-  tanh_k.schedule.block_kernel = true;
+  tanh_k.schedule.kind = scheduler::KernelKind::kBlock;
   tanh_k.grid = kBlocks;
   tanh_k.threads = kThreads;
   tanh_k.shared_bytes = 65536;

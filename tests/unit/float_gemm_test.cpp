@@ -172,8 +172,7 @@ TEST(FloatGemm, BiasAndActivationAreFusedAsTheEpilogue) {
   EXPECT_EQ(counts.float_gemms, 1);
   EXPECT_EQ(counts.int_gemms, 0);
   ASSERT_EQ(s.kernels.size(), 1u) << "bias + relu should be the GEMM's epilogue";
-  EXPECT_TRUE(s.kernels[0].float_gemm);
-  EXPECT_FALSE(s.kernels[0].int_gemm);
+  EXPECT_EQ(s.kernels[0].kind, scheduler::KernelKind::kFloatGemm);
 }
 
 TEST(FloatGemm, TurnedOffTheScheduleIsUntouched) {
@@ -182,7 +181,7 @@ TEST(FloatGemm, TurnedOffTheScheduleIsUntouched) {
   const size_t kernels = s.kernels.size();
   EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, false).float_gemms, 0);
   EXPECT_EQ(s.kernels.size(), kernels);
-  for (const scheduler::KernelSchedule& k : s.kernels) EXPECT_FALSE(k.float_gemm);
+  for (const scheduler::KernelSchedule& k : s.kernels) EXPECT_NE(k.kind, scheduler::KernelKind::kFloatGemm);
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ codegen::Kernel only_block_kernel(const Graph& g, const scheduler::ArchSpec& arc
   const scheduler::Schedule s = scheduler::schedule_tile_graph(g, arch, {});
   EXPECT_EQ(s.kernels.size(), 1u);
   scheduler::KernelSchedule k = s.kernels.at(0);
-  EXPECT_TRUE(k.block_kernel);
+  EXPECT_EQ(k.kind, scheduler::KernelKind::kBlock);
   if (!tile.empty()) k.config.tile = tile;
   if (threads > 0) k.config.threads = threads;
   codegen::Kernel kernel = codegen::lower_block_kernel(g, k, scheduler::plan_block_kernel(g, k, k.config, arch));

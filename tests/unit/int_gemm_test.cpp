@@ -175,7 +175,7 @@ TEST(Gemm, RequantizeIsFusedAsTheEpilogue) {
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
   EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).int_gemms, 1);
   ASSERT_EQ(s.kernels.size(), 1u) << "the requantize op should be the GEMM's epilogue";
-  EXPECT_TRUE(s.kernels[0].int_gemm);
+  EXPECT_EQ(s.kernels[0].kind, scheduler::KernelKind::kIntGemm);
   EXPECT_EQ(g.tensor(g.ops[static_cast<size_t>(s.kernels[0].ops.back())].output).dtype, DType::kU8);
 }
 

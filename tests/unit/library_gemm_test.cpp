@@ -224,6 +224,7 @@ TEST(LibraryGemm, SchedulerKeepsTheGemmApartAndLowersItToOneCall) {
   int library = 0;
   for (const scheduler::KernelSchedule& k : s.kernels) {
     if (!k.library_gemm) {
+      EXPECT_EQ(k.kind, scheduler::KernelKind::kBlock);
       for (int op : k.ops) EXPECT_NE(g.ops[static_cast<size_t>(op)].reduction, Reduction::kSum);
       continue;
     }
@@ -232,7 +233,7 @@ TEST(LibraryGemm, SchedulerKeepsTheGemmApartAndLowersItToOneCall) {
     EXPECT_EQ(k.library_gemm->bias_op, k.ops[1]);
     EXPECT_EQ(k.library_gemm->relu_op, k.ops[2]);
     EXPECT_EQ(k.library_gemm->epilogue_name(), "bias+relu");
-    EXPECT_FALSE(k.block_kernel);
+    EXPECT_EQ(k.kind, scheduler::KernelKind::kLibraryGemm);
     const codegen::Kernel kernel = codegen::lower_library_gemm_kernel(g, k);
     EXPECT_TRUE(codegen::is_library_gemm(kernel));
     EXPECT_EQ(kernel.grid, 0);

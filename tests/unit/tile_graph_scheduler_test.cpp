@@ -71,7 +71,7 @@ TEST(GraphConnecting, FusesAttentionIntoFewKernelsWithSeveralReductions) {
   for (const auto& k : fused.kernels) {
     most_reductions = std::max(most_reductions, count_reductions(g, k));
     fused_dram += k.features.dram_bytes;
-    EXPECT_TRUE(k.block_kernel);
+    EXPECT_EQ(k.kind, scheduler::KernelKind::kBlock);
     EXPECT_TRUE(k.estimate.feasible);
     for (const auto& e : k.edges) EXPECT_NE(e.level, scheduler::Connection::kDram);
   }

@@ -1,0 +1,63 @@
+// The rules every lowering shares, each written once (issue 14): the kernel
+// kinds' names, compute dtypes, reduction combine, index clamps, FLOP counts.
+#include <gtest/gtest.h>
+
+#include "codegen/kernel_exprs.h"
+#include "compiler/ir/dtype.h"
+#include "compiler/ir/flops.h"
+#include "compiler/ir/graph.h"
+#include "scheduler/schedule.h"
+
+namespace tilegraph {
+namespace {
+
+TEST(KernelRules, KindNamesAreTheManifestSpelling) {
+  using scheduler::KernelKind;
+  EXPECT_STREQ(scheduler::kernel_kind_name(KernelKind::kLoopNest), "loop_nest");
+  EXPECT_STREQ(scheduler::kernel_kind_name(KernelKind::kBlock), "block");
+  EXPECT_STREQ(scheduler::kernel_kind_name(KernelKind::kIntGemm), "int_gemm");
+  EXPECT_STREQ(scheduler::kernel_kind_name(KernelKind::kFloatGemm), "float_gemm");
+  EXPECT_STREQ(scheduler::kernel_kind_name(KernelKind::kLibraryGemm), "library_gemm");
+  EXPECT_EQ(scheduler::KernelSchedule{}.kind, KernelKind::kLoopNest);
+}
+
+TEST(KernelRules, HalfComputesAsFloat) {
+  EXPECT_EQ(compute_dtype(DType::kF16), DType::kF32);
+  for (DType t : {DType::kF32, DType::kF64, DType::kI8, DType::kU8, DType::kI32, DType::kI64, DType::kBool})
+    EXPECT_EQ(compute_dtype(t), t) << dtype_name(t);
+}
+
+TEST(KernelRules, ReductionCombineBesideItsInit) {
+  EXPECT_EQ(reduction_combine_op(Reduction::kSum), BinaryOp::kAdd);
+  EXPECT_EQ(reduction_combine_op(Reduction::kProd), BinaryOp::kMul);
+  EXPECT_EQ(reduction_combine_op(Reduction::kMax), BinaryOp::kMax);
+  EXPECT_EQ(reduction_combine_op(Reduction::kMin), BinaryOp::kMin);
+  EXPECT_EQ(to_string(reduction_combine(Reduction::kMax, var(0), var(1))), to_string(max(var(0), var(1))));
+}
+
+TEST(KernelRules, IndexClamps) {
+  EXPECT_EQ(to_string(codegen::clamp_index(var(0), 8)), to_string(min(max(var(0), int_imm(0)), int_imm(7))));
+  EXPECT_EQ(to_string(codegen::clamp_to_last(var(0), 8)), to_string(min(var(0), int_imm(7))));
+  const std::vector<Interval> v0_in_8 = {Interval::range(8)}, v0_in_9 = {Interval::range(9)};
+  EXPECT_EQ(to_string(codegen::clamp_index_if_needed(var(0), 8, v0_in_8)), to_string(var(0)));
+  EXPECT_EQ(to_string(codegen::clamp_index_if_needed(var(0), 8, v0_in_9)),
+            to_string(codegen::clamp_index(var(0), 8)));
+}
+
+TEST(KernelRules, FlopCounts) {
+  EXPECT_EQ(gemm_flops(2, 3, 4, 5), 2 * 2 * 3 * 4 * 5);
+  Op op;  // sum over r of x[i, r] * 2 + i: one float mul, one integer add, the combine
+  op.reduction = Reduction::kSum;
+  op.reduce_extents = {3, 5};
+  op.body = cast(DType::kF32, var(0) + int_imm(1)) + load(0, DType::kF32, {var(0), var(1)}) * float_imm(2.0);
+  EXPECT_EQ(reduce_points(op), 15);
+  EXPECT_EQ(arithmetic_per_point(op, FlopRule::kFloatArithmetic), 3);  // float add, float mul, combine
+  EXPECT_EQ(arithmetic_per_point(op, FlopRule::kAllArithmetic), 4);    // and the integer add
+  Op copy;  // a copy: no float arithmetic, but the cost model counts one per point
+  copy.body = load(0, DType::kF32, {var(0)});
+  EXPECT_EQ(arithmetic_per_point(copy, FlopRule::kFloatArithmetic), 0);
+  EXPECT_EQ(arithmetic_per_point(copy, FlopRule::kAllArithmetic), 1);
+}
+
+}  // namespace
+}  // namespace tilegraph
