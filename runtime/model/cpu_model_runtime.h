@@ -50,14 +50,8 @@ int tg_model_create(const char* weights_path, tg_model** out) {
   tg_model* m = new (std::nothrow) tg_model();
   if (!m) { g_last_error = "out of memory allocating the model"; return 1; }
   char err[1024];
-  if (tg_map_weights(weights_path, &m->weights, err, sizeof err) != 0) {
+  if (tg_open_weights(weights_path, kProjectHash, kWeightsBytes, &m->weights, err, sizeof err) != 0) {
     g_last_error = err;
-    delete m;
-    return 1;
-  }
-  if (tg_check_weights(&m->weights, weights_path, kProjectHash, kWeightsBytes, err, sizeof err) != 0) {
-    g_last_error = err;
-    tg_unmap_weights(&m->weights);
     delete m;
     return 1;
   }

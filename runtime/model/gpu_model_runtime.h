@@ -202,14 +202,8 @@ int tg_model_create(const char* weights_path, tg_model** out) {
   if (!m) { g_last_error = "out of memory allocating the model"; return 1; }
   tg_weights host = {};
   char err[1024];
-  if (tg_map_weights(weights_path, &host, err, sizeof err) != 0) {
+  if (tg_open_weights(weights_path, kProjectHash, kWeightsBytes, &host, err, sizeof err) != 0) {
     g_last_error = err;
-    delete m;
-    return 1;
-  }
-  if (tg_check_weights(&host, weights_path, kProjectHash, kWeightsBytes, err, sizeof err) != 0) {
-    g_last_error = err;
-    tg_unmap_weights(&host);
     delete m;
     return 1;
   }
