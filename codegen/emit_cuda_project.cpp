@@ -1,7 +1,6 @@
 #include "codegen/emit_cuda_project.h"
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
