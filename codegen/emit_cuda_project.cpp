@@ -26,7 +26,7 @@ std::string launch_signature(const Kernel& k) {
   std::ostringstream out;
   out << "tg_device_error launch_" << k.name << "(";
   for (const Buffer* b : global_buffers(k))
-    out << (b->written ? "" : "const ") << storage_c_type(b->dtype) << "* " << b->name << ", ";
+    out << param_type(*b) << " " << b->name << ", ";
   out << "tg_device_stream tg_stream)";
   return out.str();
 }

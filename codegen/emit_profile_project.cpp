@@ -16,10 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string param_type(const Buffer& b) {
-  return std::string(b.written ? "" : "const ") + storage_c_type(b.dtype) + "*";
-}
-
 int64_t param_bytes(const Buffer& b) { return std::max<int64_t>(b.elements * dtype_size(b.dtype), 1); }
 
 // Shared by both targets: the median of a variant's samples.

@@ -102,9 +102,8 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
   nlohmann::json ks = nlohmann::json::array();
   for (const Kernel& k : kernels) {
     nlohmann::json params = nlohmann::json::array();
-    for (const Buffer& b : k.buffers)
-      if (b.scope == MemoryScope::kGlobal)
-        params.push_back({{"tensor", g.tensor(b.tensor).name}, {"written", b.written}});
+    for (const Buffer* b : global_buffers(k))
+      params.push_back({{"tensor", g.tensor(b->tensor).name}, {"written", b->written}});
     ks.push_back({{"name", k.name},
                   {"onnx_nodes", k.source_nodes},
                   {"params", params},
@@ -169,6 +168,10 @@ std::vector<const Buffer*> global_buffers(const Kernel& k) {
   for (const Buffer& b : k.buffers)
     if (b.scope == MemoryScope::kGlobal) params.push_back(&b);
   return params;
+}
+
+std::string param_type(const Buffer& b) {
+  return std::string(b.written ? "" : "const ") + storage_c_type(b.dtype) + "*";
 }
 
 TensorSlots tensor_slots(const Graph& g) {

@@ -63,6 +63,8 @@ std::string index_check_table(const Graph& g);
 
 // A kernel's parameters: its global buffers, in order.
 std::vector<const Buffer*> global_buffers(const Kernel& k);
+// A global buffer's parameter type: `const float*` (read only), `uint16_t*` ...
+std::string param_type(const Buffer& b);
 
 // Where each tensor sits in the C API's input and output arrays (-1: it is
 // not a graph input / output). Inputs are looked up before outputs.
