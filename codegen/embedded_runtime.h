@@ -13,4 +13,8 @@ struct EmbeddedFile {
 
 const std::vector<EmbeddedFile>& embedded_runtime_files();
 
+// The host side of the model library (runtime/model/: the CPU and GPU model
+// runtimes, the device shims), each project taking the files of its target.
+const std::vector<EmbeddedFile>& embedded_model_runtime_files();
+
 }  // namespace tilegraph::codegen

@@ -1,10 +1,14 @@
 // Writes the standalone CPU project of a compiled model:
-//   model.cpp        the C API of runtime/tilegraph_model.h: the kernel launch sequence
+//   model.cpp        the C API of runtime/tilegraph_model.h: the generated tables,
+//                    runtime/model/cpu_model_runtime.h (create/destroy, threads,
+//                    profiling), then tg_model_run, the kernel sequence
+//   cpu_model_runtime.h, tg_model_info.h  copied from runtime/model/
 //   kernels.h, kernels_NNN.cpp  the kernels, 64 per file (parallel builds)
 //   weights.bin      constants, 64-byte aligned, at MemoryPlan offsets
 //   manifest.json    inputs/outputs, kernels (ONNX nodes, schedule), memory plan
 //   CMakeLists.txt   builds libmodel.so and main_test (C++17 + OpenMP only), with
 //                    -march=native, or for an AArch64 arch spec its ISA's -march
+//                    (codegen/project_target.h)
 //   aarch64-toolchain.cmake  AArch64 arch specs only: cross-compiles the project on
 //                    another host (aarch64-linux-gnu-g++; main_test under qemu-aarch64)
 //   runtime files    copied from the compiler's embedded runtime/

@@ -102,9 +102,8 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
   nlohmann::json ks = nlohmann::json::array();
   for (const Kernel& k : kernels) {
     nlohmann::json params = nlohmann::json::array();
-    for (const Buffer& b : k.buffers)
-      if (b.scope == MemoryScope::kGlobal)
-        params.push_back({{"tensor", g.tensor(b.tensor).name}, {"written", b.written}});
+    for (const Buffer* b : global_buffers(k))
+      params.push_back({{"tensor", g.tensor(b->tensor).name}, {"written", b->written}});
     ks.push_back({{"name", k.name},
                   {"onnx_nodes", k.source_nodes},
                   {"params", params},
@@ -165,16 +164,94 @@ std::string kernel_name_tables(const std::vector<Kernel>& kernels) {
   return out.str();
 }
 
-std::string model_info_functions() {
-  return R"INFO(const char* tg_last_error(void) { return g_last_error.c_str(); }
-int tg_num_inputs(void) { return kNumInputs; }
-int tg_num_outputs(void) { return kNumOutputs; }
-tg_tensor_info tg_input_info(int i) { return input_info[i < 0 || i >= kNumInputs ? 0 : i]; }
-tg_tensor_info tg_output_info(int i) { return output_info[i < 0 || i >= kNumOutputs ? 0 : i]; }
-int tg_num_kernels(void) { return kNumKernels; }
-const char* tg_kernel_name(int k) { return k >= 0 && k < kNumKernels ? kKernelNames[k] : ""; }
-const char* tg_kernel_nodes(int k) { return k >= 0 && k < kNumKernels ? kKernelNodes[k] : ""; }
-)INFO";
+std::vector<const Buffer*> global_buffers(const Kernel& k) {
+  std::vector<const Buffer*> params;
+  for (const Buffer& b : k.buffers)
+    if (b.scope == MemoryScope::kGlobal) params.push_back(&b);
+  return params;
+}
+
+std::string param_type(const Buffer& b) {
+  return std::string(b.written ? "" : "const ") + storage_c_type(b.dtype) + "*";
+}
+
+TensorSlots tensor_slots(const Graph& g) {
+  TensorSlots slots{std::vector<int>(g.tensors.size(), -1), std::vector<int>(g.tensors.size(), -1)};
+  for (size_t i = 0; i < g.inputs.size(); ++i) slots.input[g.inputs[i]] = static_cast<int>(i);
+  for (size_t i = 0; i < g.outputs.size(); ++i) slots.output[g.outputs[i]] = static_cast<int>(i);
+  return slots;
+}
+
+std::string pointer_expr(const Graph& g, const MemoryPlan& plan, TensorId id, const TensorSlots& slots,
+                         ModelMemory& memory) {
+  const Tensor& t = g.tensor(id);
+  const std::string storage = storage_c_type(t.dtype);
+  if (t.kind == TensorKind::kConstant) {
+    TG_CHECK(plan.weights_offsets.count(id), "constant '", t.name, "' has no offset in weights.bin");
+    memory.weights = true;
+    return str_cat("(const ", storage, "*)(W + ", plan.weights_offsets.at(id), ")");
+  }
+  if (slots.input[id] >= 0) {
+    memory.input = true;
+    return str_cat("(const ", storage, "*)(", memory.inputs, "[", slots.input[id], "])");
+  }
+  if (slots.output[id] >= 0) {
+    memory.output = true;
+    return str_cat("(", storage, "*)(", memory.outputs, "[", slots.output[id], "])");
+  }
+  TG_CHECK(plan.arena_offsets.count(id), "intermediate '", t.name, "' has no offset in the arena");
+  memory.arena = true;
+  return str_cat("(", storage, "*)(A + ", plan.arena_offsets.at(id), ")");
+}
+
+std::string byte_sizes(const Graph& g, const std::vector<TensorId>& ids, const char* name) {
+  std::ostringstream out;
+  out << "const int64_t " << name << "[] = {";
+  for (size_t i = 0; i < ids.size(); ++i) out << (i ? ", " : "") << g.tensor(ids[i]).bytes();
+  if (ids.empty()) out << "0";
+  out << "};\n";
+  return out.str();
+}
+
+std::vector<std::string> write_numbered_sources(
+    const std::string& out_dir, const std::string& stem, const std::string& ext, size_t count,
+    const std::function<std::string(size_t file, size_t first, size_t last)>& contents) {
+  auto name = [&](size_t file) {
+    char number[32];
+    std::snprintf(number, sizeof number, "_%03zu", file);
+    return stem + number + ext;
+  };
+  std::vector<std::string> names;
+  for (size_t first = 0; first < count; first += kKernelsPerSourceFile) {
+    names.push_back(name(names.size()));
+    write_file(fs::path(out_dir) / names.back(),
+               contents(names.size() - 1, first, std::min(count, first + kKernelsPerSourceFile)));
+  }
+  for (size_t file = names.size(); fs::exists(fs::path(out_dir) / name(file)); ++file)
+    fs::remove(fs::path(out_dir) / name(file));
+  return names;
+}
+
+namespace {
+
+void write_model_runtime_file(const std::string& name, const std::string& out_dir) {
+  const std::vector<EmbeddedFile>& files = embedded_model_runtime_files();
+  const auto f = std::find_if(files.begin(), files.end(), [&](const EmbeddedFile& e) { return e.name == name; });
+  TG_CHECK(f != files.end(), "runtime/model/", name, " is not embedded in the compiler");
+  write_file(fs::path(out_dir) / name, std::string(f->contents));
+}
+
+}  // namespace
+
+void write_device_shim(const ProjectTarget& t, const std::string& out_dir) {
+  TG_CHECK(t.gpu(), "a CPU project has no device shim");
+  write_model_runtime_file(t.device_shim, out_dir);
+}
+
+void write_model_runtime_files(const ProjectTarget& t, const std::string& out_dir) {
+  write_model_runtime_file("tg_model_info.h", out_dir);
+  write_model_runtime_file(t.gpu() ? "gpu_model_runtime.h" : "cpu_model_runtime.h", out_dir);
+  if (t.gpu()) write_device_shim(t, out_dir);
 }
 
 std::string main_test_cmake(const std::vector<std::string>& main_test_sources) {

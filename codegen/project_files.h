@@ -3,6 +3,7 @@
 // runtime sources, the weights file.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "codegen/int_gemm_variant.h"
 #include "codegen/kernel_ir.h"
 #include "codegen/memory_plan.h"
+#include "codegen/project_target.h"
 #include "codegen/source_text.h"
 #include "compiler/ir/graph.h"
 
@@ -59,9 +61,54 @@ std::string kernel_name_tables(const std::vector<Kernel>& kernels);
 // the model source's anonymous namespace. Empty for a graph without sites.
 std::string index_check_table(const Graph& g);
 
-// The C API's table lookups (tg_last_error, tg_num_inputs, tg_input_info,
-// tg_kernel_name ...) over the tables above; inside extern "C".
-std::string model_info_functions();
+// A kernel's parameters: its global buffers, in order.
+std::vector<const Buffer*> global_buffers(const Kernel& k);
+// A global buffer's parameter type: `const float*` (read only), `uint16_t*` ...
+std::string param_type(const Buffer& b);
+
+// Where each tensor sits in the C API's input and output arrays (-1: it is
+// not a graph input / output). Inputs are looked up before outputs.
+struct TensorSlots {
+  std::vector<int> input, output;
+};
+TensorSlots tensor_slots(const Graph& g);
+
+// The memory a model source's pointer expressions name: the weights (W), the
+// arena of intermediates (A), the inputs and outputs arrays (names vary: the
+// CPU's are the caller's, a GPU's its device copies).
+struct ModelMemory {
+  const char* inputs;   // "inputs", "d_in"
+  const char* outputs;  // "outputs", "d_out"
+  // Which of them expressions used so far.
+  bool weights = false, arena = false, input = false, output = false;
+};
+
+// The typed pointer to tensor id: `(const float*)(W + 64)`, `(float*)(A + 0)`,
+// `(const int64_t*)(inputs[1])` ...; notes in memory which it used.
+std::string pointer_expr(const Graph& g, const MemoryPlan& plan, TensorId id, const TensorSlots& slots,
+                         ModelMemory& memory);
+
+// `const int64_t <name>[] = {...};`: the byte sizes of the tensors.
+std::string byte_sizes(const Graph& g, const std::vector<TensorId>& ids, const char* name);
+
+// Kernels go to several source files so a big model builds in parallel
+// (one 2.7 MB translation unit took 275 s on one core).
+inline constexpr size_t kKernelsPerSourceFile = 64;
+
+// Writes `<stem>_NNN<ext>` for items [0, count), kKernelsPerSourceFile per
+// file, each with the text contents(file, first, last) gives for items
+// [first, last); removes the further numbered files a previous tune of a
+// bigger model left. Returns the names written.
+std::vector<std::string> write_numbered_sources(
+    const std::string& out_dir, const std::string& stem, const std::string& ext, size_t count,
+    const std::function<std::string(size_t file, size_t first, size_t last)>& contents);
+
+// Writes the host side of the model that is not generated (runtime/model/):
+// the CPU or GPU model runtime, the table lookups, a GPU target's device shim.
+void write_model_runtime_files(const ProjectTarget& t, const std::string& out_dir);
+
+// A GPU target's device shim alone (runtime/model/device_shim_*.h).
+void write_device_shim(const ProjectTarget& t, const std::string& out_dir);
 
 nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
                              const ProjectInfo& info);

@@ -119,6 +119,14 @@ int tg_check_weights(const tg_weights* w, const char* path, const char* hash, in
   return 0;
 }
 
+int tg_open_weights(const char* path, const char* hash, int64_t weights_bytes, tg_weights* out, char* errbuf,
+                    size_t errbuf_size) {
+  if (tg_map_weights(path, out, errbuf, errbuf_size) != 0) return 1;
+  if (tg_check_weights(out, path, hash, weights_bytes, errbuf, errbuf_size) == 0) return 0;
+  tg_unmap_weights(out);
+  return 1;
+}
+
 void tg_unmap_weights(tg_weights* w) {
   if (w == nullptr || w->data == nullptr) return;
 #ifdef TG_HAVE_MMAP

@@ -16,8 +16,7 @@
 // Usage in model.cpp (tg_model_create / tg_model_destroy):
 //
 //   char err[512];
-//   if (tg_map_weights(weights_path, &model->weights, err, sizeof err) != 0 ||
-//       tg_check_weights(&model->weights, weights_path, kProjectHash, kWeightsBytes, err, sizeof err) != 0) {
+//   if (tg_open_weights(weights_path, kProjectHash, kWeightsBytes, &model->weights, err, sizeof err) != 0) {
 //     set_last_error(err);   // err: "weights file 'PATH': cannot open: No such file or directory"
 //     return 1;
 //   }
@@ -53,6 +52,11 @@ int tg_map_weights(const char* path, tg_weights* out, char* errbuf, size_t errbu
 // message in errbuf (truncated to errbuf_size; errbuf may be NULL).
 int tg_check_weights(const tg_weights* w, const char* path, const char* hash, int64_t weights_bytes, char* errbuf,
                      size_t errbuf_size);
+
+// tg_map_weights, then tg_check_weights: what a model's create does. On a
+// failed check nothing stays mapped (*out is empty).
+int tg_open_weights(const char* path, const char* hash, int64_t weights_bytes, tg_weights* out, char* errbuf,
+                    size_t errbuf_size);
 
 // Releases what tg_map_weights acquired and empties *w. Safe on an empty or
 // already released handle.

@@ -3,7 +3,8 @@
 # compilers, CMake, protobuf + libonnx, JSON/CLI/test libraries, the ONNX
 # backend node tests, the aarch64 cross compiler + qemu (ARM micro-kernel tests),
 # ccache (the tests build hundreds of generated projects with the same runtime
-# sources), and the Python packages for test_acc and the model tests. (llvm-15 / llvm-19
+# sources), Debian's ROCm hipcc (builds the MI250 HIP projects; there is no AMD
+# GPU to run them), and the Python packages for test_acc and the model tests. (llvm-15 / llvm-19
 # for benchmarks/ukernel_mca.py are optional: apt-get install llvm-15 llvm-19.)
 # Idempotent: skips what is already there. Needs root (or sudo) for apt.
 set -euo pipefail
@@ -17,6 +18,7 @@ APT_PACKAGES=(
   chromium
   g++-aarch64-linux-gnu qemu-user
   ccache
+  hipcc
 )
 PIP_PACKAGES=(numpy onnx onnxruntime pytest)
 

@@ -5,6 +5,7 @@
 #      host and through the CPU emulation of the H100 schedule
 #   3. CLI/explain tests, security tests (tests/security) and model tests (pytest): the model set compiled for the host,
 #      H100 (emulated; CUDA project built with nvcc) and V100 (emulated) vs onnxruntime;
+#      MI250 HIP projects of small models built with hipcc (tests/models: test_hip_project_builds_with_hipcc);
 #      INT8 models quantized by onnxruntime on every x86 int8 micro-kernel; the ARM
 #      micro-kernels cross-built and run under qemu-aarch64
 #   4. unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer

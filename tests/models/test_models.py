@@ -169,6 +169,35 @@ def test_cuda_project_builds_for_each_sm(model, arch, sm, tmp_path):
     assert f"set(CMAKE_CUDA_ARCHITECTURES {sm})" in (project / "CMakeLists.txt").read_text()
 
 
+HAVE_HIPCC = shutil.which("hipcc") is not None
+
+
+@pytest.mark.skipif(not HAVE_HIPCC, reason="hipcc is not on PATH (Debian: apt-get install hipcc): "
+                                          "HIP projects are generated but not built")
+@pytest.mark.parametrize("model", ["bert_small", "NeRF_small"])
+def test_hip_project_builds_with_hipcc(model, tmp_path):
+    """tune --arch MI250 builds the HIP project with Debian's ROCm hipcc (the C++
+    compiler of its CMakeLists), without warnings. No AMD GPU here: it is not run."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / model
+    prefix.mkdir()
+    shutil.copy(MODELS_DIR / model / "model.onnx", prefix / "model.onnx")
+    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", "MI250"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=TUNE_TIMEOUT)
+    assert tune.returncode == 0, _tail(tune.stdout)
+    assert "not built" not in tune.stdout, _tail(tune.stdout)
+    project = prefix / "tilegraph_rt" / "MI250"
+    assert (project / "build" / "libmodel.so").is_file() and (project / "build" / "main_test").is_file()
+    assert "set(CMAKE_CXX_COMPILER hipcc)" in (project / "CMakeLists.txt").read_text()
+    assert "set(TG_HIP_ARCHITECTURES gfx90a " in (project / "CMakeLists.txt").read_text()
+    log = (project / "build.log").read_text()
+    assert "hipcc" in (project / "build" / "CMakeCache.txt").read_text()
+    assert "warning" not in log, _tail(log)
+    assert json.loads((project / "manifest.json").read_text())["target"] == "hip"
+
+
 def _attention_like_model(path, elem_type):
     """x[2,256,200] @ W + b, then y @ y^T: a K (200) that no 16-deep MMA step
     divides and a transposed operand; big enough that the H100 cost model

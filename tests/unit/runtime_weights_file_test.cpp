@@ -116,4 +116,28 @@ TEST_F(WeightsFileTest, CheckRefusesWeightsOfAnotherCompile) {
   EXPECT_NE(std::string(err).find("not a tilegraph weights file"), std::string::npos) << err;
 }
 
+// tg_open_weights (what a model's create calls): mapped and checked, or
+// refused with the check's message and nothing left mapped.
+TEST_F(WeightsFileTest, OpenMapsAndChecksOrLeavesNothingMapped) {
+  std::string bytes = "tilegraph-weights/1 0123456789abcdef\n";
+  bytes.resize(TG_WEIGHTS_HEADER_BYTES, '\0');
+  bytes += std::string(128, '\x5a');
+  std::ofstream(path("w.bin"), std::ios::binary) << bytes;
+  char err[512] = "";
+  tg_weights w;
+  ASSERT_EQ(tg_open_weights(path("w.bin").c_str(), "0123456789abcdef", 128, &w, err, sizeof err), 0) << err;
+  EXPECT_EQ(w.size, bytes.size());
+  EXPECT_EQ(w.data[TG_WEIGHTS_HEADER_BYTES], 0x5a);
+  tg_unmap_weights(&w);
+
+  EXPECT_NE(tg_open_weights(path("w.bin").c_str(), "0123456789abcdef", 192, &w, err, sizeof err), 0);
+  EXPECT_NE(std::string(err).find("holds 128 bytes of weights, this model needs 192"), std::string::npos) << err;
+  EXPECT_EQ(w.data, nullptr);
+  EXPECT_EQ(w.size, 0u);
+
+  EXPECT_NE(tg_open_weights(path("missing.bin").c_str(), "0123456789abcdef", 0, &w, err, sizeof err), 0);
+  EXPECT_NE(std::string(err).find("missing.bin"), std::string::npos) << err;
+  EXPECT_EQ(w.data, nullptr);
+}
+
 }  // namespace
