@@ -85,11 +85,13 @@ std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Sha
 struct GemmUkernelCounts {
   int int_gemms = 0;
   int float_gemms = 0;
+  int depthwise_convs = 0;
 };
 
 // For a CPU schedule: marks each kernel whose op is an int GEMM (and, with
 // float_gemms, a float32 GEMM that float_gemm_pays) for the micro-kernel
-// path, and merges into it the kernel of its only consumer when that is one
+// path, or (with float_gemms) a depthwise convolution for the direct kernel
+// (scheduler/depthwise_conv.h), and merges into it the kernel of its only consumer when that is one
 // elementwise op of the same shape (up to unit dimensions) reading the
 // accumulator at its own index (requantize, scale + bias, activation,
 // residual add). Returns how many kernels use each micro-kernel path.
