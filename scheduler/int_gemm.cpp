@@ -4,7 +4,7 @@
 #include <set>
 
 #include "compiler/ir/error.h"
-#include "scheduler/depthwise_conv.h"
+#include "scheduler/direct_conv.h"
 
 namespace tilegraph::scheduler {
 
@@ -258,9 +258,9 @@ GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool flo
     if (gemm && gemm->element == DType::kI8) {
       ks.int_gemm = true;
       ++counts.int_gemms;
-    } else if (float_gemms && is_depthwise_conv(g, phases[0])) {
-      ks.depthwise_conv = true;
-      ++counts.depthwise_convs;
+    } else if (float_gemms && is_direct_conv(g, phases[0])) {
+      ks.direct_conv = true;
+      ++counts.direct_convs;
     } else if (gemm && float_gemms && float_gemm_pays(*gemm)) {
       ks.float_gemm = true;
       ++counts.float_gemms;

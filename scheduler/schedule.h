@@ -69,11 +69,11 @@ struct KernelSchedule {
   bool int_gemm = false;
   // CPU: the same for a float32 GEMM on the float micro-kernel (sgemm_*.h).
   bool float_gemm = false;
-  // CPU: the first phase is a depthwise convolution (scheduler/
-  // depthwise_conv.h) computed by the direct kernel
-  // (codegen/lower_depthwise_conv_kernel.h); a second phase, if any, is its
+  // CPU: the first phase is a depthwise or small-channel convolution (scheduler/
+  // direct_conv.h) computed by the direct kernel
+  // (codegen/lower_direct_conv_kernel.h); a second phase, if any, is its
   // elementwise epilogue, applied in its store.
-  bool depthwise_conv = false;
+  bool direct_conv = false;
   // GPU with --skip-dot: the kernel's single op is a float GEMM handed to
   // cuBLASLt (emulated by a reference GEMM on the CPU); never fused. Its tile
   // and estimate are still the tiling search's, as the cost model's stand-in

@@ -14,7 +14,7 @@
 #include "codegen/emulate_threads.h"
 #include "codegen/lower_block_kernel.h"
 #include "codegen/lower_cpu_kernel.h"
-#include "codegen/lower_depthwise_conv_kernel.h"
+#include "codegen/lower_direct_conv_kernel.h"
 #include "codegen/lower_float_gemm_kernel.h"
 #include "codegen/lower_int_gemm_kernel.h"
 #include "codegen/lower_library_gemm.h"
@@ -157,8 +157,8 @@ std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& 
     else if (ks.float_gemm)
       kernels.push_back(codegen::lower_float_gemm_kernel(
           g, ks, float_variant, codegen::prepack_float_gemm_operands(g, ks, float_variant), arch));
-    else if (ks.depthwise_conv)
-      kernels.push_back(codegen::lower_depthwise_conv_kernel(g, ks));
+    else if (ks.direct_conv)
+      kernels.push_back(codegen::lower_direct_conv_kernel(g, ks));
     else if (ks.block_kernel)
       kernels.push_back(codegen::lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch)));
     else
@@ -285,8 +285,8 @@ CompileReport compile(const CompileOptions& options) {
   if (ukernels.float_gemms > 0)
     std::cerr << "      " << ukernels.float_gemms << " float GEMMs on the float micro-kernel (sgemm_"
               << codegen::float_gemm_variant_for(arch).name << ")" << std::endl;
-  if (ukernels.depthwise_convs > 0)
-    std::cerr << "      " << ukernels.depthwise_convs << " depthwise convolutions on the direct kernel" << std::endl;
+  if (ukernels.direct_convs > 0)
+    std::cerr << "      " << ukernels.direct_convs << " convolutions on the direct kernel" << std::endl;
   const nlohmann::json explain = explain_json(g, schedule, unfused, arch);
   report.num_kernels_unfused = static_cast<int>(unfused.kernels.size());
   report.dram_bytes = explain["dram_bytes"];

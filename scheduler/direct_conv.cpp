@@ -1,4 +1,4 @@
-#include "scheduler/depthwise_conv.h"
+#include "scheduler/direct_conv.h"
 
 #include <set>
 
@@ -28,17 +28,19 @@ bool reads_only(const Expr& e, int axis, bool taps) {
   return true;
 }
 
-bool is_window(const Expr& e) {
+// The load of X' (nullptr if e is no window).
+Expr window_load(const Expr& e) {
   Expr x = e;
   if (x->kind == ExprKind::kSelect) {
-    if (x->args[2]->kind != ExprKind::kFloatImm || x->args[2]->float_value != 0.0) return false;
+    if (x->args[2]->kind != ExprKind::kFloatImm || x->args[2]->float_value != 0.0) return nullptr;
     for (const Expr& c : conjuncts(x->args[0]))
-      if (!reads_only(c, kRow, true) && !reads_only(c, kCol, true)) return false;
+      if (!reads_only(c, kRow, true) && !reads_only(c, kCol, true)) return nullptr;
     x = x->args[1];
   }
-  if (x->kind != ExprKind::kLoad || x->dtype != DType::kF32 || x->args.size() != kRank) return false;
-  return reads_only(x->args[kBatch], kBatch, false) && reads_only(x->args[kChannel], kChannel, false) &&
-         reads_only(x->args[kRow], kRow, true) && reads_only(x->args[kCol], kCol, true);
+  if (x->kind != ExprKind::kLoad || x->dtype != DType::kF32 || x->args.size() != kRank) return nullptr;
+  const bool window = reads_only(x->args[kBatch], kBatch, false) && reads_only(x->args[kChannel], kChannel, true) &&
+                      reads_only(x->args[kRow], kRow, true) && reads_only(x->args[kCol], kCol, true);
+  return window ? x : nullptr;
 }
 
 bool is_weight(const Graph& g, const Op& op, const Expr& e) {
@@ -46,6 +48,17 @@ bool is_weight(const Graph& g, const Op& op, const Expr& e) {
   visit(e, [&](const Expr& n) { loads |= n->kind == ExprKind::kLoad; });
   return loads && e->dtype == DType::kF32 && !has_indirect_load(e) && reads_only_constants(g, op, e) &&
          reads_only(e, kChannel, true);
+}
+
+// The products per output the direct kernel would unroll are few enough,
+// and the conv is depthwise or a small-channel k x k one (direct_conv.h).
+bool pays(const Op& op, const Expr& load) {
+  int64_t taps = 1, channels = 1;
+  for (size_t a = 0; a < op.reduce_extents.size(); ++a) {
+    taps *= op.reduce_extents[a];
+    if (uses_var(load->args[kChannel], kRank + static_cast<int>(a))) channels *= op.reduce_extents[a];
+  }
+  return taps <= kMaxDirectConvTaps && (channels == 1 || (channels <= kMaxDirectConvChannels && taps > channels));
 }
 
 }  // namespace
@@ -59,21 +72,20 @@ std::vector<Expr> conjuncts(const Expr& guard) {
   return {guard};
 }
 
-DepthwiseFactors depthwise_factors(const Graph& g, const Op& op) {
+DirectConvFactors direct_conv_factors(const Graph& g, const Op& op) {
   const Tensor& out = g.tensor(op.output);
   if (op.reduction != Reduction::kSum || out.dtype != DType::kF32 || out.shape.size() != kRank ||
       op.reduce_extents.empty() || op.body->kind != ExprKind::kBinary || op.body->binary_op != BinaryOp::kMul)
     return {};
-  int64_t taps = 1;
-  for (int64_t e : op.reduce_extents) taps *= e;
-  if (taps > kMaxDepthwiseTaps) return {};
-  const Expr& x = op.body->args[0];
-  const Expr& y = op.body->args[1];
-  if (is_window(x) && is_weight(g, op, y)) return {x, y};
-  if (is_window(y) && is_weight(g, op, x)) return {y, x};
+  for (int x = 0; x < 2; ++x) {
+    const Expr& window = op.body->args[static_cast<size_t>(x)];
+    const Expr& weight = op.body->args[static_cast<size_t>(1 - x)];
+    const Expr load = window_load(window);
+    if (load && is_weight(g, op, weight) && pays(op, load)) return {window, weight};
+  }
   return {};
 }
 
-bool is_depthwise_conv(const Graph& g, const Op& op) { return depthwise_factors(g, op).window != nullptr; }
+bool is_direct_conv(const Graph& g, const Op& op) { return direct_conv_factors(g, op).window != nullptr; }
 
 }  // namespace tilegraph::scheduler

@@ -1,10 +1,10 @@
-#include "codegen/lower_depthwise_conv_kernel.h"
+#include "codegen/lower_direct_conv_kernel.h"
 
 #include "codegen/gemm_coords.h"
 #include "codegen/kernel_exprs.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/simplify.h"
-#include "scheduler/depthwise_conv.h"
+#include "scheduler/direct_conv.h"
 
 namespace tilegraph::codegen {
 
@@ -27,15 +27,15 @@ Expr fold_decided_selects(const Expr& e) {
   });
 }
 
-class DepthwiseConvLowering {
+class DirectConvLowering {
  public:
-  DepthwiseConvLowering(const Graph& g, const scheduler::KernelSchedule& ks)
+  DirectConvLowering(const Graph& g, const scheduler::KernelSchedule& ks)
       : g_(g), phases_(scheduler::phase_ops(g, ks)) {
-    TG_CHECK(!phases_.empty() && phases_.size() <= 2, "a depthwise conv kernel has 1 or 2 phases, got ",
+    TG_CHECK(!phases_.empty() && phases_.size() <= 2, "a direct conv kernel has 1 or 2 phases, got ",
              phases_.size());
     conv_ = phases_.front();
-    factors_ = scheduler::depthwise_factors(g, conv_);
-    TG_CHECK(factors_.window != nullptr, "kernel ", conv_.name, " is not a depthwise convolution");
+    factors_ = scheduler::direct_conv_factors(g, conv_);
+    TG_CHECK(factors_.window != nullptr, "kernel ", conv_.name, " is not a direct convolution");
     shape_ = g.tensor(conv_.output).shape;
     const Op& root = phases_.back();
     kernel_.name = root.name;
@@ -146,7 +146,7 @@ class DepthwiseConvLowering {
   const Graph& g_;
   std::vector<Op> phases_;
   Op conv_;
-  scheduler::DepthwiseFactors factors_;
+  scheduler::DirectConvFactors factors_;
   Shape shape_;
   Kernel kernel_;
   std::vector<Interval> bounds_;
@@ -156,8 +156,8 @@ class DepthwiseConvLowering {
 
 }  // namespace
 
-Kernel lower_depthwise_conv_kernel(const Graph& g, const scheduler::KernelSchedule& ks) {
-  return DepthwiseConvLowering(g, ks).build();
+Kernel lower_direct_conv_kernel(const Graph& g, const scheduler::KernelSchedule& ks) {
+  return DirectConvLowering(g, ks).build();
 }
 
 }  // namespace tilegraph::codegen

@@ -1,13 +1,16 @@
-"""Depthwise convolutions (group == channels) on the direct CPU kernel
-(codegen/lower_depthwise_conv_kernel.h), host CPU:
+"""Depthwise convolutions (group == channels) and k x k convolutions over a
+few input channels (a stem on RGB) on the direct CPU kernel
+(codegen/lower_direct_conv_kernel.h), host CPU:
 
 * odd shapes: tails in width, height and channels, batch 2, stride 2, padding
   (symmetric and not), dilation, a 5x5 window, channel multiplier 2, feature
   maps too small to have an interior (every row and column a border), and
   maps of one row;
+* stems: 3 channels, 3x3 stride 2 and 5x5 dilated, batch 2; a 1x1 conv over
+  3 channels stays off the direct kernel;
 * fused epilogues: bias + Clip (Relu6), Relu, a residual Add;
 * each such conv is a kernel of the direct kind (manifest.json
-  `depthwise_conv`), its epilogue in the same kernel, and the outputs match
+  `direct_conv`), its epilogue in the same kernel, and the outputs match
   onnxruntime (test_acc); --no-float-ukernels keeps the loop nests.
 """
 import json
@@ -84,8 +87,20 @@ def thin(path):
     _save(path, nodes, [x, s], outs, [_w("w0", 17, 1, 3, 3), _w("b0", 17), _w("w1", 17, 1, 3, 3)])
 
 
-# model -> (its builder, its depthwise convs)
-MODELS = {"odd": (odd, 5), "thin": (thin, 2)}
+def stem(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 17, 15])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "u")]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c0"], ["y"]),
+             helper.make_node("Conv", ["x", "w1"], ["z"], pads=[2, 1, 3, 4], dilations=[2, 1]),
+             # K = 3 without a window: the GEMM (or the loop nest), not the direct kernel
+             helper.make_node("Conv", ["x", "w2"], ["u"])]
+    _save(path, nodes, [x], outs, [_w("w0", 8, 3, 3, 3), _w("b0", 8), _w("w1", 11, 3, 5, 3),
+                                   _w("w2", 16, 3, 1, 1)])
+
+
+# model -> (its builder, its direct convs, its kernels)
+MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "stem": (stem, 2, 3)}
 
 
 def _tune(exe, prefix, env, *flags):
@@ -94,23 +109,22 @@ def _tune(exe, prefix, env, *flags):
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_depthwise_conv_model(name, tmp_path):
+def test_direct_conv_model(name, tmp_path):
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
-    build, expected = MODELS[name]
+    build, expected, kernels = MODELS[name]
     prefix = tmp_path / name
     build(prefix)
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
     tune = _tune(exe, prefix, env)
     assert tune.returncode == 0, tune.stdout[-3000:]
-    assert f"{expected} depthwise convolutions on the direct kernel" in tune.stdout, tune.stdout[-3000:]
+    assert f"{expected} convolutions on the direct kernel" in tune.stdout, tune.stdout[-3000:]
     manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    direct = [k for k in manifest["kernels"] if k.get("depthwise_conv")]
+    direct = [k for k in manifest["kernels"] if k.get("direct_conv")]
     assert len(direct) == expected, [k["name"] for k in manifest["kernels"]]
-    # Nothing else in the models: every Clip, Relu and residual Add rides in
-    # its conv's kernel as the epilogue.
-    assert len(manifest["kernels"]) == expected, [k["onnx_nodes"] for k in manifest["kernels"]]
+    # Every Clip, Relu and residual Add rides in its conv's kernel as the epilogue.
+    assert len(manifest["kernels"]) == kernels, [k["onnx_nodes"] for k in manifest["kernels"]]
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout
@@ -125,6 +139,6 @@ def test_no_float_ukernels_keeps_the_loop_nest(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
     tune = _tune(exe, prefix, env, "--no-float-ukernels", "--no-build")
     assert tune.returncode == 0, tune.stdout[-3000:]
-    assert "depthwise" not in tune.stdout
+    assert "direct kernel" not in tune.stdout
     manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    assert not [k for k in manifest["kernels"] if k.get("depthwise_conv")]
+    assert not [k for k in manifest["kernels"] if k.get("direct_conv")]

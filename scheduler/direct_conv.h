@@ -1,0 +1,51 @@
+// Convolutions with few products per output, for the direct CPU kernel
+// (codegen/lower_direct_conv_kernel.h) instead of the GEMM micro-kernel or
+// the generic loop nest:
+//   * depthwise convs (ONNX Conv with group == input channels, any channel
+//     multiplier): one weight per (filter, tap) and no channel reduction, so
+//     no GEMM worth the micro-kernel (one row per filter), and the loop nest
+//     computed each output as a reduction with a padding select and a
+//     clamped gather per tap;
+//   * k x k convs over at most kMaxDirectConvChannels input channels (a
+//     network's stem on RGB images): K = C*k*k is too short for the implicit
+//     GEMM to amortize packing its B panels (an im2col gather per value,
+//     reused by few filters). A 1x1 conv always stays a GEMM (measured:
+//     MobileNetV2's 1x1 convs over 16-32 channels ran 2-4x slower direct).
+//
+// The form recognized (what frontends/onnx/ops/conv_pool.cpp emits for a
+// 2-D float conv):
+//   out[n, m, oh, ow] = sum over the reduce axes of  X' * W'
+//   W': a load of constants that reads neither n nor oh nor ow;
+//   X': load(X, [n-only, m and channel taps only, oh and taps only,
+//       ow and taps only]), optionally select(guard, load, 0.0) where each
+//       conjunct of the guard reads oh and taps, or ow and taps (the padding
+//       test of one axis).
+// At most kMaxDirectConvTaps products per output.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace tilegraph::scheduler {
+
+// The direct kernel unrolls the products into one expression per output.
+constexpr int64_t kMaxDirectConvTaps = 49;
+// Input channels summed per output (the reduce axes the window's channel
+// index reads), for convs with a spatial window.
+constexpr int64_t kMaxDirectConvChannels = 4;
+
+bool is_direct_conv(const Graph& g, const Op& op);
+
+// The two factors of such a conv's body: the window (X') and the weight
+// (W'). Both null when `op` is not one.
+struct DirectConvFactors {
+  Expr window;
+  Expr weight;
+};
+DirectConvFactors direct_conv_factors(const Graph& g, const Op& op);
+
+// The conjuncts of a guard `a && b && ...` (a non-And expression is its own).
+std::vector<Expr> conjuncts(const Expr& guard);
+
+}  // namespace tilegraph::scheduler
