@@ -3,7 +3,8 @@
 The small config keeps torchvision's bottleneck ResNet module (7x7 stride-2
 stem, max pool, bottleneck blocks with 1x1 / 3x3 / 1x1 convs, strided and
 projection shortcuts, residual Add + ReLU, global pool, linear) with one block
-per stage, 32x32 input, 10 classes.
+per stage, bottleneck width 16 per group (a quarter of ResNet-50's), 32x32
+input, 10 classes.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ def build(bs=1, small=False, impl="auto") -> Export:
     from torchvision.models.resnet import Bottleneck, ResNet, resnet50
 
     if small:
-        module = ResNet(Bottleneck, [1, 1, 1, 1], num_classes=10)
-        size, desc = 32, "ResNet (torchvision) bottleneck, 1 block per stage, 32x32, 10 classes"
+        module = ResNet(Bottleneck, [1, 1, 1, 1], num_classes=10, width_per_group=16)
+        size, desc = 32, "ResNet (torchvision) bottleneck, 1 block per stage, width 16 per group, 32x32, 10 classes"
     else:
         module = resnet50()
         size, desc = 224, "ResNet-50 (torchvision), 224x224, 1000 classes"
