@@ -6,11 +6,12 @@
 //     no GEMM worth the micro-kernel (one row per filter), and the loop nest
 //     computed each output as a reduction with a padding select and a
 //     clamped gather per tap;
-//   * k x k convs over at most kMaxDirectConvChannels input channels (a
-//     network's stem on RGB images): K = C*k*k is too short for the implicit
-//     GEMM to amortize packing its B panels (an im2col gather per value,
-//     reused by few filters). A 1x1 conv always stays a GEMM (measured:
-//     MobileNetV2's 1x1 convs over 16-32 channels ran 2-4x slower direct).
+//   * k x k convs that sum over input channels too (the lowering supports
+//     them) only up to kMaxDirectConvChannels: measured on MobileNetV2, its
+//     RGB stem (3x3 stride 2, K = 27) ran no faster direct than as the
+//     implicit GEMM (2.3-2.5 ms vs 2.3-2.9 ms alone, model ratio unchanged),
+//     and its 1x1 convs over 16-32 channels 2-4x slower, so today the rule
+//     takes depthwise convs only.
 //
 // The form recognized (what frontends/onnx/ops/conv_pool.cpp emits for a
 // 2-D float conv):
@@ -32,8 +33,8 @@ namespace tilegraph::scheduler {
 // The direct kernel unrolls the products into one expression per output.
 constexpr int64_t kMaxDirectConvTaps = 49;
 // Input channels summed per output (the reduce axes the window's channel
-// index reads), for convs with a spatial window.
-constexpr int64_t kMaxDirectConvChannels = 4;
+// index reads): 1, depthwise only (see above).
+constexpr int64_t kMaxDirectConvChannels = 1;
 
 bool is_direct_conv(const Graph& g, const Op& op);
 
