@@ -45,11 +45,17 @@ std::vector<Expr> gemm_op_vars(const scheduler::Gemm& m, const Expr& b, const Ex
 Stmt gemm_output_store(const Graph& g, const std::vector<Op>& phases, const scheduler::Gemm& m,
                        const std::vector<int>& epilogue_buffers, int output, const std::vector<Interval>& bounds,
                        const Expr& b, const Expr& row, const Expr& col, const Expr& acc) {
-  const std::vector<Expr> coords = gemm_coords(m, b, row, col);
-  const Expr index = finalize_indices(linear_index(m.out_shape, coords), bounds);
+  return epilogue_output_store(g, phases, m.out_shape, epilogue_buffers, output, bounds,
+                               gemm_coords(m, b, row, col), acc);
+}
+
+Stmt epilogue_output_store(const Graph& g, const std::vector<Op>& phases, const Shape& out_shape,
+                           const std::vector<int>& epilogue_buffers, int output, const std::vector<Interval>& bounds,
+                           const std::vector<Expr>& coords, const Expr& acc) {
+  const Expr index = finalize_indices(linear_index(out_shape, coords), bounds);
   if (phases.size() == 1) return make_store(output, index, acc);
   const Op& epi = phases[1];
-  const std::vector<Expr> epi_coords = scheduler::epilogue_coords(coords, m.out_shape, g.tensor(epi.output).shape);
+  const std::vector<Expr> epi_coords = scheduler::epilogue_coords(coords, out_shape, g.tensor(epi.output).shape);
   Expr e = to_kernel_loads(g, epi, substitute_vars(epi.body, epi_coords), bounds);
   e = rewrite(e, [&](const Expr& n) -> Expr {
     if (n->kind != ExprKind::kLoad) return nullptr;

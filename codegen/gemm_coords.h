@@ -30,4 +30,11 @@ Stmt gemm_output_store(const Graph& g, const std::vector<Op>& phases, const sche
                        const std::vector<int>& epilogue_buffers, int output, const std::vector<Interval>& bounds,
                        const Expr& b, const Expr& row, const Expr& col, const Expr& acc);
 
+// The same for the output element at `coords` (one per axis of phases[0]'s
+// output, of shape out_shape): also the store of the direct convolution
+// kernel (lower_direct_conv_kernel.h).
+Stmt epilogue_output_store(const Graph& g, const std::vector<Op>& phases, const Shape& out_shape,
+                           const std::vector<int>& epilogue_buffers, int output, const std::vector<Interval>& bounds,
+                           const std::vector<Expr>& coords, const Expr& acc);
+
 }  // namespace tilegraph::codegen

@@ -3,6 +3,7 @@
 #include "codegen/int_gemm_variant.h"
 #include "codegen/lower_block_kernel.h"
 #include "codegen/lower_cpu_kernel.h"
+#include "codegen/lower_direct_conv_kernel.h"
 #include "codegen/lower_float_gemm_kernel.h"
 #include "codegen/lower_int_gemm_kernel.h"
 #include "codegen/lower_library_gemm.h"
@@ -27,6 +28,8 @@ Kernel lower_kernel(Graph& g, const scheduler::KernelSchedule& ks, const schedul
       const FloatGemmPacks packed = prepack_float_gemm_operands(g, ks, variant);
       return lower_float_gemm_kernel(g, ks, variant, packed, arch);
     }
+    case scheduler::KernelKind::kDirectConv:
+      return lower_direct_conv_kernel(g, ks);
     case scheduler::KernelKind::kLibraryGemm:
       return lower_library_gemm_kernel(g, ks);
   }

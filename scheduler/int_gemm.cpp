@@ -4,6 +4,7 @@
 #include <set>
 
 #include "compiler/ir/error.h"
+#include "scheduler/direct_conv.h"
 
 namespace tilegraph::scheduler {
 
@@ -194,8 +195,10 @@ bool reads_at_identity(const Op& op, TensorId t, const Shape& t_shape, const Sha
       if (n->args.size() != t_shape.size()) { ok = false; return; }
       size_t next = 0;  // t's non-unit dims read out's non-unit dims in order
       for (size_t d = 0; d < t_shape.size(); ++d) {
-        if (t_shape[d] == 1) {
-          ok = ok && is_const_int(n->args[d]);
+        if (t_shape[d] == 1) {  // index 0: a constant, or an output axis of extent 1
+          const Expr& i = n->args[d];
+          ok = ok && (is_const_int(i) || (i->kind == ExprKind::kVar && i->int_value < static_cast<int64_t>(out_shape.size()) &&
+                                          out_shape[static_cast<size_t>(i->int_value)] == 1));
           continue;
         }
         ok = ok && n->args[d]->kind == ExprKind::kVar && n->args[d]->int_value == out_dims[next++];
@@ -252,11 +255,13 @@ GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool flo
     const std::vector<Op> phases = phase_ops(g, ks);
     if (phases.size() != 1) continue;
     const std::optional<Gemm> gemm = match_gemm(g, phases[0]);
-    if (!gemm) continue;
-    if (gemm->element == DType::kI8) {
+    if (gemm && gemm->element == DType::kI8) {
       ks.kind = KernelKind::kIntGemm;
       ++counts.int_gemms;
-    } else if (float_gemms && float_gemm_pays(*gemm)) {
+    } else if (float_gemms && is_direct_conv(g, phases[0])) {
+      ks.kind = KernelKind::kDirectConv;
+      ++counts.direct_convs;
+    } else if (gemm && float_gemms && float_gemm_pays(*gemm)) {
       ks.kind = KernelKind::kFloatGemm;
       ++counts.float_gemms;
     } else {

@@ -63,7 +63,8 @@ std::optional<Gemm> match_int_gemm(const Graph& g, const Op& op);
 
 // Does a float32 GEMM of this shape gain from the micro-kernel? Not when it
 // has too few columns to fill a register tile (a depthwise conv's single
-// column per channel, a vector's dot products): those keep the loop nest.
+// column per channel: the direct kernel, scheduler/direct_conv.h; a
+// vector's dot products: the loop nest).
 bool float_gemm_pays(const Gemm& m);
 
 // Is op a sum of products of two factors that both read int8/uint8 tensors
@@ -85,11 +86,14 @@ std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Sha
 struct GemmUkernelCounts {
   int int_gemms = 0;
   int float_gemms = 0;
+  int direct_convs = 0;
 };
 
 // For a CPU schedule: marks each kernel whose op is an int GEMM (and, with
 // float_gemms, a float32 GEMM that float_gemm_pays) for the micro-kernel
-// path, and merges into it the kernel of its only consumer when that is one
+// path, or (with float_gemms) a depthwise or small-channel convolution for
+// the direct kernel
+// (scheduler/direct_conv.h), and merges into it the kernel of its only consumer when that is one
 // elementwise op of the same shape (up to unit dimensions) reading the
 // accumulator at its own index (requantize, scale + bias, activation,
 // residual add). Returns how many kernels use each micro-kernel path.

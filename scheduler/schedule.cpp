@@ -102,6 +102,7 @@ const char* kernel_kind_name(KernelKind kind) {
     case KernelKind::kBlock: return "block";
     case KernelKind::kIntGemm: return "int_gemm";
     case KernelKind::kFloatGemm: return "float_gemm";
+    case KernelKind::kDirectConv: return "direct_conv";
     case KernelKind::kLibraryGemm: return "library_gemm";
   }
   return "?";

@@ -55,13 +55,17 @@ enum class KernelKind {
   kIntGemm,
   // CPU: the same for a float32 GEMM on the float micro-kernel (sgemm_*.h).
   kFloatGemm,
+  // CPU: the first phase is a depthwise convolution (scheduler/direct_conv.h)
+  // computed by the direct kernel (codegen/lower_direct_conv_kernel.h); a
+  // second phase, if any, is its elementwise epilogue, applied in its store.
+  kDirectConv,
   // GPU with --skip-dot: the kernel's single op (and its bias / ReLU
   // epilogue) is a float GEMM handed to cuBLASLt (emulated by a reference
   // GEMM on the CPU); never fused. Its tile and estimate are still the
   // tiling search's, as the cost model's stand-in for the library's time.
   kLibraryGemm,
 };
-// "loop_nest", "block", "int_gemm", "float_gemm", "library_gemm": the
+// "loop_nest", "block", "int_gemm", "float_gemm", "direct_conv", "library_gemm": the
 // kind's name in explain and manifest.json.
 const char* kernel_kind_name(KernelKind kind);
 

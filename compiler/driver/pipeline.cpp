@@ -264,6 +264,8 @@ CompileReport compile(const CompileOptions& options) {
   if (ukernels.float_gemms > 0)
     std::cerr << "      " << ukernels.float_gemms << " float GEMMs on the float micro-kernel (sgemm_"
               << codegen::float_gemm_variant_for(arch).name << ")" << std::endl;
+  if (ukernels.direct_convs > 0)
+    std::cerr << "      " << ukernels.direct_convs << " convolutions on the direct kernel" << std::endl;
   const nlohmann::json explain = explain_json(g, schedule, unfused, arch);
   report.num_kernels_unfused = static_cast<int>(unfused.kernels.size());
   report.dram_bytes = explain["dram_bytes"];

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
+#include "codegen/lower_direct_conv_kernel.h"
 #include "codegen/lower_float_gemm_kernel.h"
 #include "compiler/driver/pipeline.h"
 #include "frontends/onnx/import.h"
@@ -93,11 +95,12 @@ TEST(FloatGemm, PaddedStridedConvIsAnImplicitGemmWithFiltersAsRows) {
 
 // The conv's weights (A) are packed at compile time into MR-row panels,
 // zero past K; the activations (B) are packed per column panel at run time.
+// (5 input channels: over 3 the conv would take the direct kernel.)
 TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {1, 3, 12, 12}).output("y");
-  const std::vector<float> w = ramp(16 * 27);
-  b.initializer_f("w", {16, 3, 3, 3}, w);
+  b.input("x", 1, {1, 5, 12, 12}).output("y");
+  const std::vector<float> w = ramp(16 * 45);
+  b.initializer_f("w", {16, 5, 3, 3}, w);
   OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
   Graph g = import_and_optimize(b, "conv_packed_a");
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
@@ -108,14 +111,14 @@ TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
   ASSERT_GE(packs.a, 0);
   EXPECT_EQ(packs.b, -1);
   const Tensor& packed = g.tensor(packs.a);
-  constexpr int64_t kPanel = 112;  // 27 k x 4 rows, padded to 16 floats
+  constexpr int64_t kPanel = 192;  // 45 k x 4 rows, padded to 16 floats
   ASSERT_EQ(packed.shape, (Shape{4 * kPanel}));
   std::vector<float> got(static_cast<size_t>(4 * kPanel));
   std::memcpy(got.data(), packed.data->data(), got.size() * sizeof(float));
   for (int64_t p = 0; p < 4; ++p)
-    for (int64_t k = 0; k < 28; ++k)
+    for (int64_t k = 0; k < 48; ++k)
       for (int64_t i = 0; i < 4; ++i) {
-        const float want = k < 27 ? w[static_cast<size_t>((p * 4 + i) * 27 + k)] : 0.0f;
+        const float want = k < 45 ? w[static_cast<size_t>((p * 4 + i) * 45 + k)] : 0.0f;
         ASSERT_EQ(got[static_cast<size_t>(p * kPanel + k * 4 + i)], want) << p << " " << k << " " << i;
       }
   const codegen::Kernel kernel =
@@ -152,6 +155,51 @@ TEST(FloatGemm, DepthwiseConvDoesNotPay) {
   EXPECT_EQ(m[0].batch_axes, (std::vector<int>{1}));  // each channel its own 1-column GEMM (36 pixels)
   EXPECT_TRUE(m[0].col_axes.empty());
   EXPECT_FALSE(scheduler::float_gemm_pays(m[0]));
+}
+
+// Which convs take the direct kernel (scheduler/direct_conv.h), and its
+// bias + Relu6 epilogue fused like a GEMM's.
+struct ScheduledConv {
+  Graph g;
+  scheduler::Schedule s;
+};
+
+// Conv (8 filters, 9 x 10 output) + bias + Clip(0, 6), scheduled for the host.
+ScheduledConv conv_relu6(const std::string& name, int64_t channels, int64_t group, int64_t k) {
+  constexpr int64_t kFilters = 8;
+  const int64_t weights = kFilters * channels / group * k * k;
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, channels, 9, 10}).output("y");
+  b.initializer_f("w", {kFilters, channels / group, k, k}, ramp(static_cast<int>(weights)));
+  b.initializer_f("bias", {kFilters}, ramp(kFilters));
+  b.initializer_f("lo", {}, {0.0f});
+  b.initializer_f("hi", {}, {6.0f});
+  auto& conv = b.node("Conv", {"x", "w", "bias"}, {"c"});
+  OnnxModelBuilder::attr_int(conv, "group", group);
+  if (k > 1) OnnxModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  b.node("Clip", {"c", "lo", "hi"}, {"y"});
+  ScheduledConv r{import_and_optimize(b, name), {}};
+  r.s = scheduler::schedule_tile_graph(r.g, scheduler::host_arch(), {});
+  scheduler::use_gemm_ukernels(r.g, r.s, true);
+  return r;
+}
+
+TEST(FloatGemm, DepthwiseConvsTakeTheDirectKernelWithTheirEpilogue) {
+  for (const auto& [name, channels, group] : {std::tuple<const char*, int64_t, int64_t>{"dw", 8, 8}, {"dw_x2", 4, 4}}) {
+    const ScheduledConv c = conv_relu6(name, channels, group, 3);
+    ASSERT_EQ(c.s.kernels.size(), 1u) << name << ": bias + Clip should be the direct kernel's epilogue";
+    EXPECT_EQ(c.s.kernels[0].kind, scheduler::KernelKind::kDirectConv) << name;
+    const codegen::Kernel kernel = codegen::lower_direct_conv_kernel(c.g, c.s.kernels[0]);
+    EXPECT_EQ(kernel.flops, 2 * 8 * 9 * 10 * channels / group * 9) << name;
+  }
+}
+
+// Convs that sum over input channels stay GEMMs (direct_conv.h: measured).
+TEST(FloatGemm, ConvsOverChannelsStayOffTheDirectKernel) {
+  for (const auto& [name, channels, k] : {std::tuple<const char*, int64_t, int64_t>{"pointwise", 3, 1}, {"stem", 3, 3}}) {
+    const ScheduledConv c = conv_relu6(name, channels, 1, k);
+    for (const scheduler::KernelSchedule& ks : c.s.kernels) EXPECT_NE(ks.kind, scheduler::KernelKind::kDirectConv) << name;
+  }
 }
 
 OnnxModelBuilder linear_relu() {

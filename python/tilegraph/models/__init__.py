@@ -63,6 +63,7 @@ MODELS = {
     "vit_b16": "vit:build_b16",
     "swin_transformer": "swin:build",
     "mobilenet": "mobilenet:build",
+    "resnet50": "resnet:build",
     "mobilevit": "mobilevit:build",
     "NAFNet": "nafnet:build",
     "BSRN": "bsrn:build",

@@ -1,0 +1,146 @@
+"""Depthwise convolutions (group == channels) on the direct CPU kernel
+(codegen/lower_direct_conv_kernel.h), host CPU:
+
+* odd shapes: tails in width, height and channels, batch 2, stride 2, padding
+  (symmetric and not), dilation, a 5x5 window, channel multiplier 2, feature
+  maps too small to have an interior (every row and column a border), and
+  maps of one row;
+* stems (3 channels, 3x3 stride 2 and 5x5 dilated, batch 2) and a 1x1 conv
+  over 3 channels stay off the direct kernel (scheduler/direct_conv.h);
+* fused epilogues: bias + Clip (Relu6), Relu, a residual Add;
+* each such conv is a kernel of the direct kind (manifest.json
+  schedule kind `direct_conv`), its epilogue in the same kernel, and the outputs match
+  onnxruntime (test_acc); --no-float-ukernels keeps the loop nests.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "python") not in sys.path:
+    sys.path.insert(0, str(REPO / "python"))
+
+from tilegraph._common import find_tilegraph_bin  # noqa: E402
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+RNG = np.random.default_rng(1)
+
+
+def _w(name, *shape):
+    return numpy_helper.from_array((RNG.standard_normal(shape) * 0.3).astype(np.float32), name)
+
+
+def _scalar(name, v):
+    return numpy_helper.from_array(np.array(v, np.float32), name)
+
+
+def _save(path, nodes, inputs, outputs, inits):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path / "model.onnx"))
+
+
+def odd(path):
+    # batch 2, 5 channels, 13 x 11: tails everywhere.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 13, 11])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "u", "v")]
+    nodes = [
+        # 3x3 pad 1 + bias + Relu6 (the MobileNet block)
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], group=5, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c0", "lo", "hi"], ["r0"]),
+        # 3x3 stride 2 pad 1 on odd sizes, + residual-free Relu
+        helper.make_node("Conv", ["r0", "w1"], ["c1"], group=5, pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c1"], ["y"]),
+        # 5x5, dilation 2, asymmetric padding, stride (1, 2)
+        helper.make_node("Conv", ["r0", "w2", "b2"], ["z"], group=5, pads=[4, 3, 2, 1],
+                         dilations=[2, 2], strides=[1, 2]),
+        # channel multiplier 2, no padding
+        helper.make_node("Conv", ["x", "w3"], ["u"], group=5),
+        # 3x3 pad 1 with a residual Add as the epilogue
+        helper.make_node("Conv", ["r0", "w4", "b4"], ["c4"], group=5, pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c4", "r0"], ["v"]),
+    ]
+    _save(path, nodes, [x], outs,
+          [_w("w0", 5, 1, 3, 3), _w("b0", 5), _scalar("lo", 0.0), _scalar("hi", 6.0),
+           _w("w1", 5, 1, 3, 3), _w("w2", 5, 1, 5, 5), _w("b2", 5), _w("w3", 10, 1, 3, 3),
+           _w("w4", 5, 1, 3, 3), _w("b4", 5)])
+
+
+def thin(path):
+    # one row (every output row reads the padding), and 2 x 2 maps under a
+    # 3x3 window (no interior at all); 17 channels
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 17, 1, 19])
+    s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 17, 2, 2])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z")]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["y"], group=17, pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["s", "w1"], ["z"], group=17, pads=[1, 1, 1, 1])]
+    _save(path, nodes, [x, s], outs, [_w("w0", 17, 1, 3, 3), _w("b0", 17), _w("w1", 17, 1, 3, 3)])
+
+
+def stem(path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 17, 15])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "u")]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c0"], ["y"]),
+             helper.make_node("Conv", ["x", "w1"], ["z"], pads=[2, 1, 3, 4], dilations=[2, 1]),
+             # K = 3 without a window: the GEMM (or the loop nest), not the direct kernel
+             helper.make_node("Conv", ["x", "w2"], ["u"])]
+    _save(path, nodes, [x], outs, [_w("w0", 8, 3, 3, 3), _w("b0", 8), _w("w1", 11, 3, 5, 3),
+                                   _w("w2", 16, 3, 1, 1)])
+
+
+# model -> (its builder, its direct convs, its kernels)
+MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "stem": (stem, 0, 3)}
+
+
+def _tune(exe, prefix, env, *flags):
+    return subprocess.run([str(exe), "tune", str(prefix), *flags], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_direct_conv_model(name, tmp_path):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    build, expected, kernels = MODELS[name]
+    prefix = tmp_path / name
+    build(prefix)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    tune = _tune(exe, prefix, env)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    if expected:
+        assert f"{expected} convolutions on the direct kernel" in tune.stdout, tune.stdout[-3000:]
+    else:
+        assert "direct kernel" not in tune.stdout, tune.stdout[-3000:]
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    direct = [k for k in manifest["kernels"] if k["schedule"]["kind"] == "direct_conv"]
+    assert len(direct) == expected, [k["name"] for k in manifest["kernels"]]
+    # Every Clip, Relu and residual Add rides in its conv's kernel as the epilogue.
+    assert len(manifest["kernels"]) == kernels, [k["onnx_nodes"] for k in manifest["kernels"]]
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout
+
+
+def test_no_float_ukernels_keeps_the_loop_nest(tmp_path):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "thin"
+    thin(prefix)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    tune = _tune(exe, prefix, env, "--no-float-ukernels", "--no-build")
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    assert "direct kernel" not in tune.stdout
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    assert not [k for k in manifest["kernels"] if k["schedule"]["kind"] == "direct_conv"]
