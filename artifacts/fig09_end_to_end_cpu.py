@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import charts, cli, compile, paths, report, tables, timing  # noqa: E402
 from common.machine import detect  # noqa: E402
-from common.model_set import QUICK_MODELS, WELDER_MODELS, export_full, small_source  # noqa: E402
+from common.model_set import QUICK_MODELS, WELDER_MODELS, export_full, small_source, torch_impl  # noqa: E402
 
 COLUMNS = ["model", "size", "threads", "tilegraph_ms", "onnxruntime_ms", "pytorch_ms",
            "speedup_vs_onnxruntime", "speedup_vs_pytorch", "kernels"]
@@ -59,8 +59,8 @@ def main(argv=None) -> int:
         torch_ms = None
         if not torch_why:
             try:
-                torch_ms = timing.time_torch_cpu(model, small=not full_size, threads=threads, iters=iters,
-                                                 warmup=warmup)
+                torch_ms = timing.time_torch_cpu(model, small=not full_size, impl=torch_impl(source),
+                                                 threads=threads, iters=iters, warmup=warmup)
             except Exception as e:  # a model PyTorch cannot build here is a gap, not a crash
                 skipped.append((f"PyTorch {model}", f"failed: {type(e).__name__}: {e}"))
         tg = ms["tilegraph"]

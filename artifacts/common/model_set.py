@@ -37,6 +37,9 @@ def export_full(model: str) -> Path:
     return prefix
 
 
-def is_small(source: Path) -> bool:
+def torch_impl(source: Path) -> str:
+    """torch2onnx's --impl that made SOURCE: 'own' for tilegraph.models' own
+    definitions, else 'auto' (the library's, when installed)."""
     f = source / "export.json"
-    return f.is_file() and bool(json.loads(f.read_text()).get("small"))
+    library = json.loads(f.read_text()).get("library", "own") if f.is_file() else "auto"
+    return "own" if library == "own" else "auto"

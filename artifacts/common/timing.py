@@ -73,15 +73,15 @@ def time_tilegraph_and_onnxruntime(prefix: Path, *, threads: int, iters: int, wa
     return {"tilegraph": statistics.median(tg), "onnxruntime": statistics.median(ort) if ort else None}
 
 
-def time_torch_cpu(zoo_name: str, *, small: bool, threads: int, iters: int, warmup: int) -> float:
+def time_torch_cpu(zoo_name: str, *, small: bool, impl: str, threads: int, iters: int, warmup: int) -> float:
     """Median ms of the same architecture in PyTorch eager on the CPU (random weights,
-    tilegraph.models), for when torch is importable."""
+    tilegraph.models; IMPL as torch2onnx's --impl), for when torch is importable."""
     import torch
 
     from tilegraph import models
 
     torch.set_num_threads(threads)
-    example = models.build(zoo_name, bs=1, small=small, impl="auto")
+    example = models.build(zoo_name, bs=1, small=small, impl=impl)
     module = example.module.eval()
     with torch.inference_mode():
         for _ in range(warmup):
