@@ -84,11 +84,11 @@ class Connector {
   }
 
   Schedule run() {
-    if (o_.fusion) {
+    if (o_.fusion != FusionLevel::kNone) {
       connect_library_epilogues();
       connect_registers();
-      connect_shared();
     }
+    if (o_.fusion == FusionLevel::kFull) connect_shared();
     Schedule s;
     s.arch = arch_.name;
     for (Group& grp : groups_) {
@@ -501,6 +501,21 @@ void ScheduleCache::save(const std::string& path) const {
   const std::filesystem::path file(path);
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path());
   replace_file(file, j.dump() + "\n");
+}
+
+const char* fusion_level_name(FusionLevel level) {
+  switch (level) {
+    case FusionLevel::kNone: return "none";
+    case FusionLevel::kRegister: return "register";
+    case FusionLevel::kFull: return "full";
+  }
+  return "full";
+}
+
+FusionLevel fusion_level_from_name(const std::string& name) {
+  for (FusionLevel level : {FusionLevel::kNone, FusionLevel::kRegister, FusionLevel::kFull})
+    if (name == fusion_level_name(level)) return level;
+  throw UserError(str_cat("--fusion-level '", name, "': expected none, register or full"));
 }
 
 const TilingResult* ScheduleCache::find(uint64_t key) const {

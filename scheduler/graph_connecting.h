@@ -25,9 +25,20 @@
 
 namespace tilegraph::scheduler {
 
+// How far GraphConnecting may fuse (tune --fusion-level; the paper's Fig. 13
+// ablation): kNone, one op per kernel; kRegister, only step 1 (elementwise
+// producers inlined, no edge kept in shared memory / a CPU tile buffer);
+// kFull, both steps.
+enum class FusionLevel { kNone, kRegister, kFull };
+
+// "none", "register", "full".
+const char* fusion_level_name(FusionLevel level);
+// The level a --fusion-level value names; UserError naming the flag otherwise.
+FusionLevel fusion_level_from_name(const std::string& name);
+
 struct TileGraphOptions {
   int topk = 20;
-  bool fusion = true;          // false: one op per kernel (explain --no-fusion)
+  FusionLevel fusion = FusionLevel::kFull;  // kNone: one op per kernel (explain --no-fusion)
   // GPU, tune --skip-dot: every float GEMM (scheduler/library_gemm.h) is a
   // kernel of its own, a cuBLASLt call; nothing is fused into or with it.
   bool library_gemms = false;

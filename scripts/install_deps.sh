@@ -4,7 +4,7 @@
 # backend node tests, the aarch64 cross compiler + qemu (ARM micro-kernel tests),
 # ccache (the tests build hundreds of generated projects with the same runtime
 # sources), Debian's ROCm hipcc (builds the MI250 HIP projects; there is no AMD
-# GPU to run them), and the Python packages for test_acc and the model tests. (llvm-15 / llvm-19
+# GPU to run them), and the Python packages for test_acc, the model tests and artifacts/. (llvm-15 / llvm-19
 # for benchmarks/ukernel_mca.py are optional: apt-get install llvm-15 llvm-19.)
 # Idempotent: skips what is already there. Needs root (or sudo) for apt.
 set -euo pipefail
@@ -20,10 +20,14 @@ APT_PACKAGES=(
   ccache
   hipcc
 )
-PIP_PACKAGES=(numpy onnx onnxruntime pytest)
+PIP_PACKAGES=(numpy onnx onnxruntime pytest matplotlib)  # matplotlib: the charts of artifacts/
 
+# TG_APT_SKIP="pkg ...": packages to leave out where a base image cannot have them
+# (docker/Dockerfile.cuda and .rocm: Ubuntu's chromium is a snap, absent in a container).
+read -r -a skip <<< "${TG_APT_SKIP:-}"
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
+  [[ " ${skip[*]} " == *" $p "* ]] && continue
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
@@ -35,7 +39,7 @@ if ((${#missing[@]})); then
 fi
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c "import numpy, onnx, onnxruntime, pytest" 2>/dev/null; then
+if ! "$PYTHON" -c "import numpy, onnx, onnxruntime, pytest, matplotlib" 2>/dev/null; then
   echo "installing Python packages: ${PIP_PACKAGES[*]}"
   "$PYTHON" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null ||
     "$PYTHON" -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"

@@ -7,7 +7,7 @@
 #      H100 (emulated; CUDA project built with nvcc) and V100 (emulated) vs onnxruntime;
 #      MI250 HIP projects of small models built with hipcc (tests/models: test_hip_project_builds_with_hipcc);
 #      INT8 models quantized by onnxruntime on every x86 int8 micro-kernel; the ARM
-#      micro-kernels cross-built and run under qemu-aarch64
+#      micro-kernels cross-built and run under qemu-aarch64; artifacts/run_all.sh --quick (tests/artifacts)
 #   4. unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   5. a short libFuzzer run of the model loader, and more random hostile-name models
 #      through tune + the generated-code scan (tests/security/test_hostile_names.py)
@@ -38,7 +38,7 @@ python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph
 python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph --arch H100
 
 stage "3. CLI error tests and model tests (pytest)"
-PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/security tests/models tests/bench tests/quantized tests/float_gemm tests/arm
+PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/security tests/models tests/bench tests/quantized tests/float_gemm tests/arm tests/artifacts
 
 if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
   stage "4. unit tests under ASan + UBSan"

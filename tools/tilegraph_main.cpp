@@ -21,6 +21,7 @@
 #include "frontends/onnx/op_table.h"
 #include "frontends/onnx/tensor_proto.h"
 #include "scheduler/arch_spec.h"
+#include "scheduler/graph_connecting.h"
 
 namespace fs = std::filesystem;
 using namespace tilegraph;
@@ -78,8 +79,18 @@ struct TuneFlags {
   std::string cpu_features;
   bool no_build = false, no_fusion = false, no_float_ukernels = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::string profile_topk = "auto";
+  std::string fusion_level;  // empty: full, or none under --no-fusion
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
+
+// --fusion-level, with --no-fusion as the alias of "none".
+scheduler::FusionLevel fusion_level_of(const TuneFlags& f) {
+  if (f.fusion_level.empty()) return f.no_fusion ? scheduler::FusionLevel::kNone : scheduler::FusionLevel::kFull;
+  const scheduler::FusionLevel level = scheduler::fusion_level_from_name(f.fusion_level);
+  if (f.no_fusion && level != scheduler::FusionLevel::kNone)
+    throw UserError("--no-fusion means --fusion-level none; it contradicts --fusion-level " + f.fusion_level);
+  return level;
+}
 
 int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f) {
   const std::string& model = f.model;
@@ -92,7 +103,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.arch = canonical_arch(arch);
   o.topk = f.topk;
   o.cpu_features = f.cpu_features;
-  o.fusion = !f.no_fusion;
+  o.fusion = fusion_level_of(f);
   o.float_ukernels = !f.no_float_ukernels;
   o.fp16 = f.fp16;
   o.profile_topk = f.profile_topk;
@@ -199,7 +210,11 @@ int cli_main(int argc, char** argv) {
   tune_cmd->add_option("--arch", arch, "target: " + arch_names + " (host: the CPU this runs on; an AArch64 arch is cross-compiled with aarch64-linux-gnu-g++ on other hosts)")->capture_default_str();
   tune_cmd->add_option("--cpu-features", f.cpu_features, "CPU targets: instruction-set extensions to add or drop, e.g. +dotprod,-i8mm on an AArch64 arch (sets -march and the int8 micro-kernel) or -avx512vnni on the host");
   tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
-  tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
+  tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison: --fusion-level none");
+  tune_cmd->add_option("--fusion-level", f.fusion_level,
+                       "how far to fuse, for comparison (the Welder paper's ablation): none = one op per kernel; "
+                       "register = only elementwise producers inlined into their consumer, no edge kept in "
+                       "shared memory or a CPU tile buffer; full = tile-graph fusion (default)");
   tune_cmd->add_flag("--no-float-ukernels", f.no_float_ukernels,
                      "CPU targets: float32 matmuls and convolutions keep the generated loop nests instead of the "
                      "float GEMM micro-kernel (sgemm_*), for comparison");

@@ -236,12 +236,13 @@ CompileReport compile(const CompileOptions& options) {
   tg_options.log_merges = options.verbose;
   tg_options.library_gemms = options.skip_dot;
   scheduler::TileGraphOptions unfused_options = tg_options;
-  unfused_options.fusion = false;
+  unfused_options.fusion = scheduler::FusionLevel::kNone;
   scheduler::Schedule schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
   const scheduler::GemmUkernelCounts ukernels =
       gpu ? scheduler::GemmUkernelCounts{} : scheduler::use_gemm_ukernels(g, schedule, options.float_ukernels);
   const int int_gemms = ukernels.int_gemms;
-  const scheduler::Schedule unfused = options.fusion ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
+  const scheduler::Schedule unfused = options.fusion != scheduler::FusionLevel::kNone
+                                                     ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
                                                      : schedule;
   cache.save(cache_path);
   ProfileReport profiled;
@@ -287,6 +288,8 @@ CompileReport compile(const CompileOptions& options) {
   info.compile_stats = {{"kernels", kernels.size()}, {"ops_after_passes", g.ops.size()},
                         {"precision", options.fp16 ? "fp16" : "as exported"},
                         {"library_gemms", library_gemms}};
+  if (options.fusion != scheduler::FusionLevel::kFull)  // absent by default: default projects stay byte-identical
+    info.compile_stats["fusion_level"] = scheduler::fusion_level_name(options.fusion);
   info.explain = explain;
   if (int_gemms > 0) info.int_gemm = codegen::int_gemm_variant_for(arch);
   if (ukernels.float_gemms > 0) info.float_gemm = codegen::float_gemm_variant_for(arch);

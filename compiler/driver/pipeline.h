@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "scheduler/graph_connecting.h"
 
 namespace tilegraph::driver {
 
@@ -15,7 +16,8 @@ struct CompileOptions {
   std::string arch = "host";
   std::string cpu_features;                    // --cpu-features "+dotprod,-i8mm" (scheduler/cpu_features.h)
   int topk = 20;
-  bool fusion = true;                          // --no-fusion: one op per kernel
+  // --fusion-level none|register|full (--no-fusion = none): scheduler/graph_connecting.h
+  scheduler::FusionLevel fusion = scheduler::FusionLevel::kFull;
   bool float_ukernels = true;                  // CPU: float32 GEMMs/convs on the sgemm micro-kernels (--no-float-ukernels: off)
   // --profile-topk: time each kernel's top-k configs on the device and keep
   // the fastest (driver/profile_topk.h). "auto": on for a CUDA arch when an

@@ -23,12 +23,22 @@ void add_file(ContentHash& h, const std::string& path) {
     h.add(std::string_view(chunk.data(), static_cast<size_t>(in.gcount())));
 }
 
+// "1" / "0" for full / none, as when fusion was a bool, so those projects'
+// hashes (and bytes) do not change; "register" for the level between.
+std::string fusion_hash_text(scheduler::FusionLevel level) {
+  switch (level) {
+    case scheduler::FusionLevel::kNone: return "0";
+    case scheduler::FusionLevel::kFull: return "1";
+    default: return scheduler::fusion_level_name(level);
+  }
+}
+
 }  // namespace
 
 std::string project_hash(const CompileOptions& o, const Graph& g, const codegen::MemoryPlan& plan) {
   ContentHash h;
   h.add(str_cat("tilegraph ", kTilegraphVersion, "\narch ", o.arch, "\ncpu_features ", o.cpu_features, "\ntopk ",
-                o.topk, "\nfusion ", o.fusion, "\nprofile_topk ", o.profile_topk, "\nfp16 ", o.fp16, "\nemulate ",
+                o.topk, "\nfusion ", fusion_hash_text(o.fusion), "\nprofile_topk ", o.profile_topk, "\nfp16 ", o.fp16, "\nemulate ",
                 o.emulate, "\nsanitize ", o.sanitize, "\nskip_dot ", o.skip_dot, "\nbuild_gpu ", o.build_gpu, "\n"));
   for (const auto& [name, shape] : o.input_shapes) h.add(str_cat("input_shape ", name, "=", shape_to_string(shape), "\n"));
   for (const auto& [name, t] : o.frozen_inputs) {

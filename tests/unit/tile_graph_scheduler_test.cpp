@@ -14,6 +14,7 @@
 #include "codegen/lower_block_kernel.h"
 #include "codegen/verify_kernel.h"
 #include "compiler/driver/pipeline.h"
+#include "compiler/ir/error.h"
 #include "compiler/passes/inline_producer.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/block_plan.h"
@@ -62,7 +63,7 @@ TEST(GraphConnecting, FusesAttentionIntoFewKernelsWithSeveralReductions) {
   const scheduler::ArchSpec h100 = scheduler::arch_by_name("H100");
   const scheduler::Schedule fused = scheduler::schedule_tile_graph(g, h100, {});
   scheduler::TileGraphOptions off;
-  off.fusion = false;
+  off.fusion = scheduler::FusionLevel::kNone;
   const scheduler::Schedule unfused = scheduler::schedule_tile_graph(g, h100, off);
   EXPECT_EQ(unfused.kernels.size(), g.ops.size());
   EXPECT_LT(fused.kernels.size(), unfused.kernels.size());
@@ -90,6 +91,49 @@ TEST(GraphConnecting, FusesAttentionIntoFewKernelsWithSeveralReductions) {
         if (g.producer(in) >= 0 && !own.count(in)) EXPECT_TRUE(produced.count(in)) << g.tensor(in).name;
     produced.insert(g.ops[k.ops.back()].output);
   }
+}
+
+// MatMul -> Add bias -> Relu -> Softmax: elementwise chains (Add -> Relu,
+// Softmax's Sub -> Exp) next to reductions.
+Graph matmul_relu_softmax_graph() {
+  OnnxModelBuilder b(17);
+  b.input("x", kF32, {32, 16}).output("y");
+  b.initializer_f("w", {16, 32}, std::vector<float>(512, 0.05f));
+  b.initializer_f("bias", {32}, std::vector<float>(32, 0.1f));
+  b.node("MatMul", {"x", "w"}, {"s"});
+  b.node("Add", {"s", "bias"}, {"t"});
+  b.node("Relu", {"t"}, {"u"});
+  B::attr_int(b.node("Softmax", {"u"}, {"y"}), "axis", -1);
+  return optimized(b, "matmul_relu_softmax");
+}
+
+// --fusion-level register (the paper's "base" in its ablation): elementwise
+// producers are still inlined, but no edge is kept in shared memory, so the
+// graph ends up between one op per kernel and full tile-graph fusion.
+TEST(GraphConnecting, RegisterLevelOnlyInlinesElementwiseProducers) {
+  const Graph g = matmul_relu_softmax_graph();
+  const scheduler::ArchSpec h100 = scheduler::arch_by_name("H100");
+  scheduler::TileGraphOptions options;
+  const size_t full = scheduler::schedule_tile_graph(g, h100, options).kernels.size();
+  options.fusion = scheduler::FusionLevel::kRegister;
+  const scheduler::Schedule reg = scheduler::schedule_tile_graph(g, h100, options);
+  options.fusion = scheduler::FusionLevel::kNone;
+  const size_t none = scheduler::schedule_tile_graph(g, h100, options).kernels.size();
+  int edges = 0;
+  for (const auto& k : reg.kernels) {
+    for (const auto& e : k.edges) EXPECT_EQ(e.level, scheduler::Connection::kRegister);
+    edges += static_cast<int>(k.edges.size());
+    EXPECT_LE(count_reductions(g, k), 1);  // a reduction's output is never inlined
+  }
+  EXPECT_GT(edges, 0);
+  EXPECT_LT(reg.kernels.size(), none);
+  EXPECT_GT(reg.kernels.size(), full);
+}
+
+TEST(GraphConnecting, FusionLevelNamesRoundTrip) {
+  for (auto level : {scheduler::FusionLevel::kNone, scheduler::FusionLevel::kRegister, scheduler::FusionLevel::kFull})
+    EXPECT_EQ(scheduler::fusion_level_from_name(scheduler::fusion_level_name(level)), level);
+  EXPECT_THROW(scheduler::fusion_level_from_name("shared"), UserError);
 }
 
 TEST(GraphConnecting, ElementwiseChainsAreRegisterLevel) {

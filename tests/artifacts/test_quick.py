@@ -1,0 +1,94 @@
+"""`bash artifacts/run_all.sh --quick` end to end: every experiment's CSV holds real
+numbers, its chart is a PNG, and report.md has its section, with a skip line for
+each column this machine cannot run. No timing is asserted: numbers are checked
+positive and finite, never fast.
+"""
+import csv
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TILEGRAPH = os.environ.get("TILEGRAPH_BIN", str(REPO / "build/bin/tilegraph"))
+
+pytestmark = pytest.mark.skipif(not Path(TILEGRAPH).exists(), reason="tilegraph is not built")
+
+# CSV -> the columns that must be a positive finite number in every row.
+MEASURED = {
+    "fig02_matmul_softmax": ["median_ms"],
+    "fig09_end_to_end_cpu": ["tilegraph_ms", "onnxruntime_ms", "speedup_vs_onnxruntime", "kernels"],
+    "fig13_fusion_ablation": ["median_ms", "kernels", "dram_bytes_predicted", "intermediate_bytes"],
+    "table5_compile_time": ["total_s", "schedule_s", "kernels", "candidates_kept"],
+}
+SKIP_ONLY = ("fig10", "fig11", "table7")
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("artifacts") / "out"
+    env = {**os.environ, "ARTIFACTS_OUT": str(out), "TILEGRAPH_BIN": TILEGRAPH}
+    r = subprocess.run(["bash", "artifacts/run_all.sh", "--quick"], cwd=REPO, env=env, capture_output=True,
+                       text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    yield out
+    shutil.rmtree(out / "work", ignore_errors=True)  # compiled models: large, not needed after
+
+
+def rows(out: Path, name: str) -> list:
+    with open(out / f"{name}.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("name", sorted(MEASURED))
+def test_csv_holds_positive_finite_numbers(out, name):
+    table = rows(out, name)
+    assert table, f"{name}.csv has no rows"
+    for row in table:
+        for column in MEASURED[name]:
+            if name == "fig02_matmul_softmax" and column != "median_ms":
+                continue
+            value = float(row[column])
+            assert math.isfinite(value) and value > 0, (name, column, row)
+
+
+@pytest.mark.parametrize("name", sorted(MEASURED))
+def test_chart_is_a_png(out, name):
+    data = (out / f"{name}.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_fig02_has_both_schedules_and_the_peer(out):
+    engines = {r["engine"] for r in rows(out, "fig02_matmul_softmax")}
+    assert engines == {"tilegraph fused", "tilegraph unfused", "onnxruntime"}
+    fused, unfused = (next(r for r in rows(out, "fig02_matmul_softmax") if r["engine"] == e)
+                      for e in ("tilegraph fused", "tilegraph unfused"))
+    assert int(fused["kernels"]) < int(unfused["kernels"])
+    assert int(fused["intermediate_bytes"]) < int(unfused["intermediate_bytes"])
+
+
+def test_fig13_levels_fuse_progressively(out):
+    table = rows(out, "fig13_fusion_ablation")
+    for model in {r["model"] for r in table}:
+        level = {r["fusion_level"]: r for r in table if r["model"] == model}
+        assert set(level) == {"none", "register", "full"}
+        kernels = [int(level[l]["kernels"]) for l in ("none", "register", "full")]
+        assert kernels[0] > kernels[1] > kernels[2], (model, kernels)
+        assert int(level["full"]["dram_bytes_predicted"]) < int(level["none"]["dram_bytes_predicted"])
+
+
+def test_report_has_every_section(out):
+    report = (out / "report.md").read_text()
+    assert "mode `quick" in report
+    for name in MEASURED:
+        section = name.split("_")[0]
+        assert f"<!-- section: {section} -->" in report and f"<!-- end: {section} -->" in report, section
+        assert f"]({name}.png)" in report and f"`{name}.csv`" in report, name
+    for section in SKIP_ONLY:
+        text = report.split(f"<!-- section: {section} -->")[1].split(f"<!-- end: {section} -->")[0]
+        assert "- skipped: " in text, section
+    if not shutil.which("nvidia-smi"):
+        assert report.count("no NVIDIA GPU") >= len(SKIP_ONLY) + 2  # fig02 and fig09's GPU columns too
