@@ -430,11 +430,13 @@ class Printer {
     for (size_t i = loops.size(); i-- > 0;) out << std::string((depth + i) * 2, ' ') << "}\n";
   }
 
-  // Below this estimated time a kernel runs on the calling thread: waking
-  // the pool and waiting for its threads costs a few microseconds per loop
-  // (more when a thread must be woken from sleep), which a kernel this short
-  // cannot win back. A constant until the cost model (scheduler/cost_model.h)
-  // has a parallel-region term; kernels without an estimate (0) split.
+  // Below this estimated time a kernel runs on the calling thread. Splitting
+  // a kernel of estimate t (all cores busy) over c cores saves about
+  // t * (c - 1) of the caller's time and costs a parallel region, which the
+  // host arch spec puts at 2 us (kernel_launch_seconds, itself inside t);
+  // on 2 cores a split pays above about 4 us. A constant until the cost
+  // model (scheduler/cost_model.h) has a parallel-region term the printer
+  // can read; kernels without an estimate (0) split.
   static constexpr double kMinParallelSeconds = 5e-6;
 
   bool splits_pay() const {

@@ -36,7 +36,11 @@
 #include <immintrin.h>
 #endif
 
-namespace tg_pool {
+// Hidden: the pool is this library's own. With default visibility GCC makes
+// Pool::instance()'s static a process-wide unique symbol, so two models
+// loaded into one process (each libmodel.so has a copy of this header,
+// maybe from another tilegraph version) would share one pool object.
+namespace tg_pool __attribute__((visibility("hidden"))) {
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -200,13 +204,16 @@ void call_chunk(void* ctx, int64_t begin, int64_t end) {
   (*static_cast<F*>(ctx))(begin, end);
 }
 
-}  // namespace tg_pool
-
 // Runs body(begin, end) over chunks of [0, n) on the pool, the caller included.
 template <typename F>
 inline void tg_parallel_for(int64_t n, F&& body) {
   using Body = typename std::remove_reference<F>::type;
-  tg_pool::Pool::instance().run(n, &tg_pool::call_chunk<Body>, static_cast<void*>(&body));
+  Pool::instance().run(n, &call_chunk<Body>, static_cast<void*>(&body));
 }
 
-inline void tg_set_pool_threads(int n) { tg_pool::Pool::instance().set_threads(n); }
+inline void tg_set_pool_threads(int n) { Pool::instance().set_threads(n); }
+
+}  // namespace tg_pool
+
+using tg_pool::tg_parallel_for;
+using tg_pool::tg_set_pool_threads;
