@@ -149,6 +149,15 @@ const Dialect& hip_dialect() {
   return d;
 }
 
+const Dialect& cpu_pool_dialect() {
+  static const Dialect d = [] {
+    Dialect pool = cpu_dialect();
+    pool.pool_parallel_loops = true;
+    return pool;
+  }();
+  return d;
+}
+
 Dialect sanitizer_dialect(int warp_size) {
   Dialect d = cpu_dialect();
   d.name = "cpu-sanitizer";
@@ -229,7 +238,15 @@ class Printer {
         const bool innermost = s->body.size() == 1 && s->body[0]->kind != StmtKind::kFor &&
                                s->body[0]->kind != StmtKind::kAllocate;
         const size_t hoisted_before = hoisted_checks_.size();
-        if (s->loop == LoopKind::kParallel && *d_.parallel_pragma) {
+        if (s->loop == LoopKind::kParallel && d_.pool_parallel_loops && splits_pay()) {
+          std::vector<const StmtNode*> loops = {s.get()};
+          while (static_cast<int>(loops.size()) < s->collapse) loops.push_back(loops.back()->body.at(0).get());
+          if (innermost && s->collapse == 1) hoist_checks(s, pad, out);
+          pool_loop(loops, depth, innermost && s->collapse == 1, "", out);
+          hoisted_checks_.resize(hoisted_before);
+          break;
+        }
+        if (s->loop == LoopKind::kParallel && *d_.parallel_pragma && !d_.pool_parallel_loops) {
           std::string pragma = d_.parallel_pragma;
           if (s->collapse > 1) pragma += " collapse(" + std::to_string(s->collapse) + ")";
           if (innermost && s->collapse == 1) {
@@ -387,7 +404,8 @@ class Printer {
       for (const Stmt& c : body) stmt(c, depth, out);
       return;
     }
-    if (*d_.parallel_pragma) {
+    if (d_.pool_parallel_loops && splits_pay()) return pool_loop(loops, depth, false, arena, out);
+    if (*d_.parallel_pragma && !d_.pool_parallel_loops) {
       std::string pragma = d_.parallel_pragma;
       if (loops.size() > 1) pragma += " collapse(" + std::to_string(loops.size()) + ")";
       out << pad << pragma << "\n";
@@ -407,6 +425,67 @@ class Printer {
     }
     for (const Stmt& c : body) stmt(c, inner, out);
     for (size_t i = loops.size(); i-- > 0;) out << std::string((depth + i) * 2, ' ') << "}\n";
+  }
+
+  // Below this estimated time a kernel runs on the calling thread. Splitting
+  // a kernel of estimate t (all cores busy) over c cores saves about
+  // t * (c - 1) of the caller's time and costs a parallel region, which the
+  // host arch spec puts at 2 us (kernel_launch_seconds, itself inside t);
+  // on 2 cores a split pays above about 4 us. A constant until the cost
+  // model (scheduler/cost_model.h) has a parallel-region term the printer
+  // can read; kernels without an estimate (0) split.
+  static constexpr double kMinParallelSeconds = 5e-6;
+
+  bool splits_pay() const {
+    const double seconds = k_.schedule.estimate.seconds;
+    return !(seconds > 0 && seconds < kMinParallelSeconds);
+  }
+
+  // A collapsed parallel loop nest (outermost first) as a tg_parallel_for
+  // over its flattened iterations. The body is a lambda that takes the
+  // kernel's global buffers again as __restrict parameters (shadowing the
+  // kernel's own): captured by reference they would lose __restrict, and the
+  // compiler would reload them after every byte store.
+  void pool_loop(const std::vector<const StmtNode*>& loops, int depth, bool simd, const char* arena,
+                 std::ostringstream& out) {
+    const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+    std::string params, args;
+    for (const Buffer& b : k_.buffers) {
+      if (b.scope != MemoryScope::kGlobal) continue;
+      params += str_cat(", ", b.written ? "" : "const ", storage_c_type(b.dtype), "* ", d_.restrict_qualifier, " ",
+                        b.name);
+      args += ", " + b.name;
+    }
+    std::string total = "(int64_t)(" + expr(loops[0]->extent) + ")";
+    for (size_t i = 1; i < loops.size(); ++i) total += " * (" + expr(loops[i]->extent) + ")";
+    out << pad << "{\n"
+        << pad << "  auto tg_chunk = [&](int64_t tg_begin, int64_t tg_end" << params << ") {\n";
+    const std::string inner_pad = pad + "      ";
+    if (loops.size() == 1) {
+      if (simd) out << pad << "    " << d_.simd_pragma << "\n";
+      const std::string& v = k_.var_names[loops[0]->var];
+      out << pad << "    for (int64_t " << v << " = tg_begin; " << v << " < tg_end; ++" << v << ") {\n";
+    } else {
+      out << pad << "    for (int64_t tg_it = tg_begin; tg_it < tg_end; ++tg_it) {\n"
+          << inner_pad << "int64_t tg_rest = tg_it;\n";
+      for (size_t i = loops.size(); i-- > 0;) {
+        const std::string& v = k_.var_names[loops[i]->var];
+        if (i == 0) {
+          out << inner_pad << "const int64_t " << v << " = tg_rest;\n";
+          break;
+        }
+        const std::string e = expr(loops[i]->extent);
+        out << inner_pad << "const int64_t " << v << " = tg_rest % (" << e << ");\n"
+            << inner_pad << "tg_rest /= (" << e << ");\n";
+      }
+    }
+    if (*arena) out << inner_pad << arena << "\n";
+    for (const Stmt& c : loops.back()->body) stmt(c, depth + 3, out);
+    out << pad << "    }\n"
+        << pad << "  };\n"
+        << pad << "  tg_parallel_for(" << total << ", [&](int64_t tg_begin, int64_t tg_end) { tg_chunk(tg_begin, tg_end"
+        << args << "); });\n"
+        << pad << "}\n";
   }
 
   // A kReduce loop `for v: acc[i] = acc[i] OP x` as

@@ -42,9 +42,15 @@ struct Dialect {
   // checks, runs blocks one at a time and Selects lazily; the value is the
   // emulated target's warp size. 0: no checks (every other dialect).
   int sanitizer_warp_size = 0;
+  // CPU: parallel loops are tg_parallel_for calls on the project's one
+  // thread pool (codegen/thread_pool/tg_thread_pool.h) instead of an OpenMP
+  // fork/join per loop. Only host projects; the GPU emulation keeps OpenMP.
+  bool pool_parallel_loops = false;
 };
 
 const Dialect& cpu_dialect();
+// cpu_dialect with pool_parallel_loops: the host CPU project's kernels.
+const Dialect& cpu_pool_dialect();
 const Dialect& cuda_dialect();
 const Dialect& hip_dialect();
 // The CPU emulation of a GPU target whose warps have warp_size lanes, with

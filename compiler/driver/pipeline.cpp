@@ -309,6 +309,7 @@ CompileReport compile(const CompileOptions& options) {
       codegen::emit_cpu_project(g, emulated, plan, emulation_info, emulation_dir(out_dir));
     }
   } else {
+    info.thread_pool = true;
     codegen::emit_cpu_project(g, kernels, plan, info, out_dir);
   }
   report.num_kernels = static_cast<int>(kernels.size());

@@ -43,6 +43,9 @@ void tg_set_num_threads(int n) {
 #ifdef _OPENMP
   if (n > 0) omp_set_num_threads(n);
 #endif
+#ifdef TG_THREAD_POOL  // host projects: the kernels' loops run on tg_thread_pool.h
+  if (n > 0) tg_set_pool_threads(n);
+#endif
 }
 
 int tg_model_create(const char* weights_path, tg_model** out) {

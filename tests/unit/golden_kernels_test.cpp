@@ -92,6 +92,15 @@ TEST(GoldenKernels, BlockKernelOnTheCpu) {
   const codegen::Kernel k = only_block_kernel(softmax_graph(), fixed_host());
   EXPECT_EQ(k.threads, 1);
   EXPECT_TRUE(matches_golden("softmax_block_kernel.cpu.txt", codegen::print_kernel(k, codegen::cpu_dialect())));
+  // The host project's dialect: a kernel this short (cost model) runs on the
+  // calling thread; a long one runs its block loop on the thread pool.
+  EXPECT_LT(k.schedule.estimate.seconds, 5e-6);
+  EXPECT_TRUE(matches_golden("softmax_block_kernel.pool_short.txt",
+                             codegen::print_kernel(k, codegen::cpu_pool_dialect())));
+  codegen::Kernel long_kernel = k;
+  long_kernel.schedule.estimate.seconds = 1e-3;
+  EXPECT_TRUE(matches_golden("softmax_block_kernel.pool.txt",
+                             codegen::print_kernel(long_kernel, codegen::cpu_pool_dialect())));
 }
 
 TEST(GoldenKernels, BlockKernelInHip) {
@@ -155,6 +164,12 @@ TEST(GoldenKernels, IntGemmOnTheCpu) {
   codegen::verify(k);
   EXPECT_EQ(k.ukernel, "qgemm_avx2");
   EXPECT_TRUE(matches_golden("qlinear_matmul_int_gemm.cpu.txt", codegen::print_kernel(k, codegen::cpu_dialect())));
+  // The host project's dialect: the collapsed task grid on the thread pool
+  // (as if the cost model found it long enough to split).
+  codegen::Kernel long_kernel = k;
+  long_kernel.schedule.estimate.seconds = 1e-3;
+  EXPECT_TRUE(matches_golden("qlinear_matmul_int_gemm.pool.txt",
+                             codegen::print_kernel(long_kernel, codegen::cpu_pool_dialect())));
 }
 
 // ---------------------------------------------------------------- library GEMM

@@ -1,0 +1,230 @@
+// One thread pool per process for the kernels of a generated CPU project
+// (written into the project by tilegraph; see codegen/emit_cpu_project.cpp).
+//
+// Every kernel's parallel loop is a call to tg_parallel_for. An OpenMP
+// `parallel for` per kernel forks and joins a team ~400 times per inference,
+// and each join waits at a barrier for every thread of the team: when another
+// process holds one of the cores, every kernel waits for the descheduled
+// thread's time slice (ViT-B/16 INT8, 2 threads: DynamicQuantizeLinear
+// 14.5 -> 164 ms, LayerNorm 3.3 -> 70 ms). Here instead:
+//  - the calling thread works too, and claims chunks of the loop dynamically
+//    with the pool's threads (an atomic counter);
+//  - the caller waits only for threads that joined the loop: a thread that is
+//    descheduled (or asleep) when the loop starts finds it closed, and the
+//    caller has done its share (at most one chunk is late, not a whole
+//    static share);
+//  - idle threads spin for a short time (the gap between two kernels of one
+//    inference is microseconds), then sleep on a condition variable, so a
+//    model that is not running does not hold cores. TG_POOL_SPIN_US
+//    overrides the spin time (default 100 us).
+// A loop started from inside a pool task, or while another thread of the
+// process runs a loop, runs on its calling thread alone.
+//
+// Choices, measured on a shared 2-vCPU KVM machine (INT8 ViT-S/32, 391
+// kernels, 2 threads, onnxruntime with spinning off as the yardstick, all
+// variants interleaved in one process; onnxruntime / tilegraph, quiet and
+// with a busy loop on core 0): OpenMP fork/join per kernel with
+// GOMP_SPINCOUNT=30000 0.10-0.16 / 0.16-0.28; with OMP_WAIT_POLICY=passive
+// 0.65 / 0.65; this pool spinning 0 us 0.9-1.7 / 0.7-1.2, 100 us
+// 0.9-1.4 / 0.7-1.7, 1000 us 0.36-0.65 / 0.47-0.83 (a long spin takes the
+// core the caller or the other process needs). Chunks are claimed
+// dynamically (not a static share per thread): a static share held by a
+// descheduled thread keeps the caller waiting for all of it.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include <sched.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+// Hidden: the pool is this library's own. With default visibility GCC makes
+// Pool::instance()'s static a process-wide unique symbol, so two models
+// loaded into one process (each libmodel.so has a copy of this header,
+// maybe from another tilegraph version) would share one pool object.
+namespace tg_pool __attribute__((visibility("hidden"))) {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+
+using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
+
+class Pool {
+ public:
+  static Pool& instance() {
+    static Pool pool;
+    return pool;
+  }
+
+  // Threads taking part in a loop, the caller included (at least 1).
+  void set_threads(int n) { threads_.store(n < 1 ? 1 : n, std::memory_order_relaxed); }
+  int threads() const { return threads_.load(std::memory_order_relaxed); }
+
+  void run(int64_t n, ChunkFn fn, void* ctx) {
+    const int threads = this->threads();
+    if (n <= 0) return;
+    if (threads <= 1 || n == 1 || in_task() || !run_mutex_.try_lock()) return fn(ctx, 0, n);
+    start_workers(threads - 1);
+    // Chunks: a few per thread, so a late thread delays at most a small one.
+    const int64_t chunks = std::min<int64_t>(n, int64_t{threads} * kChunksPerThread);
+    fn_ = fn;
+    ctx_ = ctx;
+    n_ = n;
+    grain_ = (n + chunks - 1) / chunks;
+    participants_.store(threads - 1, std::memory_order_relaxed);
+    next_.store(0, std::memory_order_relaxed);
+    epoch_ += 1;
+    state_.store(epoch_ << kEpochShift | kOpen, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard<std::mutex> lock(sleep_mutex_); }
+      wake_.notify_all();
+    }
+    in_task() = true;
+    work();
+    in_task() = false;
+    // Close the loop to latecomers, then wait for the threads inside it.
+    uint64_t s = state_.fetch_and(~kOpen, std::memory_order_acq_rel) & ~kOpen;
+    for (int spins = 0; (s & kActiveMask) != 0; ++spins) {
+      if (spins < 4096) cpu_relax();
+      else sched_yield();  // a joined thread lost its core: give it ours
+      s = state_.load(std::memory_order_acquire);
+    }
+    run_mutex_.unlock();
+  }
+
+  ~Pool() {
+    stop_.store(true);
+    { std::lock_guard<std::mutex> lock(sleep_mutex_); }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+ private:
+  static constexpr int64_t kChunksPerThread = 8;
+  static constexpr int kEpochShift = 32;
+  static constexpr uint64_t kOpen = uint64_t{1} << 31;
+  static constexpr uint64_t kActiveMask = kOpen - 1;
+
+  Pool() {
+    const char* spin = std::getenv("TG_POOL_SPIN_US");
+    spin_us_ = spin ? std::atoi(spin) : 100;
+    // As many threads as OpenMP would start: OMP_NUM_THREADS, else the
+    // cores this process may run on.
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    int n = omp ? std::atoi(omp) : 0;
+    cpu_set_t set;
+    if (n <= 0 && sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+    set_threads(n);
+  }
+
+  static bool& in_task() {
+    static thread_local bool inside = false;
+    return inside;
+  }
+
+  void work() {
+    for (;;) {
+      const int64_t begin = next_.fetch_add(grain_, std::memory_order_relaxed);
+      if (begin >= n_) return;
+      fn_(ctx_, begin, std::min(n_, begin + grain_));
+    }
+  }
+
+  void start_workers(int count) {
+    while (static_cast<int>(workers_.size()) < count) {
+      const int index = static_cast<int>(workers_.size());
+      workers_.emplace_back([this, index] { worker_loop(index); });
+    }
+  }
+
+  void worker_loop(int index) {
+    in_task() = true;
+    uint64_t seen = 0;
+    for (;;) {
+      uint64_t s = wait_for_epoch_after(seen);
+      if (stop_.load()) return;
+      const uint64_t epoch = s >> kEpochShift;
+      // Join while the loop is open; a closed one (or one this thread is not
+      // counted in) is skipped: the caller does not wait for it.
+      while ((s >> kEpochShift) == epoch && (s & kOpen) &&
+             index < participants_.load(std::memory_order_relaxed)) {
+        if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
+          work();
+          state_.fetch_sub(1, std::memory_order_release);
+          break;
+        }
+      }
+      seen = epoch;
+    }
+  }
+
+  // Spins for spin_us_, then sleeps, until the epoch differs from `seen`.
+  uint64_t wait_for_epoch_after(uint64_t seen) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
+    for (int i = 0;; ++i) {
+      const uint64_t s = state_.load(std::memory_order_acquire);
+      if ((s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed)) return s;
+      cpu_relax();
+      if ((i & 255) == 255 && std::chrono::steady_clock::now() > deadline) break;
+    }
+    std::unique_lock<std::mutex> lock(sleep_mutex_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    uint64_t s;
+    while (((s = state_.load(std::memory_order_seq_cst)) >> kEpochShift) == seen && !stop_.load())
+      wake_.wait(lock);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return s;
+  }
+
+  std::atomic<int> threads_{1};
+  int spin_us_ = 100;
+  std::mutex run_mutex_;  // one loop at a time
+  std::vector<std::thread> workers_;
+  // The current loop (written by the caller before it publishes the epoch).
+  ChunkFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  int64_t n_ = 0, grain_ = 1;
+  std::atomic<int> participants_{0};  // pool threads allowed to join (threads - 1)
+  uint64_t epoch_ = 0;
+  std::atomic<int64_t> next_{0};
+  // epoch << 32 | kOpen (joinable) | threads inside the loop.
+  std::atomic<uint64_t> state_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+};
+
+template <typename F>
+void call_chunk(void* ctx, int64_t begin, int64_t end) {
+  (*static_cast<F*>(ctx))(begin, end);
+}
+
+// Runs body(begin, end) over chunks of [0, n) on the pool, the caller included.
+template <typename F>
+inline void tg_parallel_for(int64_t n, F&& body) {
+  using Body = typename std::remove_reference<F>::type;
+  Pool::instance().run(n, &call_chunk<Body>, static_cast<void*>(&body));
+}
+
+inline void tg_set_pool_threads(int n) { Pool::instance().set_threads(n); }
+
+}  // namespace tg_pool
+
+using tg_pool::tg_parallel_for;
+using tg_pool::tg_set_pool_threads;
