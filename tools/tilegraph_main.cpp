@@ -14,6 +14,7 @@
 
 #include "compiler/driver/aarch64_target.h"
 #include "compiler/driver/explain.h"
+#include "compiler/driver/measured_kernels.h"
 #include "compiler/driver/pipeline.h"
 #include "compiler/driver/version.h"
 #include "compiler/ir/error.h"
@@ -137,21 +138,53 @@ fs::path runnable_project(const std::string& prefix, const std::string& arch) {
                   (canonical_arch(arch) == "host" ? "" : " --arch " + canonical_arch(arch)) + hint + "` first");
 }
 
-int explain(const std::string& prefix, const std::string& arch, bool json, bool no_fusion) {
-  const fs::path manifest = fs::path(project_dir(prefix, arch)) / "manifest.json";
-  std::ifstream in(manifest);
-  if (!in) throw UserError("no manifest at '" + manifest.string() + "'; run `tilegraph tune " + prefix + " --arch " +
-                           canonical_arch(arch) + "` first");
-  nlohmann::json m;
+struct ExplainFlags {
+  bool json = false, no_fusion = false, measured = false;
+  std::string profile_json;  // main_test --export-json of a --profile run; "" = run main_test here
+  int iters = 20;
+};
+
+nlohmann::json read_json_file(const fs::path& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw UserError("cannot read " + what + " '" + path.string() + "'");
   try {
-    m = nlohmann::json::parse(in);
+    return nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    throw UserError("'" + manifest.string() + "' is not valid JSON: " + e.what());
+    throw UserError("'" + path.string() + "' is not valid JSON: " + e.what());
   }
+}
+
+int explain(const std::string& prefix, const std::string& arch, const ExplainFlags& flags) {
+  const fs::path manifest = fs::path(project_dir(prefix, arch)) / "manifest.json";
+  if (!fs::exists(manifest))
+    throw UserError("no manifest at '" + manifest.string() + "'; run `tilegraph tune " + prefix + " --arch " +
+                    canonical_arch(arch) + "` first");
+  nlohmann::json m = read_json_file(manifest, "manifest");
   if (!m.contains("explain"))
     throw UserError("'" + manifest.string() + "' has no explain report (tuned by an older tilegraph? tune again)");
-  if (json) std::cout << m["explain"].dump(2) << "\n";
-  else std::cout << driver::explain_text(m["explain"], no_fusion);
+  nlohmann::json& e = m["explain"];
+  if (flags.measured || !flags.profile_json.empty()) {
+    if (flags.no_fusion) throw UserError("--measured times the fused kernels; drop --no-fusion");
+    std::vector<driver::MeasuredKernel> kernels;
+    if (!flags.profile_json.empty()) {
+      kernels = driver::read_kernel_profile_json(read_json_file(flags.profile_json, "--profile-json"),
+                                                 flags.profile_json);
+    } else {
+      const scheduler::ArchSpec spec = scheduler::arch_by_name(arch);
+      if (spec.is_gpu() || driver::needs_aarch64_cross(spec))
+        throw UserError("--measured runs main_test on this machine: " + spec.name +
+                        " kernels are not measured here (pass a profile from that machine with --profile-json)");
+      const fs::path dir = runnable_project(prefix, arch);
+      kernels = driver::profile_project_kernels(dir.string(), (dir / "kernel_profile.json").string(), flags.iters);
+    }
+    driver::add_measured_times(e, kernels);
+  }
+  if (flags.json) {
+    std::cout << e.dump(2) << "\n";
+  } else {
+    std::cout << driver::explain_text(e, flags.no_fusion);
+    if (e.contains("measured")) std::cout << driver::measured_text(e);
+  }
   return 0;
 }
 
@@ -230,12 +263,20 @@ int cli_main(int argc, char** argv) {
   run_cmd->allow_extras();
 
   std::string explain_prefix, explain_arch = "host";
-  bool explain_as_json = false, explain_no_fusion = false;
+  ExplainFlags explain_flags;
   auto* explain_cmd = app.add_subcommand("explain", "print the tile-graph schedule of a tuned model: per fused kernel its ops, edge levels, tile, block size and the cost model's predictions; fused vs one op per kernel");
   explain_cmd->add_option("prefix", explain_prefix, "model folder given to tune")->required();
   explain_cmd->add_option("--arch", explain_arch, "target the model was tuned for")->capture_default_str();
-  explain_cmd->add_flag("--json", explain_as_json, "print the report as one JSON object");
-  explain_cmd->add_flag("--no-fusion", explain_no_fusion, "list the one-op-per-kernel schedule's kernels");
+  explain_cmd->add_flag("--json", explain_flags.json, "print the report as one JSON object");
+  explain_cmd->add_flag("--no-fusion", explain_flags.no_fusion, "list the one-op-per-kernel schedule's kernels");
+  explain_cmd->add_flag("--measured", explain_flags.measured,
+                        "add each kernel's measured time (main_test --profile, run here; kept in the project's "
+                        "kernel_profile.json) next to its predicted one, and the ratio predicted / measured, "
+                        "largest error first");
+  explain_cmd->add_option("--profile-json", explain_flags.profile_json,
+                          "with --measured: use this profile (`tilegraph run PREFIX --profile --export-json FILE`) "
+                          "instead of running main_test");
+  explain_cmd->add_option("--iters", explain_flags.iters, "with --measured: profiled iterations")->capture_default_str();
 
   auto* archs_cmd = app.add_subcommand("archs", "list the known --arch targets");
   auto* ops_cmd = app.add_subcommand("ops", "list the ONNX operators tilegraph lowers");
@@ -248,7 +289,7 @@ int cli_main(int argc, char** argv) {
   try {
     if (*tune_cmd) return tune(prefix, arch, f);
     if (*run_cmd) return run(run_prefix, run_arch, run_cmd->remaining());
-    if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_as_json, explain_no_fusion);
+    if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_flags);
     if (*archs_cmd) {
       for (const std::string& name : scheduler::known_arch_names()) {
         const scheduler::ArchSpec a = scheduler::arch_by_name(name);
