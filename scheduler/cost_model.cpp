@@ -20,6 +20,15 @@
 //   seconds          = max(X_seconds) * padding / wave_efficiency + kernel_launch_seconds
 //                      (padding: computed / needed output elements; CPU only)
 //
+// A CPU core runs its n tiles one after another, so on a CPU also:
+//   tail             = ceil(inner / lanes) * lanes / inner   (vector lanes of
+//                      the compute dtype; the last vector of a row is partly used)
+//   compute_seconds and shared_seconds *= tail
+//   shared_seconds   at the L1 rate when a tile's scratch fits in L1, else at
+//                      the L2 rate (cache blocking)
+//   seconds         += block_overhead_seconds * n
+//                      + parallel_region_seconds   when the tiles use > 1 core
+//
 // With at least one full wave (n >= blocks_per_unit) wave_efficiency equals
 // waves / ceil(waves), waves = blocks / (units * blocks_per_unit): a kernel
 // of 1.1 waves pays for 2. With less than a full wave the busiest unit holds
@@ -54,10 +63,22 @@ const MemoryLevel* find_level(const ArchSpec& arch, const std::string& name) {
 
 // The level shared_bytes_moved goes through: shared memory on a GPU, the
 // innermost cache that holds a tile's scratch on a CPU.
-const MemoryLevel* scratch_level(const ArchSpec& arch) {
+const MemoryLevel* scratch_level(const ArchSpec& arch, int64_t scratch_bytes) {
   if (arch.is_gpu()) return find_level(arch, "shared");
-  if (const MemoryLevel* l1 = find_level(arch, "l1")) return l1;
-  return find_level(arch, "l2");
+  const MemoryLevel* l1 = find_level(arch, "l1");
+  if (l1 && scratch_bytes <= l1->capacity_bytes) return l1;
+  if (const MemoryLevel* l2 = find_level(arch, "l2")) return l2;
+  return l1;
+}
+
+// How much of the vector work a CPU row of `inner` elements wastes in its
+// last, partly filled vector: >= 1.
+double vector_tail(int64_t inner, DType compute, const ArchSpec& arch) {
+  const int64_t element = std::max<int64_t>(dtype_size(compute), 1);
+  // Integer kernels accumulate in 32 bits: their lanes are int32's.
+  const int64_t lanes = std::max<int64_t>(arch.vector_bytes / std::max<int64_t>(element, 4), 1);
+  if (inner <= 1 || lanes <= 1) return 1;
+  return double(ceil_div(inner, lanes) * lanes) / double(inner);
 }
 
 // Scratch a CPU tile may keep cache-resident: the spec's per-block limit, or
@@ -154,11 +175,16 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
 
   c.dram_seconds = seconds_at(double(f.dram_bytes), arch.dram().bandwidth_bytes_per_s,
                               latency_hiding, "dram bandwidth", arch);
-  if (const MemoryLevel* scratch = scratch_level(arch))
+  if (const MemoryLevel* scratch = scratch_level(arch, f.shared_bytes_per_block))
     c.shared_seconds = seconds_at(double(f.shared_bytes_moved), scratch->bandwidth_bytes_per_s,
                                   latency_hiding, "shared bandwidth", arch);
   c.compute_seconds = seconds_at(f.flops, peak_rate(f.compute_dtype, arch), latency_hiding,
                                  dtype_name(f.compute_dtype), arch);
+  if (!arch.is_gpu()) {
+    const double tail = vector_tail(f.inner_extent, f.compute_dtype, arch);
+    c.compute_seconds *= tail;
+    c.shared_seconds *= tail;
+  }
   // Level "l2" (GPUs; CPUs: the per-core L2 that blocks' footprints stream through).
   for (const MemoryLevel& level : arch.levels)
     if (level.name == "l2" && level.bandwidth_bytes_per_s > 0)
@@ -168,6 +194,8 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
   // CPU core runs a tile's padded elements like any others.
   const double padding = arch.is_gpu() ? 1.0 : std::max(1.0, f.padding);
   c.seconds = bound * padding / wave_efficiency + arch.kernel_launch_seconds;
+  if (!arch.is_gpu())
+    c.seconds += arch.block_overhead_seconds * double(n) + (std::min(f.blocks, units) > 1 ? arch.parallel_region_seconds : 0);
   return c;
 }
 
