@@ -1,7 +1,7 @@
 """How well the cost model ranks tile configs on this machine: top-1 vs the profiled best.
 
     python3 benchmarks/cost_model_accuracy.py [--models vit_small,mobilenet_small,q:cnn_qdq,q:attn_qdq_s8] \
-        [--topk 8] [--repeats 3] [--work build/cost_model_accuracy] [--arch-file FILE] [--json OUT]
+        [--topk 8] [--repeats 3] [--threads N] [--work build/cost_model_accuracy] [--arch-file FILE] [--json OUT]
 
 For each model, `tilegraph tune PREFIX --profile-topk on --topk K` times the cost
 model's K best tile configs of every kernel with more than one candidate (kernels
@@ -9,8 +9,13 @@ of the same tiling problem once: the distinct problems are the rows). Per
 problem: the cost model's first choice's measured time / the fastest measured
 one (1.0: the model picked the best). With --repeats N the profile is taken N
 times (profile_cache.json removed in between) and each candidate's median is
-used, since a shared machine is noisy. Prints per model and overall: the
-problems, the geometric mean of top-1 / best and the fraction within 10%.
+used, since a shared machine is noisy. --threads N runs the candidates on N
+OpenMP threads (OMP_NUM_THREADS; pair it with a spec of N cores,
+`tilegraph calibrate --cores N -o FILE` and --arch-file FILE): on a machine
+with more runnable processes than cores, every parallel region of two or more
+threads waits for the scheduler (milliseconds) and hides the kernels' own
+times. Prints per model and overall: the problems, the geometric mean of
+top-1 / best and the fraction within 10%.
 
 Models: a name under models/ (its model.onnx), or q:NAME for one of the
 quantized models tests/quantized/make_quantized_models.py writes (int8
@@ -20,6 +25,7 @@ other kernels are profiled). Not a test: timing is noisy on a shared box.
 import argparse
 import json
 import math
+import os
 import shutil
 import statistics
 import subprocess
@@ -64,13 +70,14 @@ def profiled_problems(manifest: dict) -> dict:
     return {name: times for name, times in problems.values()}
 
 
-def tune_once(tg: str, prefix: Path, topk: int, arch_file: str | None) -> dict:
+def tune_once(tg: str, prefix: Path, topk: int, arch_file: str | None, threads: int | None) -> dict:
     project = prefix / "tilegraph_rt/host"
     (project / "profile_cache.json").unlink(missing_ok=True)
     cmd = [tg, "tune", str(prefix), "--profile-topk", "on", "--topk", str(topk)]
     if arch_file:
         cmd += ["--arch-file", arch_file]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
     return json.loads((project / "manifest.json").read_text())
@@ -98,6 +105,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--work", default=str(REPO / "build/cost_model_accuracy"))
     ap.add_argument("--arch-file", default=None, help="a calibrated arch spec (tilegraph calibrate)")
+    ap.add_argument("--threads", type=int, default=None, help="OpenMP threads of the profiled candidates")
     ap.add_argument("--json", default=None, help="also write the per-kernel numbers here")
     args = ap.parse_args()
     tg = tilegraph_bin()
@@ -105,7 +113,7 @@ def main() -> None:
     everything, report = [], {}
     for model in args.models.split(","):
         prefix = prepare(model, work)
-        runs = [profiled_problems(tune_once(tg, prefix, args.topk, args.arch_file)) for _ in range(args.repeats)]
+        runs = [profiled_problems(tune_once(tg, prefix, args.topk, args.arch_file, args.threads)) for _ in range(args.repeats)]
         ratios, rows = [], []
         for name, times in runs[0].items():
             # The same problem in every repeat (the candidates depend on the cost model only).

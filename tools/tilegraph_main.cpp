@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/driver/aarch64_target.h"
+#include "compiler/driver/calibrate.h"
 #include "compiler/driver/explain.h"
 #include "compiler/driver/measured_kernels.h"
 #include "compiler/driver/pipeline.h"
@@ -79,11 +80,29 @@ struct TuneFlags {
   std::string cpu_features;
   bool no_build = false, no_fusion = false, no_float_ukernels = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::string profile_topk = "auto";
+  std::string arch_file;
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
 
-int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f) {
+int tune(const std::string& prefix, std::string arch, bool arch_given, const TuneFlags& f) {
   const std::string& model = f.model;
+  if (!f.arch_file.empty()) {
+    // The file's arch must be a known one: it picks the code generator and
+    // the project's folder (tilegraph_rt/<name>), which run and explain find.
+    const scheduler::ArchSpec spec = scheduler::arch_from_file(f.arch_file);
+    std::string named;
+    try {
+      named = canonical_arch(spec.name);
+    } catch (const UserError&) {
+      throw UserError("--arch-file '" + f.arch_file + "': name \"" + spec.name +
+                      "\" is not a known arch (see `tilegraph archs`; a calibrated host spec is named \"host\")");
+    }
+    if (arch_given && canonical_arch(arch) != named)
+      throw UserError("--arch-file '" + f.arch_file + "' describes " + spec.name + ", not --arch " + arch);
+    if (scheduler::arch_by_name(named).target != spec.target)
+      throw UserError("--arch-file '" + f.arch_file + "': target \"" + spec.target + "\" is not " + named + "'s");
+    arch = named;
+  }
   driver::CompileOptions o;
   o.arch = canonical_arch(arch);  // a bad --arch is reported before anything else
   o.model_path = model.empty() ? (fs::path(prefix) / "model.onnx").string() : model;
@@ -93,6 +112,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.arch = canonical_arch(arch);
   o.topk = f.topk;
   o.cpu_features = f.cpu_features;
+  o.arch_file = f.arch_file;
   o.fusion = !f.no_fusion;
   o.float_ukernels = !f.no_float_ukernels;
   o.fp16 = f.fp16;
@@ -188,6 +208,33 @@ int explain(const std::string& prefix, const std::string& arch, const ExplainFla
   return 0;
 }
 
+struct CalibrateFlags {
+  std::string arch = "host", output, work;
+  int cores = 0;
+};
+
+int calibrate(const CalibrateFlags& f) {
+  if (canonical_arch(f.arch) != "host")
+    throw UserError("calibrate measures the machine it runs on: --arch host (a GPU spec's numbers come from its "
+                    "file, scheduler/arch/" + canonical_arch(f.arch) + ".json)");
+  if (f.cores < 0) throw UserError(str_cat("--cores ", f.cores, " must be positive"));
+  std::cerr << "calibrating the host CPU (a few seconds)..." << std::endl;
+  driver::CalibrateOptions o;
+  o.cores = f.cores;
+  o.work_dir = f.work;
+  const driver::Calibration c = driver::calibrate_host(o);
+  std::cerr << c.summary << "calibrated in " << c.seconds << " s\n";
+  const std::string text = scheduler::arch_to_json(c.spec);
+  if (f.output.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
+  if (!(out << text) || !out.flush()) throw UserError("-o '" + f.output + "': cannot write it");
+  std::cerr << "wrote " << f.output << "; use it: tilegraph tune PREFIX --arch-file " << f.output << "\n";
+  return 0;
+}
+
 // Replaces this process with main_test, forwarding the run flags. An AArch64
 // arch's main_test runs under qemu-aarch64 on another host.
 int run(const std::string& prefix, const std::string& arch, const std::vector<std::string>& args) {
@@ -230,6 +277,9 @@ int cli_main(int argc, char** argv) {
   tune_cmd->add_option("prefix", prefix, "model folder holding model.onnx (and its external data)")->required();
   tune_cmd->add_option("--model", f.model, "ONNX file to compile instead of PREFIX/model.onnx");
   tune_cmd->add_option("--arch", arch, "target: " + arch_names + " (host: the CPU this runs on; an AArch64 arch is cross-compiled with aarch64-linux-gnu-g++ on other hosts)")->capture_default_str();
+  tune_cmd->add_option("--arch-file", f.arch_file,
+                       "an arch spec file (the format of scheduler/arch/*.json, e.g. written by `tilegraph calibrate`) "
+                       "that replaces the built-in spec of its arch; --arch defaults to the file's name");
   tune_cmd->add_option("--cpu-features", f.cpu_features, "CPU targets: instruction-set extensions to add or drop, e.g. +dotprod,-i8mm on an AArch64 arch (sets -march and the int8 micro-kernel) or -avx512vnni on the host");
   tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
   tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison");
@@ -278,6 +328,17 @@ int cli_main(int argc, char** argv) {
                           "instead of running main_test");
   explain_cmd->add_option("--iters", explain_flags.iters, "with --measured: profiled iterations")->capture_default_str();
 
+  CalibrateFlags calibrate_flags;
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate", "measure this machine (cache and DRAM bandwidth, FMA and int8 micro-kernel rates, parallel-loop "
+                   "overheads) and write an arch spec for tune --arch-file");
+  calibrate_cmd->add_option("--arch", calibrate_flags.arch, "the arch to calibrate: host (this machine)")
+      ->capture_default_str();
+  calibrate_cmd->add_option("-o,--output", calibrate_flags.output, "write the spec here (default: standard output)");
+  calibrate_cmd->add_option("--cores", calibrate_flags.cores,
+                            "threads the models will run on (default: every core); the spec's compute units");
+  calibrate_cmd->add_option("--work", calibrate_flags.work, "build the benchmark here and keep it (default: a temporary folder)");
+
   auto* archs_cmd = app.add_subcommand("archs", "list the known --arch targets");
   auto* ops_cmd = app.add_subcommand("ops", "list the ONNX operators tilegraph lowers");
 
@@ -287,9 +348,10 @@ int cli_main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (*tune_cmd) return tune(prefix, arch, f);
+    if (*tune_cmd) return tune(prefix, arch, tune_cmd->get_option("--arch")->count() > 0, f);
     if (*run_cmd) return run(run_prefix, run_arch, run_cmd->remaining());
     if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_flags);
+    if (*calibrate_cmd) return calibrate(calibrate_flags);
     if (*archs_cmd) {
       for (const std::string& name : scheduler::known_arch_names()) {
         const scheduler::ArchSpec a = scheduler::arch_by_name(name);

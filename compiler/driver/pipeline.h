@@ -13,6 +13,7 @@ struct CompileOptions {
   std::string model_path;                      // PREFIX/model.onnx
   std::string output_dir;                      // PREFIX/tilegraph_rt/<arch>
   std::string arch = "host";
+  std::string arch_file;                       // --arch-file: this spec (a known arch's name) instead of arch's own
   std::string cpu_features;                    // --cpu-features "+dotprod,-i8mm" (scheduler/cpu_features.h)
   int topk = 20;
   bool fusion = true;                          // --no-fusion: one op per kernel
