@@ -24,8 +24,10 @@
 //   tail             = ceil(inner / lanes) * lanes / inner   (vector lanes of
 //                      the compute dtype; the last vector of a row is partly used)
 //   compute_seconds and shared_seconds *= tail
-//   shared_seconds   at the L1 rate when a tile's scratch fits in L1, else at
-//                      the L2 rate (cache blocking)
+//   shared_seconds   at the L1 rate when a tile's scratch fits in half the L1,
+//                      else at the L2 rate (cache blocking)
+//   dram_seconds     at the rate of the innermost level that holds all of the
+//                      kernel's DRAM bytes: the L2s of all cores, the L3, DRAM
 //   seconds         += block_overhead_seconds * n
 //                      + parallel_region_seconds   when the tiles use > 1 core
 //
@@ -65,10 +67,23 @@ const MemoryLevel* find_level(const ArchSpec& arch, const std::string& name) {
 // innermost cache that holds a tile's scratch on a CPU.
 const MemoryLevel* scratch_level(const ArchSpec& arch, int64_t scratch_bytes) {
   if (arch.is_gpu()) return find_level(arch, "shared");
+  // Half the L1: the other half holds the rows streaming in and out.
   const MemoryLevel* l1 = find_level(arch, "l1");
-  if (l1 && scratch_bytes <= l1->capacity_bytes) return l1;
+  if (l1 && scratch_bytes <= l1->capacity_bytes / 2) return l1;
   if (const MemoryLevel* l2 = find_level(arch, "l2")) return l2;
   return l1;
+}
+
+// Where a CPU kernel's "DRAM" traffic comes from: the tensors a kernel
+// reads were written by the kernels just before it, so a working set that
+// fits the per-core L2s (all cores') or the L3 is served from there.
+const MemoryLevel& memory_level(const ArchSpec& arch, int64_t bytes) {
+  if (arch.is_gpu()) return arch.dram();
+  const MemoryLevel* l2 = find_level(arch, "l2");
+  if (l2 && l2->bandwidth_bytes_per_s > 0 && bytes <= l2->capacity_bytes * arch.compute_units) return *l2;
+  const MemoryLevel* l3 = find_level(arch, "l3");
+  if (l3 && l3->bandwidth_bytes_per_s > 0 && bytes <= l3->capacity_bytes) return *l3;
+  return arch.dram();
 }
 
 // How much of the vector work a CPU row of `inner` elements wastes in its
@@ -173,7 +188,7 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
     latency_hiding = std::min(1.0, warps / kSaturatingWarps);
   }
 
-  c.dram_seconds = seconds_at(double(f.dram_bytes), arch.dram().bandwidth_bytes_per_s,
+  c.dram_seconds = seconds_at(double(f.dram_bytes), memory_level(arch, f.dram_bytes).bandwidth_bytes_per_s,
                               latency_hiding, "dram bandwidth", arch);
   if (const MemoryLevel* scratch = scratch_level(arch, f.shared_bytes_per_block))
     c.shared_seconds = seconds_at(double(f.shared_bytes_moved), scratch->bandwidth_bytes_per_s,

@@ -91,7 +91,7 @@ template <typename Work> double summed_rate(int threads, double units_per_rep, W
 
 // Aggregate read bandwidth when every thread sums its own buffer of `bytes`.
 double read_bandwidth(int threads, int64_t bytes) {
-  const int64_t n = std::max<int64_t>(bytes / int64_t(sizeof(float)), 1024);
+  const int64_t n = std::max<int64_t>(bytes / int64_t(sizeof(float)), 1024) / 64 * 64;
   std::vector<float*> buffers(threads);
   #pragma omp parallel num_threads(threads)
   {
@@ -102,11 +102,20 @@ double read_bandwidth(int threads, int64_t bytes) {
   const double rate = summed_rate(threads, double(n) * sizeof(float), [&](int t, int64_t reps) {
     const float* b = buffers[t];
     float total = 0;
+    // Four independent vector sums: one chain would time the add latency.
+    constexpr int64_t kChunk = 64;
     for (int64_t r = 0; r < reps; ++r) {
-      float s = 0;
-      #pragma omp simd reduction(+ : s)
-      for (int64_t i = 0; i < n; ++i) s += b[i];
-      total += s;
+      float s0[16] = {}, s1[16] = {}, s2[16] = {}, s3[16] = {};
+      for (int64_t i = 0; i + kChunk <= n; i += kChunk) {
+        #pragma omp simd
+        for (int j = 0; j < 16; ++j) {
+          s0[j] += b[i + j];
+          s1[j] += b[i + 16 + j];
+          s2[j] += b[i + 32 + j];
+          s3[j] += b[i + 48 + j];
+        }
+      }
+      for (int j = 0; j < 16; ++j) total += s0[j] + s1[j] + s2[j] + s3[j];
     }
     if (total == -1) g_sink_f = total;
   });

@@ -392,9 +392,9 @@ TEST(CostModel, CpuRunsOneBlockPerCore) {
 TEST(CostModel, CpuScratchBeyondL1StreamsFromL2) {
   KernelFeatures f = memory_bound(8, 1, 0);
   f.shared_bytes_moved = int64_t{1} << 32;
-  f.shared_bytes_per_block = 32 << 10;  // exactly the L1
+  f.shared_bytes_per_block = 16 << 10;  // half the L1: the other half streams rows
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 1.6e12);
-  f.shared_bytes_per_block = (32 << 10) + 16;
+  f.shared_bytes_per_block = (16 << 10) + 16;
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 400e9);
   // A GPU's shared memory has no such step.
   KernelFeatures g = memory_bound(8 * 108, 128, 0);
@@ -404,6 +404,24 @@ TEST(CostModel, CpuScratchBeyondL1StreamsFromL2) {
   g.shared_bytes_per_block = 40 << 10;
   EXPECT_GT(estimate_cost(g, gpu_spec()).shared_seconds, 0);
   EXPECT_LE(small, estimate_cost(g, gpu_spec()).shared_seconds);
+}
+
+TEST(CostModel, CpuWorkingSetsInCacheAreReadFromThere) {
+  ArchSpec cpu = cpu_spec();  // 8 cores with 1 MB of L2 each, no L3
+  KernelFeatures f = memory_bound(8, 1, 8 << 20);
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double(8 << 20) / 400e9);
+  f.dram_bytes = (8 << 20) + 64;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double((8 << 20) + 64) / 50e9);
+  cpu.levels.insert(cpu.levels.begin() + 1, {"l3", LevelScope::kDevice, 32 << 20, 200e9, 64});
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double((8 << 20) + 64) / 200e9);
+  f.dram_bytes = int64_t{1} << 30;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double(int64_t{1} << 30) / 50e9);
+  // A GPU reads DRAM bytes from DRAM (its L2 reuse is in the features):
+  // small and large working sets alike.
+  KernelFeatures g = memory_bound(108, 128, 1 << 10);
+  const double small = estimate_cost(g, gpu_spec()).dram_seconds;
+  g.dram_bytes = int64_t{1} << 30;
+  EXPECT_DOUBLE_EQ(estimate_cost(g, gpu_spec()).dram_seconds, small * double(1 << 20));
 }
 
 TEST(CostModel, CpuVectorTailsCostTheWholeLastVector) {
