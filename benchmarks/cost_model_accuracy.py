@@ -1,6 +1,6 @@
 """How well the cost model ranks tile configs on this machine: top-1 vs the profiled best.
 
-    python3 benchmarks/cost_model_accuracy.py [--models vit_small,mobilenet_small,q:cnn_qdq,q:attn_qdq_s8] \
+    python3 benchmarks/cost_model_accuracy.py [--models vit_small,bert_small,NAFNet_small,q:cnn_qdq,...] \
         [--topk 8] [--repeats 3] [--threads N] [--work build/cost_model_accuracy] [--arch-file FILE] [--json OUT]
 
 For each model, `tilegraph tune PREFIX --profile-topk on --topk K` times the cost
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_MODELS = "vit_small,mobilenet_small,q:cnn_qdq,q:attn_qdq_s8"
+DEFAULT_MODELS = "vit_small,bert_small,mobilenet_small,NAFNet_small,q:cnn_qdq,q:attn_qdq"
 
 
 def tilegraph_bin() -> str:

@@ -21,8 +21,9 @@
 //                      (padding: computed / needed output elements; CPU only)
 //
 // A CPU core runs its n tiles one after another, so on a CPU also:
-//   tail             = ceil(inner / lanes) * lanes / inner   (vector lanes of
-//                      the compute dtype; the last vector of a row is partly used)
+//   tail             = (ceil(inner / lanes) + 1) * lanes / inner   (vector
+//                      lanes of the compute dtype; the last vector of a row is
+//                      partly used, and a row's loop start costs about one more)
 //   compute_seconds and shared_seconds *= tail
 //   shared_seconds   at the L1 rate when a tile's scratch fits in half the L1,
 //                      else at the L2 rate (cache blocking)
@@ -86,14 +87,20 @@ const MemoryLevel& memory_level(const ArchSpec& arch, int64_t bytes) {
   return arch.dram();
 }
 
-// How much of the vector work a CPU row of `inner` elements wastes in its
-// last, partly filled vector: >= 1.
+// A row's loop start and exit (address set-up, the exit branch, a break in
+// the prefetcher's stream) cost about one vector operation.
+constexpr double kRowOverheadVectors = 1;
+
+// How much more vector work a CPU tile does than its elements need, rows
+// of `inner` elements: the last, partly filled vector of each row and the
+// row's loop overhead; >= 1. Long rows (a tile spanning the tensor's rows)
+// amortize both.
 double vector_tail(int64_t inner, DType compute, const ArchSpec& arch) {
   const int64_t element = std::max<int64_t>(dtype_size(compute), 1);
   // Integer kernels accumulate in 32 bits: their lanes are int32's.
   const int64_t lanes = std::max<int64_t>(arch.vector_bytes / std::max<int64_t>(element, 4), 1);
   if (inner <= 1 || lanes <= 1) return 1;
-  return double(ceil_div(inner, lanes) * lanes) / double(inner);
+  return (double(ceil_div(inner, lanes)) + kRowOverheadVectors) * double(lanes) / double(inner);
 }
 
 // Scratch a CPU tile may keep cache-resident: the spec's per-block limit, or

@@ -429,19 +429,23 @@ TEST(CostModel, CpuVectorTailsCostTheWholeLastVector) {
   cpu.vector_bytes = 32;  // 8 fp32 lanes
   KernelFeatures f = memory_bound(8, 1, 0);
   f.flops = 1e9;
-  f.inner_extent = 16;
-  const double full = estimate_cost(f, cpu).compute_seconds;
-  EXPECT_DOUBLE_EQ(full, 1e9 / 1e12);
-  f.inner_extent = 17;  // 3 vectors for 17 lanes of work
-  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, full * 24 / 17);
-  f.inner_extent = 4;  // half a vector
-  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, full * 2);
   f.inner_extent = 0;  // unknown: no tail
-  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, full);
+  const double plain = estimate_cost(f, cpu).compute_seconds;
+  EXPECT_DOUBLE_EQ(plain, 1e9 / 1e12);
+  // Rows of 16: 2 vectors and a row's loop overhead of about one more.
+  f.inner_extent = 16;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 3 / 2);
+  f.inner_extent = 17;  // 3 vectors (the last one 1/8 used) + 1 for 17 lanes of work
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 32 / 17);
+  f.inner_extent = 4;  // half a vector
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 16 / 4);
+  // Longer rows amortize it: 32-element rows beat 16-element ones.
+  f.inner_extent = 32;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 5 / 4);
   // int8 kernels accumulate in int32 lanes: 8 of them too.
   f.compute_dtype = DType::kI8;
   f.inner_extent = 12;
-  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, 1e9 / 4e12 * 16 / 12);
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, 1e9 / 4e12 * 24 / 12);
 }
 
 TEST(CostModel, CpuPaysTheParallelRegionAndEachTilesSetUp) {
