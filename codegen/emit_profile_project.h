@@ -7,9 +7,12 @@
 // samples of enough repetitions to last about half a millisecond; its time
 // is the median sample divided by the repetitions. CUDA variants are timed
 // with CUDA events around their launches on the default stream, CPU
-// variants (OpenMP over blocks) with steady_clock. The program prints one
-// line per variant as it finishes, `<index> <seconds>` (a negative time:
-// the launch failed), so a crash or a timeout loses only what follows.
+// variants (OpenMP over blocks) with steady_clock. All variants are timed
+// in a few rounds, one round after another, so a burst of load from other
+// processes slows one round rather than some variants; the program prints
+// one line per variant and round as it finishes, `<index> <seconds>` (a
+// negative time: the launch failed), so a crash or a timeout loses only
+// what follows. Readers keep each variant's fastest round.
 #pragma once
 #include <string>
 #include <vector>

@@ -64,6 +64,15 @@ class FieldReader {
     return d;
   }
 
+  // An optional number (>= 0): `fallback` when the key is absent.
+  double optional_number(const char* key, double fallback) {
+    if (!object_.contains(key)) {
+      read_.insert(key);
+      return fallback;
+    }
+    return number(key, /*zero_ok=*/true);
+  }
+
   const json& array(const char* key) {
     const json& v = field(key);
     if (!v.is_array() || v.empty()) fail(key, "must be a non-empty array");
@@ -160,8 +169,14 @@ constexpr double kHostDramBytesPerSCap = 50e9;
 // a shared L3 a quarter of one.
 constexpr double kHostL2BytesPerClock = 32;
 constexpr double kHostL3BytesPerClock = 16;
-// An OpenMP parallel region's fork and join, the per-kernel overhead.
-constexpr double kHostKernelLaunchSeconds = 2e-6;
+// A kernel call whose parallel loop runs on one core (the OpenMP runtime's
+// entry and exit); waking and joining the other cores adds a region's cost;
+// each tile a core runs adds its loop and scratch set-up. Measured on a
+// 2-core x86 box with the profiling harness (tune --profile-topk on); the
+// `tilegraph calibrate` spec replaces them with this machine's.
+constexpr double kHostKernelLaunchSeconds = 0.5e-6;
+constexpr double kHostParallelRegionSeconds = 0.3e-6;
+constexpr double kHostBlockOverheadSeconds = 30e-9;
 
 struct HostCaches {
   int64_t l1 = 0, l2 = 0, l3 = 0;
@@ -232,6 +247,9 @@ ArchSpec parse_arch_json(const std::string& text, const std::string& origin) {
   a.registers_per_unit = r.small_integer("registers_per_unit");
   a.max_registers_per_thread = r.small_integer("max_registers_per_thread");
   a.kernel_launch_seconds = r.number("kernel_launch_seconds", /*zero_ok=*/true);
+  const bool cpu = a.target == "cpu";
+  a.parallel_region_seconds = r.optional_number("parallel_region_seconds", cpu ? kHostParallelRegionSeconds : 0);
+  a.block_overhead_seconds = r.optional_number("block_overhead_seconds", cpu ? kHostBlockOverheadSeconds : 0);
   a.peak_fp32_flops = r.number("peak_fp32_flops");
   a.peak_fp16_flops = r.number("peak_fp16_flops");
   a.peak_int8_ops = r.number("peak_int8_ops");
@@ -326,6 +344,8 @@ ArchSpec host_arch() {
   a.registers_per_unit = register_bytes / 4;
   a.max_registers_per_thread = register_bytes / 4;
   a.kernel_launch_seconds = kHostKernelLaunchSeconds;
+  a.parallel_region_seconds = kHostParallelRegionSeconds;
+  a.block_overhead_seconds = kHostBlockOverheadSeconds;
 
   // Every FMA pipe retires one vector FMA (2 flops per fp32 lane) per clock.
   const double per_clock = a.cores * kHostClockHz;
@@ -367,6 +387,50 @@ std::vector<std::string> known_arch_names() {
   std::vector<std::string> names = {"host"};
   for (const ArchSpec& spec : embedded_specs()) names.push_back(spec.name);
   return names;
+}
+
+}  // namespace tilegraph::scheduler
+
+namespace tilegraph::scheduler {
+
+ArchSpec arch_from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError("--arch-file '" + path + "': cannot open it");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_arch_json(text, "--arch-file '" + path + "'");
+}
+
+std::string arch_to_json(const ArchSpec& a) {
+  static const char* const kScopes[] = {"device", "block", "thread"};
+  json levels = json::array();
+  for (const MemoryLevel& l : a.levels)
+    levels.push_back({{"name", l.name},
+                      {"scope", kScopes[static_cast<int>(l.scope)]},
+                      {"capacity_bytes", l.capacity_bytes},
+                      {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
+                      {"transaction_bytes", l.transaction_bytes}});
+  const json j = {{"name", a.name},
+                  {"target", a.target},
+                  {"description", a.description},
+                  {"isa", a.isa},
+                  {"compute_units", a.compute_units},
+                  {"warp_size", a.warp_size},
+                  {"max_threads_per_block", a.max_threads_per_block},
+                  {"max_threads_per_unit", a.max_threads_per_unit},
+                  {"max_blocks_per_unit", a.max_blocks_per_unit},
+                  {"shared_bytes_per_block", a.shared_bytes_per_block},
+                  {"shared_bytes_per_unit", a.shared_bytes_per_unit},
+                  {"registers_per_unit", a.registers_per_unit},
+                  {"max_registers_per_thread", a.max_registers_per_thread},
+                  {"kernel_launch_seconds", a.kernel_launch_seconds},
+                  {"parallel_region_seconds", a.parallel_region_seconds},
+                  {"block_overhead_seconds", a.block_overhead_seconds},
+                  {"peak_fp32_flops", a.peak_fp32_flops},
+                  {"peak_fp16_flops", a.peak_fp16_flops},
+                  {"peak_int8_ops", a.peak_int8_ops},
+                  {"vector_bytes", a.vector_bytes},
+                  {"levels", levels}};
+  return j.dump(2) + "\n";
 }
 
 }  // namespace tilegraph::scheduler

@@ -41,6 +41,13 @@ struct ArchSpec {
   int registers_per_unit = 0;    // 32-bit registers per SM / CU
   int max_registers_per_thread = 255;
   double kernel_launch_seconds = 0;    // per kernel in a captured graph / call overhead
+  // CPU targets (optional JSON keys; a CPU spec without them gets the host's
+  // defaults): what a kernel's parallel loop over its tiles costs besides the
+  // work. A region that spreads tiles over more than one core wakes the other
+  // threads and joins them at its end; every tile a core runs pays its loop
+  // and scratch set-up.
+  double parallel_region_seconds = 0;
+  double block_overhead_seconds = 0;
 
   // Peak arithmetic rates (per second, whole device).
   double peak_fp32_flops = 0;
@@ -77,5 +84,10 @@ std::vector<std::string> known_arch_names();
 // Parses one arch JSON document (the format of scheduler/arch/*.json);
 // throws UserError naming `origin` and the missing or malformed field.
 ArchSpec parse_arch_json(const std::string& text, const std::string& origin);
+// An arch spec file (--arch-file, e.g. written by `tilegraph calibrate`);
+// throws UserError naming the file when it cannot be read or parsed.
+ArchSpec arch_from_file(const std::string& path);
+// The JSON document parse_arch_json reads back as `a` (every field it has).
+std::string arch_to_json(const ArchSpec& a);
 
 }  // namespace tilegraph::scheduler

@@ -20,6 +20,18 @@
 //   seconds          = max(X_seconds) * padding / wave_efficiency + kernel_launch_seconds
 //                      (padding: computed / needed output elements; CPU only)
 //
+// A CPU core runs its n tiles one after another, so on a CPU also:
+//   tail             = (ceil(inner / lanes) + 1) * lanes / inner   (vector
+//                      lanes of the compute dtype; the last vector of a row is
+//                      partly used, and a row's loop start costs about one more)
+//   compute_seconds and shared_seconds *= tail
+//   shared_seconds   at the L1 rate when a tile's scratch fits in half the L1,
+//                      else at the L2 rate (cache blocking)
+//   dram_seconds     at the rate of the innermost level that holds all of the
+//                      kernel's DRAM bytes: the L2s of all cores, the L3, DRAM
+//   seconds         += block_overhead_seconds * n
+//                      + parallel_region_seconds   when the tiles use > 1 core
+//
 // With at least one full wave (n >= blocks_per_unit) wave_efficiency equals
 // waves / ceil(waves), waves = blocks / (units * blocks_per_unit): a kernel
 // of 1.1 waves pays for 2. With less than a full wave the busiest unit holds
@@ -54,10 +66,41 @@ const MemoryLevel* find_level(const ArchSpec& arch, const std::string& name) {
 
 // The level shared_bytes_moved goes through: shared memory on a GPU, the
 // innermost cache that holds a tile's scratch on a CPU.
-const MemoryLevel* scratch_level(const ArchSpec& arch) {
+const MemoryLevel* scratch_level(const ArchSpec& arch, int64_t scratch_bytes) {
   if (arch.is_gpu()) return find_level(arch, "shared");
-  if (const MemoryLevel* l1 = find_level(arch, "l1")) return l1;
-  return find_level(arch, "l2");
+  // Half the L1: the other half holds the rows streaming in and out.
+  const MemoryLevel* l1 = find_level(arch, "l1");
+  if (l1 && scratch_bytes <= l1->capacity_bytes / 2) return l1;
+  if (const MemoryLevel* l2 = find_level(arch, "l2")) return l2;
+  return l1;
+}
+
+// Where a CPU kernel's "DRAM" traffic comes from: the tensors a kernel
+// reads were written by the kernels just before it, so a working set that
+// fits the per-core L2s (all cores') or the L3 is served from there.
+const MemoryLevel& memory_level(const ArchSpec& arch, int64_t bytes) {
+  if (arch.is_gpu()) return arch.dram();
+  const MemoryLevel* l2 = find_level(arch, "l2");
+  if (l2 && l2->bandwidth_bytes_per_s > 0 && bytes <= l2->capacity_bytes * arch.compute_units) return *l2;
+  const MemoryLevel* l3 = find_level(arch, "l3");
+  if (l3 && l3->bandwidth_bytes_per_s > 0 && bytes <= l3->capacity_bytes) return *l3;
+  return arch.dram();
+}
+
+// A row's loop start and exit (address set-up, the exit branch, a break in
+// the prefetcher's stream) cost about one vector operation.
+constexpr double kRowOverheadVectors = 1;
+
+// How much more vector work a CPU tile does than its elements need, rows
+// of `inner` elements: the last, partly filled vector of each row and the
+// row's loop overhead; >= 1. Long rows (a tile spanning the tensor's rows)
+// amortize both.
+double vector_tail(int64_t inner, DType compute, const ArchSpec& arch) {
+  const int64_t element = std::max<int64_t>(dtype_size(compute), 1);
+  // Integer kernels accumulate in 32 bits: their lanes are int32's.
+  const int64_t lanes = std::max<int64_t>(arch.vector_bytes / std::max<int64_t>(element, 4), 1);
+  if (inner <= 1 || lanes <= 1) return 1;
+  return (double(ceil_div(inner, lanes)) + kRowOverheadVectors) * double(lanes) / double(inner);
 }
 
 // Scratch a CPU tile may keep cache-resident: the spec's per-block limit, or
@@ -152,13 +195,18 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
     latency_hiding = std::min(1.0, warps / kSaturatingWarps);
   }
 
-  c.dram_seconds = seconds_at(double(f.dram_bytes), arch.dram().bandwidth_bytes_per_s,
+  c.dram_seconds = seconds_at(double(f.dram_bytes), memory_level(arch, f.dram_bytes).bandwidth_bytes_per_s,
                               latency_hiding, "dram bandwidth", arch);
-  if (const MemoryLevel* scratch = scratch_level(arch))
+  if (const MemoryLevel* scratch = scratch_level(arch, f.shared_bytes_per_block))
     c.shared_seconds = seconds_at(double(f.shared_bytes_moved), scratch->bandwidth_bytes_per_s,
                                   latency_hiding, "shared bandwidth", arch);
   c.compute_seconds = seconds_at(f.flops, peak_rate(f.compute_dtype, arch), latency_hiding,
                                  dtype_name(f.compute_dtype), arch);
+  if (!arch.is_gpu()) {
+    const double tail = vector_tail(f.inner_extent, f.compute_dtype, arch);
+    c.compute_seconds *= tail;
+    c.shared_seconds *= tail;
+  }
   // Level "l2" (GPUs; CPUs: the per-core L2 that blocks' footprints stream through).
   for (const MemoryLevel& level : arch.levels)
     if (level.name == "l2" && level.bandwidth_bytes_per_s > 0)
@@ -168,6 +216,8 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
   // CPU core runs a tile's padded elements like any others.
   const double padding = arch.is_gpu() ? 1.0 : std::max(1.0, f.padding);
   c.seconds = bound * padding / wave_efficiency + arch.kernel_launch_seconds;
+  if (!arch.is_gpu())
+    c.seconds += arch.block_overhead_seconds * double(n) + (std::min(f.blocks, units) > 1 ? arch.parallel_region_seconds : 0);
   return c;
 }
 

@@ -36,7 +36,7 @@ bool is_contraction(const Op& op) {
 
 // Bump when the cost model, the search or the cache layout changes: cached
 // results of another version are ignored.
-constexpr const char* kCacheFormat = "tilegraph-schedule-cache/6";
+constexpr const char* kCacheFormat = "tilegraph-schedule-cache/7";
 
 struct Group {
   std::vector<int> ops;              // sorted (topological)
@@ -444,7 +444,9 @@ KernelFeatures features_from(const nlohmann::json& j) {
 uint64_t tiling_key(const Graph& g, const KernelSchedule& k, const ArchSpec& arch, int topk, int budget) {
   // Everything the search depends on, and nothing it does not (op and
   // tensor names): equal subgraphs of different layers share a key.
-  std::string text = str_cat(arch.name, "|", topk, "|", budget, "|");
+  // The whole spec, not only its name: a calibrated spec (--arch-file) of
+  // the same arch ranks configs differently.
+  std::string text = str_cat(arch_to_json(arch), "|", topk, "|", budget, "|");
   std::map<TensorId, int> local;  // tensors renumbered by first use
   auto id_of = [&](TensorId t) { return local.emplace(t, static_cast<int>(local.size())).first->second; };
   std::map<int, int> position;

@@ -13,7 +13,9 @@
 #include <CLI/CLI.hpp>
 
 #include "compiler/driver/aarch64_target.h"
+#include "compiler/driver/calibrate.h"
 #include "compiler/driver/explain.h"
+#include "compiler/driver/measured_kernels.h"
 #include "compiler/driver/pipeline.h"
 #include "compiler/driver/version.h"
 #include "compiler/ir/error.h"
@@ -80,6 +82,7 @@ struct TuneFlags {
   bool no_build = false, no_fusion = false, no_float_ukernels = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::string profile_topk = "auto";
   std::string fusion_level;  // empty: full, or none under --no-fusion
+  std::string arch_file;
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
 
@@ -92,8 +95,25 @@ scheduler::FusionLevel fusion_level_of(const TuneFlags& f) {
   return level;
 }
 
-int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f) {
+int tune(const std::string& prefix, std::string arch, bool arch_given, const TuneFlags& f) {
   const std::string& model = f.model;
+  if (!f.arch_file.empty()) {
+    // The file's arch must be a known one: it picks the code generator and
+    // the project's folder (tilegraph_rt/<name>), which run and explain find.
+    const scheduler::ArchSpec spec = scheduler::arch_from_file(f.arch_file);
+    std::string named;
+    try {
+      named = canonical_arch(spec.name);
+    } catch (const UserError&) {
+      throw UserError("--arch-file '" + f.arch_file + "': name \"" + spec.name +
+                      "\" is not a known arch (see `tilegraph archs`; a calibrated host spec is named \"host\")");
+    }
+    if (arch_given && canonical_arch(arch) != named)
+      throw UserError("--arch-file '" + f.arch_file + "' describes " + spec.name + ", not --arch " + arch);
+    if (scheduler::arch_by_name(named).target != spec.target)
+      throw UserError("--arch-file '" + f.arch_file + "': target \"" + spec.target + "\" is not " + named + "'s");
+    arch = named;
+  }
   driver::CompileOptions o;
   o.arch = canonical_arch(arch);  // a bad --arch is reported before anything else
   o.model_path = model.empty() ? (fs::path(prefix) / "model.onnx").string() : model;
@@ -103,6 +123,7 @@ int tune(const std::string& prefix, const std::string& arch, const TuneFlags& f)
   o.arch = canonical_arch(arch);
   o.topk = f.topk;
   o.cpu_features = f.cpu_features;
+  o.arch_file = f.arch_file;
   o.fusion = fusion_level_of(f);
   o.float_ukernels = !f.no_float_ukernels;
   o.fp16 = f.fp16;
@@ -148,21 +169,80 @@ fs::path runnable_project(const std::string& prefix, const std::string& arch) {
                   (canonical_arch(arch) == "host" ? "" : " --arch " + canonical_arch(arch)) + hint + "` first");
 }
 
-int explain(const std::string& prefix, const std::string& arch, bool json, bool no_fusion) {
-  const fs::path manifest = fs::path(project_dir(prefix, arch)) / "manifest.json";
-  std::ifstream in(manifest);
-  if (!in) throw UserError("no manifest at '" + manifest.string() + "'; run `tilegraph tune " + prefix + " --arch " +
-                           canonical_arch(arch) + "` first");
-  nlohmann::json m;
+struct ExplainFlags {
+  bool json = false, no_fusion = false, measured = false;
+  std::string profile_json;  // main_test --export-json of a --profile run; "" = run main_test here
+  int iters = 20;
+};
+
+nlohmann::json read_json_file(const fs::path& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) throw UserError("cannot read " + what + " '" + path.string() + "'");
   try {
-    m = nlohmann::json::parse(in);
+    return nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    throw UserError("'" + manifest.string() + "' is not valid JSON: " + e.what());
+    throw UserError("'" + path.string() + "' is not valid JSON: " + e.what());
   }
+}
+
+int explain(const std::string& prefix, const std::string& arch, const ExplainFlags& flags) {
+  const fs::path manifest = fs::path(project_dir(prefix, arch)) / "manifest.json";
+  if (!fs::exists(manifest))
+    throw UserError("no manifest at '" + manifest.string() + "'; run `tilegraph tune " + prefix + " --arch " +
+                    canonical_arch(arch) + "` first");
+  nlohmann::json m = read_json_file(manifest, "manifest");
   if (!m.contains("explain"))
     throw UserError("'" + manifest.string() + "' has no explain report (tuned by an older tilegraph? tune again)");
-  if (json) std::cout << m["explain"].dump(2) << "\n";
-  else std::cout << driver::explain_text(m["explain"], no_fusion);
+  nlohmann::json& e = m["explain"];
+  if (flags.measured || !flags.profile_json.empty()) {
+    if (flags.no_fusion) throw UserError("--measured times the fused kernels; drop --no-fusion");
+    std::vector<driver::MeasuredKernel> kernels;
+    if (!flags.profile_json.empty()) {
+      kernels = driver::read_kernel_profile_json(read_json_file(flags.profile_json, "--profile-json"),
+                                                 flags.profile_json);
+    } else {
+      const scheduler::ArchSpec spec = scheduler::arch_by_name(arch);
+      if (spec.is_gpu() || driver::needs_aarch64_cross(spec))
+        throw UserError("--measured runs main_test on this machine: " + spec.name +
+                        " kernels are not measured here (pass a profile from that machine with --profile-json)");
+      const fs::path dir = runnable_project(prefix, arch);
+      kernels = driver::profile_project_kernels(dir.string(), (dir / "kernel_profile.json").string(), flags.iters);
+    }
+    driver::add_measured_times(e, kernels);
+  }
+  if (flags.json) {
+    std::cout << e.dump(2) << "\n";
+  } else {
+    std::cout << driver::explain_text(e, flags.no_fusion);
+    if (e.contains("measured")) std::cout << driver::measured_text(e);
+  }
+  return 0;
+}
+
+struct CalibrateFlags {
+  std::string arch = "host", output, work;
+  int cores = 0;
+};
+
+int calibrate(const CalibrateFlags& f) {
+  if (canonical_arch(f.arch) != "host")
+    throw UserError("calibrate measures the machine it runs on: --arch host (a GPU spec's numbers come from its "
+                    "file, scheduler/arch/" + canonical_arch(f.arch) + ".json)");
+  if (f.cores < 0) throw UserError(str_cat("--cores ", f.cores, " must be positive"));
+  std::cerr << "calibrating the host CPU (a few seconds)..." << std::endl;
+  driver::CalibrateOptions o;
+  o.cores = f.cores;
+  o.work_dir = f.work;
+  const driver::Calibration c = driver::calibrate_host(o);
+  std::cerr << c.summary << "calibrated in " << c.seconds << " s\n";
+  const std::string text = scheduler::arch_to_json(c.spec);
+  if (f.output.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
+  if (!(out << text) || !out.flush()) throw UserError("-o '" + f.output + "': cannot write it");
+  std::cerr << "wrote " << f.output << "; use it: tilegraph tune PREFIX --arch-file " << f.output << "\n";
   return 0;
 }
 
@@ -208,6 +288,9 @@ int cli_main(int argc, char** argv) {
   tune_cmd->add_option("prefix", prefix, "model folder holding model.onnx (and its external data)")->required();
   tune_cmd->add_option("--model", f.model, "ONNX file to compile instead of PREFIX/model.onnx");
   tune_cmd->add_option("--arch", arch, "target: " + arch_names + " (host: the CPU this runs on; an AArch64 arch is cross-compiled with aarch64-linux-gnu-g++ on other hosts)")->capture_default_str();
+  tune_cmd->add_option("--arch-file", f.arch_file,
+                       "an arch spec file (the format of scheduler/arch/*.json, e.g. written by `tilegraph calibrate`) "
+                       "that replaces the built-in spec of its arch; --arch defaults to the file's name");
   tune_cmd->add_option("--cpu-features", f.cpu_features, "CPU targets: instruction-set extensions to add or drop, e.g. +dotprod,-i8mm on an AArch64 arch (sets -march and the int8 micro-kernel) or -avx512vnni on the host");
   tune_cmd->add_option("--topk", f.topk, "tile configs kept per subgraph (best first by the cost model; profiled on a GPU when one is present)")->capture_default_str();
   tune_cmd->add_flag("--no-fusion", f.no_fusion, "one op per kernel (no tile-graph fusion), for comparison: --fusion-level none");
@@ -245,12 +328,31 @@ int cli_main(int argc, char** argv) {
   run_cmd->allow_extras();
 
   std::string explain_prefix, explain_arch = "host";
-  bool explain_as_json = false, explain_no_fusion = false;
+  ExplainFlags explain_flags;
   auto* explain_cmd = app.add_subcommand("explain", "print the tile-graph schedule of a tuned model: per fused kernel its ops, edge levels, tile, block size and the cost model's predictions; fused vs one op per kernel");
   explain_cmd->add_option("prefix", explain_prefix, "model folder given to tune")->required();
   explain_cmd->add_option("--arch", explain_arch, "target the model was tuned for")->capture_default_str();
-  explain_cmd->add_flag("--json", explain_as_json, "print the report as one JSON object");
-  explain_cmd->add_flag("--no-fusion", explain_no_fusion, "list the one-op-per-kernel schedule's kernels");
+  explain_cmd->add_flag("--json", explain_flags.json, "print the report as one JSON object");
+  explain_cmd->add_flag("--no-fusion", explain_flags.no_fusion, "list the one-op-per-kernel schedule's kernels");
+  explain_cmd->add_flag("--measured", explain_flags.measured,
+                        "add each kernel's measured time (main_test --profile, run here; kept in the project's "
+                        "kernel_profile.json) next to its predicted one, and the ratio predicted / measured, "
+                        "largest error first");
+  explain_cmd->add_option("--profile-json", explain_flags.profile_json,
+                          "with --measured: use this profile (`tilegraph run PREFIX --profile --export-json FILE`) "
+                          "instead of running main_test");
+  explain_cmd->add_option("--iters", explain_flags.iters, "with --measured: profiled iterations")->capture_default_str();
+
+  CalibrateFlags calibrate_flags;
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate", "measure this machine (cache and DRAM bandwidth, FMA and int8 micro-kernel rates, parallel-loop "
+                   "overheads) and write an arch spec for tune --arch-file");
+  calibrate_cmd->add_option("--arch", calibrate_flags.arch, "the arch to calibrate: host (this machine)")
+      ->capture_default_str();
+  calibrate_cmd->add_option("-o,--output", calibrate_flags.output, "write the spec here (default: standard output)");
+  calibrate_cmd->add_option("--cores", calibrate_flags.cores,
+                            "threads the models will run on (default: every core); the spec's compute units");
+  calibrate_cmd->add_option("--work", calibrate_flags.work, "build the benchmark here and keep it (default: a temporary folder)");
 
   auto* archs_cmd = app.add_subcommand("archs", "list the known --arch targets");
   auto* ops_cmd = app.add_subcommand("ops", "list the ONNX operators tilegraph lowers");
@@ -261,9 +363,10 @@ int cli_main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (*tune_cmd) return tune(prefix, arch, f);
+    if (*tune_cmd) return tune(prefix, arch, tune_cmd->get_option("--arch")->count() > 0, f);
     if (*run_cmd) return run(run_prefix, run_arch, run_cmd->remaining());
-    if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_as_json, explain_no_fusion);
+    if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_flags);
+    if (*calibrate_cmd) return calibrate(calibrate_flags);
     if (*archs_cmd) {
       for (const std::string& name : scheduler::known_arch_names()) {
         const scheduler::ArchSpec a = scheduler::arch_by_name(name);

@@ -87,6 +87,15 @@ nlohmann::json explain_json(const Graph& g, const scheduler::Schedule& fused,
   nlohmann::json j;
   const Totals f = totals(fused), u = totals(unfused);
   j["arch"] = arch.name;
+  // The numbers the predictions divide by (a calibrated spec's own: tune --arch-file).
+  j["arch_spec"] = {{"description", arch.description},
+                    {"compute_units", arch.compute_units},
+                    {"peak_fp32_flops", arch.peak_fp32_flops},
+                    {"peak_int8_ops", arch.peak_int8_ops},
+                    {"dram_bandwidth_bytes_per_s", arch.dram().bandwidth_bytes_per_s},
+                    {"kernel_launch_seconds", arch.kernel_launch_seconds},
+                    {"parallel_region_seconds", arch.parallel_region_seconds},
+                    {"block_overhead_seconds", arch.block_overhead_seconds}};
   j["kernels"] = fused.kernels.size();
   j["kernels_unfused"] = unfused.kernels.size();
   j["dram_bytes"] = f.dram;
@@ -103,7 +112,16 @@ nlohmann::json explain_json(const Graph& g, const scheduler::Schedule& fused,
 std::string explain_text(const nlohmann::json& e, bool no_fusion) {
   std::ostringstream out;
   const nlohmann::json& list = e.at(no_fusion ? "subgraphs_unfused" : "subgraphs");
-  out << "arch " << e.at("arch").get<std::string>() << (no_fusion ? " (one op per kernel)" : "") << "\n\n";
+  out << "arch " << e.at("arch").get<std::string>() << (no_fusion ? " (one op per kernel)" : "") << "\n";
+  if (const auto spec = e.find("arch_spec"); spec != e.end()) {
+    char line[512];
+    std::snprintf(line, sizeof line, "  %s: %d units, peak fp32 %.1f GFLOP/s, int8 %.1f GOP/s, DRAM %.1f GB/s\n",
+                  spec->at("description").get<std::string>().c_str(), spec->at("compute_units").get<int>(),
+                  spec->at("peak_fp32_flops").get<double>() / 1e9, spec->at("peak_int8_ops").get<double>() / 1e9,
+                  spec->at("dram_bandwidth_bytes_per_s").get<double>() / 1e9);
+    out << line;
+  }
+  out << "\n";
   int index = 0;
   for (const nlohmann::json& k : list) {
     char line[256];

@@ -194,7 +194,8 @@ bool profiles_topk(const CompileOptions& o, const scheduler::ArchSpec& arch, boo
 CompileReport compile(const CompileOptions& options) {
   check_options(options);
   CompileReport report;
-  scheduler::ArchSpec arch = scheduler::arch_by_name(options.arch);
+  scheduler::ArchSpec arch = options.arch_file.empty() ? scheduler::arch_by_name(options.arch)
+                                                       : scheduler::arch_from_file(options.arch_file);
   scheduler::apply_cpu_features(arch, options.cpu_features);
   const bool gpu = arch.is_gpu();
   if (options.skip_dot && arch.target != "cuda")

@@ -14,6 +14,7 @@ struct CompileOptions {
   std::string model_path;                      // PREFIX/model.onnx
   std::string output_dir;                      // PREFIX/tilegraph_rt/<arch>
   std::string arch = "host";
+  std::string arch_file;                       // --arch-file: this spec (a known arch's name) instead of arch's own
   std::string cpu_features;                    // --cpu-features "+dotprod,-i8mm" (scheduler/cpu_features.h)
   int topk = 20;
   // --fusion-level none|register|full (--no-fusion = none): scheduler/graph_connecting.h

@@ -68,13 +68,18 @@ struct ProfileCache {
   }
 };
 
-// The harness's `<index> <seconds>` lines.
+// The harness's `<index> <seconds>` lines, one per variant and round: the
+// fastest round of each variant (a shared machine's load only slows one
+// down), or its failure (negative) when no round succeeded.
 std::map<int, double> read_results(const fs::path& path) {
   std::map<int, double> seconds;
   std::ifstream in(path);
   int index;
   double s;
-  while (in >> index >> s) seconds[index] = s;
+  while (in >> index >> s) {
+    auto [it, first] = seconds.emplace(index, s);
+    if (!first && s > 0 && (it->second <= 0 || s < it->second)) it->second = s;
+  }
   return seconds;
 }
 

@@ -61,6 +61,10 @@ def test_results_hold_latency_memory_peers_and_compile_statistics(suite_run):
         ort = r["peers"]["onnxruntime"]
         assert ort["status"] == "ok" and ort["threads"] == r["threads"]
         assert r["peer_ratio"]["onnxruntime"] == pytest.approx(ort["latency_ns"]["median"] / lat["median"])
+        # The cost model's error on this run's kernels (explain --measured).
+        cm = r["cost_model"]
+        assert cm["status"] == "ok", cm["status"]
+        assert cm["prediction_error"] >= 1 and cm["predicted_ms"] > 0 and cm["measured_ms"] > 0 and cm["kernels"] > 0
     assert results["benchmarks"][BERT_1T]["threads"] == 1
 
     c = results["compile"][BERT_HOST]

@@ -151,6 +151,44 @@ TEST(ArchSpec, ValidDocumentParses) {
   EXPECT_EQ(a.levels[1].scope, LevelScope::kThread);
 }
 
+TEST(ArchSpec, CpuOverheadsAreOptionalKeys) {
+  nlohmann::json gpu = valid_spec();
+  EXPECT_EQ(parse_arch_json(gpu.dump(), "toy.json").parallel_region_seconds, 0);
+  nlohmann::json cpu = valid_spec();
+  cpu["target"] = "cpu";
+  // Absent from a CPU spec: the host's defaults.
+  const ArchSpec defaults = parse_arch_json(cpu.dump(), "toy.json");
+  EXPECT_EQ(defaults.parallel_region_seconds, host_arch().parallel_region_seconds);
+  EXPECT_EQ(defaults.block_overhead_seconds, host_arch().block_overhead_seconds);
+  EXPECT_GT(defaults.block_overhead_seconds, 0);
+  cpu["parallel_region_seconds"] = 4e-7;
+  cpu["block_overhead_seconds"] = 0;
+  const ArchSpec given = parse_arch_json(cpu.dump(), "toy.json");
+  EXPECT_EQ(given.parallel_region_seconds, 4e-7);
+  EXPECT_EQ(given.block_overhead_seconds, 0);
+  cpu["block_overhead_seconds"] = -1;
+  EXPECT_EQ(error_for(cpu), "toy.json: field 'block_overhead_seconds' must be non-negative, got -1");
+}
+
+TEST(ArchSpec, WrittenSpecReadsBackTheSame) {
+  for (const std::string& name : {std::string("host"), std::string("H100"), std::string("cortex-a76")}) {
+    const ArchSpec a = arch_by_name(name);
+    const std::string text = arch_to_json(a);
+    const ArchSpec b = parse_arch_json(text, name);
+    EXPECT_EQ(arch_to_json(b), text) << name;
+    EXPECT_EQ(b.cores, a.cores) << name;
+    EXPECT_EQ(b.l1_bytes, a.l1_bytes) << name;
+    EXPECT_EQ(b.l2_bytes, a.l2_bytes) << name;
+    EXPECT_EQ(b.peak_fp32_flops, a.peak_fp32_flops) << name;
+    EXPECT_EQ(b.block_overhead_seconds, a.block_overhead_seconds) << name;
+  }
+}
+
+TEST(ArchSpec, ArchFileErrorsNameTheFile) {
+  const std::string missing = user_error_of([] { arch_from_file("/nonexistent/spec.json"); });
+  EXPECT_NE(missing.find("--arch-file '/nonexistent/spec.json'"), std::string::npos) << missing;
+}
+
 TEST(ArchSpec, MalformedJsonNamesOriginAndField) {
   const std::string not_json = user_error_of([] { parse_arch_json("{", "toy.json"); });
   EXPECT_NE(not_json.find("toy.json: not valid JSON"), std::string::npos) << not_json;

@@ -376,7 +376,7 @@ TEST(CostModel, ComputeDtypePicksThePeak) {
 TEST(CostModel, CpuRunsOneBlockPerCore) {
   ArchSpec cpu = cpu_spec();
   KernelFeatures f = memory_bound(12, 1, 1 << 30);
-  f.shared_bytes_per_block = 256 << 10;
+  f.shared_bytes_per_block = 16 << 10;  // fits the 32 KB L1
   f.shared_bytes_moved = int64_t{1} << 32;
   CostEstimate c = estimate_cost(f, cpu);
   ASSERT_TRUE(c.feasible);
@@ -387,6 +387,94 @@ TEST(CostModel, CpuRunsOneBlockPerCore) {
   EXPECT_DOUBLE_EQ(c.shared_seconds, double(int64_t{1} << 32) / 1.6e12);  // through l1
   // 12 tiles on 8 cores: 1.5 waves pay for 2.
   EXPECT_DOUBLE_EQ(c.seconds, c.dram_seconds * 2 / 1.5 + 1e-6);
+}
+
+TEST(CostModel, CpuScratchBeyondL1StreamsFromL2) {
+  KernelFeatures f = memory_bound(8, 1, 0);
+  f.shared_bytes_moved = int64_t{1} << 32;
+  f.shared_bytes_per_block = 16 << 10;  // half the L1: the other half streams rows
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 1.6e12);
+  f.shared_bytes_per_block = (16 << 10) + 16;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 400e9);
+  // A GPU's shared memory has no such step.
+  KernelFeatures g = memory_bound(8 * 108, 128, 0);
+  g.shared_bytes_moved = int64_t{1} << 32;
+  g.shared_bytes_per_block = 4 << 10;
+  const double small = estimate_cost(g, gpu_spec()).shared_seconds;
+  g.shared_bytes_per_block = 40 << 10;
+  EXPECT_GT(estimate_cost(g, gpu_spec()).shared_seconds, 0);
+  EXPECT_LE(small, estimate_cost(g, gpu_spec()).shared_seconds);
+}
+
+TEST(CostModel, CpuWorkingSetsInCacheAreReadFromThere) {
+  ArchSpec cpu = cpu_spec();  // 8 cores with 1 MB of L2 each, no L3
+  KernelFeatures f = memory_bound(8, 1, 8 << 20);
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double(8 << 20) / 400e9);
+  f.dram_bytes = (8 << 20) + 64;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double((8 << 20) + 64) / 50e9);
+  cpu.levels.insert(cpu.levels.begin() + 1, {"l3", LevelScope::kDevice, 32 << 20, 200e9, 64});
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double((8 << 20) + 64) / 200e9);
+  f.dram_bytes = int64_t{1} << 30;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double(int64_t{1} << 30) / 50e9);
+  // A GPU reads DRAM bytes from DRAM (its L2 reuse is in the features):
+  // small and large working sets alike.
+  KernelFeatures g = memory_bound(108, 128, 1 << 10);
+  const double small = estimate_cost(g, gpu_spec()).dram_seconds;
+  g.dram_bytes = int64_t{1} << 30;
+  EXPECT_DOUBLE_EQ(estimate_cost(g, gpu_spec()).dram_seconds, small * double(1 << 20));
+}
+
+TEST(CostModel, CpuVectorTailsCostTheWholeLastVector) {
+  ArchSpec cpu = cpu_spec();
+  cpu.vector_bytes = 32;  // 8 fp32 lanes
+  KernelFeatures f = memory_bound(8, 1, 0);
+  f.flops = 1e9;
+  f.inner_extent = 0;  // unknown: no tail
+  const double plain = estimate_cost(f, cpu).compute_seconds;
+  EXPECT_DOUBLE_EQ(plain, 1e9 / 1e12);
+  // Rows of 16: 2 vectors and a row's loop overhead of about one more.
+  f.inner_extent = 16;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 3 / 2);
+  f.inner_extent = 17;  // 3 vectors (the last one 1/8 used) + 1 for 17 lanes of work
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 32 / 17);
+  f.inner_extent = 4;  // half a vector
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 16 / 4);
+  // Longer rows amortize it: 32-element rows beat 16-element ones.
+  f.inner_extent = 32;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 5 / 4);
+  // int8 kernels accumulate in int32 lanes: 8 of them too.
+  f.compute_dtype = DType::kI8;
+  f.inner_extent = 12;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, 1e9 / 4e12 * 24 / 12);
+}
+
+TEST(CostModel, CpuPaysTheParallelRegionAndEachTilesSetUp) {
+  ArchSpec cpu = cpu_spec();
+  cpu.parallel_region_seconds = 3e-7;
+  cpu.block_overhead_seconds = 5e-8;
+  KernelFeatures f = memory_bound(1, 1, 0);
+  f.flops = 0;
+  // One tile: one core, no other thread to wake.
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).seconds, 1e-6 + 5e-8);
+  f.blocks = 2;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).seconds, 1e-6 + 3e-7 + 5e-8);
+  // 17 tiles on 8 cores: the busiest core runs 3.
+  f.blocks = 17;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).seconds, 1e-6 + 3e-7 + 3 * 5e-8);
+  // For a tiny kernel (10 ns of work on 8 cores) that makes one tile beat
+  // a spread of small ones.
+  f.flops = 1e4;
+  f.blocks = 1;
+  const double one = estimate_cost(f, cpu).seconds;
+  f.blocks = 17;
+  EXPECT_LT(one, estimate_cost(f, cpu).seconds);
+  // The GPU spec's terms are its own: these fields do not apply.
+  ArchSpec gpu = gpu_spec();
+  KernelFeatures g = memory_bound(108, 128, 1 << 20);
+  const double before = estimate_cost(g, gpu).seconds;
+  gpu.parallel_region_seconds = 1;
+  gpu.block_overhead_seconds = 1;
+  EXPECT_DOUBLE_EQ(estimate_cost(g, gpu).seconds, before);
 }
 
 TEST(CostModel, PaddedTilesCostACpuTheirOverhangButNotAGpu) {

@@ -9,7 +9,9 @@ with the same CPU pinning and thread count. Missing devices and peers become
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,11 +58,34 @@ def run_benchmark(bench: RunBenchmark, compile_record: dict, settings: RunSettin
     record.update(status="ok", latency_ns=latency_stats_ns(report["samples_ms"]),
                   peak_host_memory_bytes=child.peak_host_bytes, peak_device_memory_bytes=child.peak_device_bytes,
                   artifacts=str(out))
+    if bench.device.kind == "cpu":
+        record["cost_model"] = cost_model_error(bench, settings, threads)
     if settings.with_peers:
         record["peers"] = run_peers(bench, settings, threads, warmup, iters)
         record["peer_ratio"] = {name: p["latency_ns"]["median"] / record["latency_ns"]["median"]
                                 for name, p in record["peers"].items() if is_ok(p)}
     return record
+
+
+def cost_model_error(bench: RunBenchmark, settings: RunSettings, threads: int) -> dict:
+    """How far the cost model's per-kernel predictions are from the kernels' measured
+    times on this CPU (`tilegraph explain --measured`: a short profiled run of
+    main_test): the geometric mean of max(predicted / measured, measured / predicted)
+    over the kernels, and both totals, so the model's accuracy is tracked across commits."""
+    out = ws.run_dir(bench, settings.work)
+    cmd = [*ws.pinning(bench), str(settings.tilegraph), "explain", str(ws.compile_prefix(bench.build, settings.work)),
+           "--arch", bench.build.compile.arch, "--measured", "--json", "--iters", "10"]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return {"status": "failed: explain --measured timed out"}
+    (out / "explain_measured.json").write_text(r.stdout)
+    if r.returncode != 0:
+        return {"status": f"failed: explain --measured exit {r.returncode}: {r.stderr.strip()[-300:]}"}
+    e = json.loads(r.stdout)
+    return {"status": "ok", "prediction_error": e["prediction_error"], "predicted_ms": e["predicted_ms"],
+            "measured_ms": e["measured_ms"], "kernels": len(e["measured"])}
 
 
 def _main_test_command(bench: RunBenchmark, settings: RunSettings, threads: int, warmup: int,

@@ -1,0 +1,139 @@
+"""How well the cost model ranks tile configs on this machine: top-1 vs the profiled best.
+
+    python3 benchmarks/cost_model_accuracy.py [--models vit_small,bert_small,NAFNet_small,q:cnn_qdq,...] \
+        [--topk 8] [--repeats 3] [--threads N] [--work build/cost_model_accuracy] [--arch-file FILE] [--json OUT]
+
+For each model, `tilegraph tune PREFIX --profile-topk on --topk K` times the cost
+model's K best tile configs of every kernel with more than one candidate (kernels
+of the same tiling problem once: the distinct problems are the rows). Per
+problem: the cost model's first choice's measured time / the fastest measured
+one (1.0: the model picked the best). With --repeats N the profile is taken N
+times (profile_cache.json removed in between) and each candidate's median is
+used, since a shared machine is noisy. --threads N runs the candidates on N
+OpenMP threads (OMP_NUM_THREADS; pair it with a spec of N cores,
+`tilegraph calibrate --cores N -o FILE` and --arch-file FILE): on a machine
+with more runnable processes than cores, every parallel region of two or more
+threads waits for the scheduler (milliseconds) and hides the kernels' own
+times. Prints per model and overall: the problems, the geometric mean of
+top-1 / best and the fraction within 10%.
+
+Models: a name under models/ (its model.onnx), or q:NAME for one of the
+quantized models tests/quantized/make_quantized_models.py writes (int8
+matmuls run on the int8 micro-kernel, which has no tile candidates; their
+other kernels are profiled). Not a test: timing is noisy on a shared box.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MODELS = "vit_small,bert_small,mobilenet_small,NAFNet_small,q:cnn_qdq,q:attn_qdq"
+
+
+def tilegraph_bin() -> str:
+    sys.path.insert(0, str(REPO / "python"))
+    from tilegraph._common import find_tilegraph_bin  # noqa: E402
+    return find_tilegraph_bin() or str(REPO / "build/bin/tilegraph")
+
+
+def prepare(model: str, work: Path) -> Path:
+    """PREFIX holding MODEL's model.onnx under WORK."""
+    prefix = work / model.replace(":", "_")
+    prefix.mkdir(parents=True, exist_ok=True)
+    if model.startswith("q:"):
+        quantized = work / "quantized"
+        if not (quantized / model[2:] / "model.onnx").exists():
+            subprocess.run([sys.executable, str(REPO / "tests/quantized/make_quantized_models.py"), str(quantized)],
+                           check=True, stdout=subprocess.DEVNULL)
+        shutil.copy(quantized / model[2:] / "model.onnx", prefix / "model.onnx")
+    else:
+        shutil.copy(REPO / "models" / model / "model.onnx", prefix / "model.onnx")
+    return prefix
+
+
+def profiled_problems(manifest: dict) -> dict:
+    """{problem: [seconds per candidate]}: kernels with a profile, those of one tiling
+    problem (the same candidates and times, shared through profile_cache.json) once."""
+    problems = {}
+    for k in manifest["kernels"]:
+        if "profile" not in k:
+            continue
+        configs = tuple(c["config"] for c in k["profile"])
+        times = [c["measured_ms"] for c in k["profile"]]
+        problems.setdefault((configs, tuple(times)), (k["name"], times))
+    return {name: times for name, times in problems.values()}
+
+
+def tune_once(tg: str, prefix: Path, topk: int, arch_file: str | None, threads: int | None) -> dict:
+    project = prefix / "tilegraph_rt/host"
+    (project / "profile_cache.json").unlink(missing_ok=True)
+    cmd = [tg, "tune", str(prefix), "--profile-topk", "on", "--topk", str(topk)]
+    if arch_file:
+        cmd += ["--arch-file", arch_file]
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    return json.loads((project / "manifest.json").read_text())
+
+
+def top1_over_best(times: list[float]) -> float | None:
+    measured = [t for t in times if t > 0]
+    if times[0] <= 0 or not measured:
+        return None
+    return times[0] / min(measured)
+
+
+def summary(ratios: list[float]) -> str:
+    if not ratios:
+        return "no profiled kernels"
+    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    within = sum(r <= 1.10 for r in ratios) / len(ratios)
+    return f"{len(ratios)} kernels, geomean top-1/best {geomean:.3f}, within 10%: {100 * within:.0f}%"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=DEFAULT_MODELS)
+    ap.add_argument("--topk", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--work", default=str(REPO / "build/cost_model_accuracy"))
+    ap.add_argument("--arch-file", default=None, help="a calibrated arch spec (tilegraph calibrate)")
+    ap.add_argument("--threads", type=int, default=None, help="OpenMP threads of the profiled candidates")
+    ap.add_argument("--json", default=None, help="also write the per-kernel numbers here")
+    args = ap.parse_args()
+    tg = tilegraph_bin()
+    work = Path(args.work)
+    everything, report = [], {}
+    for model in args.models.split(","):
+        prefix = prepare(model, work)
+        runs = [profiled_problems(tune_once(tg, prefix, args.topk, args.arch_file, args.threads)) for _ in range(args.repeats)]
+        ratios, rows = [], []
+        for name, times in runs[0].items():
+            # The same problem in every repeat (the candidates depend on the cost model only).
+            per_run = [r[name] for r in runs if name in r and len(r[name]) == len(times)]
+            median = [statistics.median(ts) for ts in zip(*per_run)]
+            ratio = top1_over_best(median)
+            if ratio is None:
+                continue
+            ratios.append(ratio)
+            best = min(range(len(median)), key=lambda c: median[c] if median[c] > 0 else math.inf)
+            rows.append({"kernel": name, "top1_over_best": ratio, "best_rank": best, "measured_ms": median})
+        everything += ratios
+        report[model] = rows
+        print(f"\n{model}: {summary(ratios)}")
+        for row in sorted(rows, key=lambda r: -r["top1_over_best"]):
+            print(f"  {row['top1_over_best']:6.3f}  best is #{row['best_rank']:<2d} {row['kernel'][:70]}")
+    print(f"\nall: {summary(everything)}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
