@@ -1,7 +1,6 @@
 #include "codegen/lower_float_gemm_kernel.h"
 
 #include <algorithm>
-#include <optional>
 
 #include "codegen/gemm_coords.h"
 #include "codegen/int_gemm_task_grid.h"
@@ -61,63 +60,6 @@ scheduler::Gemm float_gemm_of(const Graph& g, const Op& gemm) {
   TG_CHECK(match.has_value() && match->element == DType::kF32, "kernel ", gemm.name, " is not a float GEMM");
   return *match;
 }
-
-// The coefficient of Var(v) in index expression e when e is affine in it,
-// looking through clamps by constants (min/max: the tail and padding edges,
-// where contiguity does not matter); nullopt when v sits under a div/mod or
-// another non-affine node.
-std::optional<int64_t> affine_coefficient(const Expr& e, int v) {
-  if (!uses_var(e, v)) return 0;
-  if (e->kind == ExprKind::kVar) return 1;
-  if (e->kind != ExprKind::kBinary) return std::nullopt;
-  const Expr &a = e->args[0], &b = e->args[1];
-  switch (e->binary_op) {
-    case BinaryOp::kAdd:
-    case BinaryOp::kSub: {
-      const auto ca = affine_coefficient(a, v), cb = affine_coefficient(b, v);
-      if (!ca || !cb) return std::nullopt;
-      return e->binary_op == BinaryOp::kAdd ? *ca + *cb : *ca - *cb;
-    }
-    case BinaryOp::kMul: {
-      int64_t c = 0;
-      if (is_const_int(a, &c)) {
-        const auto cb = affine_coefficient(b, v);
-        return cb ? std::optional<int64_t>(c * *cb) : std::nullopt;
-      }
-      if (is_const_int(b, &c)) {
-        const auto ca = affine_coefficient(a, v);
-        return ca ? std::optional<int64_t>(c * *ca) : std::nullopt;
-      }
-      return std::nullopt;
-    }
-    case BinaryOp::kMin:
-    case BinaryOp::kMax:
-      if (is_const(b)) return affine_coefficient(a, v);
-      if (is_const(a)) return affine_coefficient(b, v);
-      return std::nullopt;
-    default:
-      return std::nullopt;
-  }
-}
-
-// Does every load of a global buffer (the operand's source) in kernel
-// expression e step by exactly one element along Var(v)?
-bool contiguous_along(const Expr& e, int v, int globals) {
-  bool any = false, all = true;
-  visit(e, [&](const Expr& n) {
-    if (n->kind != ExprKind::kLoad || n->int_value >= globals) return;
-    any = true;
-    const auto c = affine_coefficient(n->args[0], v);
-    all = all && c && *c == 1;
-  });
-  return any && all;
-}
-
-// Packing walks its source contiguously when it can: along k when the
-// source is contiguous along the last reduce axis (a transposed operand,
-// q @ k^T's keys) and not along the panel's own axis, with at least a
-// vector's worth of k (16 floats); otherwise along the panel's axis.
-constexpr int64_t kMinContiguousK = 16;
 
 }  // namespace
 
@@ -274,17 +216,9 @@ class FloatGemmLowering : KernelBuilder {
     const Expr row = clamp_to_last(row0 + var(vp) * v.mr + var(vi), geo_.m.rows());
     const Expr a = op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row, int_imm(0), ks));
     const Expr index = var(vp) * geo_.a_panel + k * v.mr + var(vi);
-    Stmt s = make_store(panels, finalize_indices(index, bounds_), a);
-    if (walks_rows(a, vi, k_vars)) {
-      // A transposed A (contiguous along rows, strided along k): rows
-      // innermost, read and written contiguously.
-      s = make_for(vi, int_imm(v.mr), LoopKind::kVectorized, {s});
-      for (size_t i = k_vars.size(); i-- > 0;)
-        s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
-      return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
-    }
     // Rows outside k: each row's coordinates (a conv's output pixel) are
     // computed once per row, and the source is read along k.
+    Stmt s = make_store(panels, finalize_indices(index, bounds_), a);
     for (size_t i = k_vars.size(); i-- > 0;)
       s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), i + 1 == k_vars.size() ? LoopKind::kVectorized
                                                                                     : LoopKind::kSerial, {s});
@@ -304,7 +238,6 @@ class FloatGemmLowering : KernelBuilder {
                                                    clamp_to_last(col, geo_.m.cols()), ks));
     Expr value = simplify(
         geo_.m.cols() % v.nr == 0 ? b : select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0)), bounds_);
-    const bool along_k = walks_k(value, vj, k_vars);
     // A column's coordinates that take div/mod (a conv's output pixel from
     // the flat column) go into a table of NR values per panel, computed once
     // per panel instead of once per k.
@@ -326,39 +259,12 @@ class FloatGemmLowering : KernelBuilder {
       fill.push_back(make_for(vt, int_imm(v.nr), LoopKind::kVectorized, stores));
     }
     Stmt s = make_store(panels, finalize_indices(int_imm(offset) + k * v.nr + var(vj), bounds_), value);
-    if (along_k) {
-      // Source contiguous along k (a transposed B: q @ k^T's keys): k
-      // innermost, the source read contiguously, the L1-resident panel
-      // written with a stride of NR.
-      for (size_t i = k_vars.size(); i-- > 0;)
-        s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]),
-                     i + 1 == k_vars.size() ? LoopKind::kVectorized : LoopKind::kSerial, {s});
-      s = make_for(vj, int_imm(v.nr), LoopKind::kSerial, {s});
-    } else {
-      s = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {s});
-      for (size_t i = k_vars.size(); i-- > 0;)
-        s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
-    }
+    s = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {s});
+    for (size_t i = k_vars.size(); i-- > 0;)
+      s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
     if (table < 0) return s;
     fill.push_back(s);
     return make_allocate(table, fill);
-  }
-
-  // The operand's source buffers: the gemm op's inputs (kernel buffer = slot).
-  int operand_buffers() const { return static_cast<int>(gemm_.inputs.size()); }
-
-  // Pack B along k (see kMinContiguousK)?
-  bool walks_k(const Expr& value, int vj, const std::vector<int>& k_vars) const {
-    if (k_vars.empty() || geo_.m.k_extents.back() < kMinContiguousK) return false;
-    return contiguous_along(value, k_vars.back(), operand_buffers()) &&
-           !contiguous_along(value, vj, operand_buffers());
-  }
-
-  // Pack A along its rows: contiguous along them and not along k.
-  bool walks_rows(const Expr& value, int vi, const std::vector<int>& k_vars) const {
-    if (k_vars.empty()) return false;
-    return contiguous_along(value, vi, operand_buffers()) &&
-           !contiguous_along(value, k_vars.back(), operand_buffers());
   }
 
   // Integer subexpressions of a B value that depend on the column (vj) but
