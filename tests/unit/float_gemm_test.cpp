@@ -137,26 +137,29 @@ void loops_named(const codegen::Kernel& k, const codegen::Stmt& s, const std::st
   for (const codegen::Stmt& c : s->body) loops_named(k, c, name, found);
 }
 
-int divisions_in(const codegen::Stmt& s) {
+// Binary nodes of the given ops in s's stores.
+int ops_in(const codegen::Stmt& s, const std::vector<BinaryOp>& ops) {
   int n = 0;
   auto count = [&](const Expr& e) {
     if (!e) return;
     visit(e, [&](const Expr& x) {
-      if (x->kind == ExprKind::kBinary &&
-          (x->binary_op == BinaryOp::kDiv || x->binary_op == BinaryOp::kRem ||
-           x->binary_op == BinaryOp::kFloorDiv || x->binary_op == BinaryOp::kFloorMod))
-        ++n;
+      if (x->kind == ExprKind::kBinary && std::find(ops.begin(), ops.end(), x->binary_op) != ops.end()) ++n;
     });
   };
   count(s->index);
   count(s->value);
-  for (const codegen::Stmt& c : s->body) n += divisions_in(c);
+  for (const codegen::Stmt& c : s->body) n += ops_in(c, ops);
   return n;
 }
 
+int divisions_in(const codegen::Stmt& s) {
+  return ops_in(s, {BinaryOp::kDiv, BinaryOp::kRem, BinaryOp::kFloorDiv, BinaryOp::kFloorMod});
+}
+
 // A k x k conv's B panel: each column's output pixel (div/mod by the output
-// width) is computed once per panel into a table ("columns", loop "jt"),
-// and the per-k packing loop ("jb") divides nothing.
+// width) and, per window position, its padding test and clamped input
+// offset are computed once per panel into a table ("columns", loop "jt"):
+// the per-k packing loop ("jb") divides nothing and clamps nothing.
 TEST(FloatGemm, ConvColumnCoordinatesAreComputedOncePerPanel) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {2, 5, 29, 23}).output("y");  // batch 2, odd sizes: 15 x 11 output pixels
@@ -178,7 +181,9 @@ TEST(FloatGemm, ConvColumnCoordinatesAreComputedOncePerPanel) {
   ASSERT_EQ(pack.size(), 1u);
   ASSERT_EQ(fill.size(), 1u);
   EXPECT_EQ(divisions_in(pack[0]), 0);
+  EXPECT_EQ(ops_in(pack[0], {BinaryOp::kMin, BinaryOp::kMax}), 0);
   EXPECT_GT(divisions_in(fill[0]), 0);
+  EXPECT_GT(ops_in(fill[0], {BinaryOp::kMin, BinaryOp::kMax}), 0);
   EXPECT_TRUE(std::any_of(kernel.buffers.begin(), kernel.buffers.end(),
                           [](const codegen::Buffer& buf) { return buf.name == "columns"; }));
 }
