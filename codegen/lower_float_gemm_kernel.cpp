@@ -236,13 +236,182 @@ class FloatGemmLowering : KernelBuilder {
     const Expr col = nb * v.nr + var(vj);
     const Expr b = op_value(geo_.m.b, gemm_op_vars(geo_.m, var(vb), int_imm(0),
                                                    clamp_to_last(col, geo_.m.cols()), ks));
-    const Expr value = geo_.m.cols() % v.nr == 0 ? b : select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0));
-    Stmt s = make_store(panels, finalize_indices(int_imm(offset) + k * v.nr + var(vj), bounds_),
-                        simplify(value, bounds_));
+    Expr value = simplify(
+        geo_.m.cols() % v.nr == 0 ? b : select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0)), bounds_);
+    // What a column needs besides the first reduce axis (a conv's input
+    // channel) goes into a table per panel: its output pixel (div/mod by the
+    // output width) and, per window position (kh, kw), its input offset and
+    // padding test. The per-k loop then adds the channel's offset and reads.
+    // A window over kTableWindow positions keeps only the column terms.
+    const ColumnTable t = column_table(k_vars);
+    const Expr reassociated = reassociate_loads(value, t.hoisted);
+    std::vector<Expr> terms;
+    collect_column_terms(reassociated, vj, t, &terms);
+    int table = -1;
+    std::vector<Stmt> fill;
+    if (!terms.empty()) {
+      const int64_t per_term = t.positions * v.nr;
+      table = add_local("columns", DType::kI64, static_cast<int64_t>(terms.size()) * per_term, kUkernelAlignment);
+      value = replace_column_terms(reassociated, vj, t, terms, table);
+      // The fill loops: their own vars for the window axes and the column.
+      const int vt = new_var("jt", v.nr);
+      std::vector<Expr> at(static_cast<size_t>(vt) + 1);
+      for (int i = 0; i < vt; ++i) at[static_cast<size_t>(i)] = var(i);
+      at[static_cast<size_t>(vj)] = var(vt);
+      std::vector<int> fill_vars;
+      Expr position = int_imm(0);
+      for (size_t w = 0; w < t.window.size(); ++w) {
+        const int kv = t.window[w];
+        fill_vars.push_back(new_var(str_cat("kt", w), geo_.m.k_extents[t.window_axes[w]]));
+        at.resize(std::max(at.size(), static_cast<size_t>(fill_vars.back()) + 1));
+        at[static_cast<size_t>(kv)] = var(fill_vars.back());
+        position = position * geo_.m.k_extents[t.window_axes[w]] + var(fill_vars.back());
+      }
+      for (size_t i = 0; i < at.size(); ++i)
+        if (!at[i]) at[i] = var(static_cast<int>(i));
+      std::vector<Stmt> stores;
+      for (size_t i = 0; i < terms.size(); ++i) {
+        Expr term = substitute_vars(terms[i], at);
+        if (term->dtype == DType::kBool) term = cast(DType::kI64, term);
+        stores.push_back(make_store(
+            table, finalize_indices(int_imm(static_cast<int64_t>(i) * per_term) + position * v.nr + var(vt), bounds_),
+            term));
+      }
+      Stmt f = make_for(vt, int_imm(v.nr), LoopKind::kVectorized, stores);
+      for (size_t w = fill_vars.size(); w-- > 0;)
+        f = make_for(fill_vars[w], int_imm(geo_.m.k_extents[t.window_axes[w]]), LoopKind::kSerial, {f});
+      fill.push_back(f);
+    }
+    Stmt s = make_store(panels, finalize_indices(int_imm(offset) + k * v.nr + var(vj), bounds_), value);
     s = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {s});
     for (size_t i = k_vars.size(); i-- > 0;)
       s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
-    return s;
+    if (table < 0) return s;
+    fill.push_back(s);
+    return make_allocate(table, fill);
+  }
+
+  // The B panel's table layout: the reduce axes it is indexed by (the
+  // window) and those whose terms stay in the per-k loop (hoisted: the
+  // first axis, or all when the window is large).
+  struct ColumnTable {
+    std::vector<int> hoisted;      // k vars the table does not depend on
+    std::vector<int> window;       // k vars that index it
+    std::vector<size_t> window_axes;
+    int64_t positions = 1;         // product of the window's extents
+  };
+
+  // Window positions a table may hold per column (a 7x7 stem: 49).
+  static constexpr int64_t kTableWindow = 64;
+
+  ColumnTable column_table(const std::vector<int>& k_vars) const {
+    ColumnTable t;
+    int64_t positions = 1;
+    for (size_t i = 1; i < k_vars.size(); ++i) positions *= geo_.m.k_extents[i];
+    for (size_t i = 0; i < k_vars.size(); ++i) {
+      if (i == 0 || positions > kTableWindow) {
+        t.hoisted.push_back(k_vars[i]);
+      } else {
+        t.window.push_back(k_vars[i]);
+        t.window_axes.push_back(i);
+        t.positions *= geo_.m.k_extents[i];
+      }
+    }
+    return t;
+  }
+
+  static bool uses_any(const Expr& e, const std::vector<int>& vars) {
+    for (int v : vars)
+      if (uses_var(e, v)) return true;
+    return false;
+  }
+
+  static void summands(const Expr& e, std::vector<Expr>* out) {
+    if (e->kind == ExprKind::kBinary && e->binary_op == BinaryOp::kAdd) {
+      summands(e->args[0], out);
+      summands(e->args[1], out);
+    } else {
+      out->push_back(e);
+    }
+  }
+
+  // Each flat load index as (terms of the hoisted axes) + (the rest), so
+  // that the rest is one subexpression the table can hold.
+  static Expr reassociate_loads(const Expr& e, const std::vector<int>& hoisted) {
+    return rewrite(e, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kLoad || n->args.size() != 1) return nullptr;
+      std::vector<Expr> all;
+      summands(n->args[0], &all);
+      Expr moving, rest;
+      for (const Expr& x : all) {
+        Expr& into = uses_any(x, hoisted) ? moving : rest;
+        into = into ? into + x : x;
+      }
+      if (!moving || !rest) return nullptr;
+      auto copy = std::make_shared<ExprNode>(*n);
+      copy->args[0] = moving + rest;
+      return copy;
+    });
+  }
+
+  // Subexpressions of a B value worth a table entry: integer or bool, of
+  // the column (vj) and no hoisted axis, and either dividing (div/mod:
+  // 64-bit, not vectorized) or depending on the window (padding tests,
+  // clamps, offsets). A plain clamp of the column stays inline: read
+  // through a table, a contiguous load would become a gather.
+  static bool is_column_term(const Expr& e, int vj, const ColumnTable& t) {
+    if ((e->dtype != DType::kI64 && e->dtype != DType::kBool) || e->kind != ExprKind::kBinary ||
+        !uses_var(e, vj) || uses_any(e, t.hoisted))
+      return false;
+    bool costly = uses_any(e, t.window), loads = false;
+    visit(e, [&](const Expr& n) {
+      if (n->kind == ExprKind::kLoad) loads = true;
+      if (n->kind == ExprKind::kBinary) switch (n->binary_op) {
+          case BinaryOp::kDiv:
+          case BinaryOp::kRem:
+          case BinaryOp::kFloorDiv:
+          case BinaryOp::kFloorMod:
+            costly = true;
+            break;
+          default:
+            break;
+        }
+    });
+    return costly && !loads;
+  }
+
+  // The maximal column terms of e, each once.
+  static void collect_column_terms(const Expr& e, int vj, const ColumnTable& t, std::vector<Expr>* terms) {
+    if (is_column_term(e, vj, t)) {
+      for (const Expr& x : *terms)
+        if (same_expr(x, e)) return;
+      terms->push_back(e);
+      return;
+    }
+    for (const Expr& a : e->args) collect_column_terms(a, vj, t, terms);
+  }
+
+  // e with each of `terms` read from table[(t * positions + window) * NR + vj].
+  Expr replace_column_terms(const Expr& e, int vj, const ColumnTable& t, const std::vector<Expr>& terms,
+                            int table) const {
+    for (size_t i = 0; i < terms.size(); ++i)
+      if (same_expr(terms[i], e)) {
+        Expr position = int_imm(0);
+        for (size_t w = 0; w < t.window.size(); ++w)
+          position = position * geo_.m.k_extents[t.window_axes[w]] + var(t.window[w]);
+        const Expr at = int_imm(static_cast<int64_t>(i) * t.positions * geo_.v.nr) + position * geo_.v.nr + var(vj);
+        const Expr entry = load(table, DType::kI64, {at});
+        return e->dtype == DType::kBool ? cast(DType::kBool, entry) : entry;
+      }
+    if (e->args.empty()) return e;
+    auto copy = std::make_shared<ExprNode>(*e);
+    bool changed = false;
+    for (Expr& a : copy->args) {
+      Expr r = replace_column_terms(a, vj, t, terms, table);
+      changed = changed || r != a;
+      a = std::move(r);
+    }
+    return changed ? Expr(copy) : e;
   }
 
   std::vector<Op> phases_;

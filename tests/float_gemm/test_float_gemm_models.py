@@ -3,7 +3,8 @@
 * small models exercising each form the matcher takes (a linear layer with a
   bias + GELU-like epilogue, attention's q @ k^T and attn @ V with operands
   through Transpose/Reshape, padded strided and dilated convs with a residual
-  add, a 1x1 conv, odd sizes everywhere: tails in M, N and K, K = 1);
+  add, a 1x1 conv, odd sizes everywhere: tails in M, N and K, K = 1; asymmetric pads,
+  mixed strides and dilations and a transposed input for the B panel's column table);
 * every kernel whose op is such a contraction runs on the micro-kernel
   (manifest.json: `ukernel` is sgemm_<variant>) and outputs match onnxruntime;
 * every x86 variant the CPU can run (TILEGRAPH_SGEMM_VARIANT), and
@@ -107,7 +108,23 @@ def convs(path):
                                   _w("w2", 33, 19, 1, 1), _w("b2", 33)])
 
 
-MODELS = {"linear": linear, "attention": attention, "convs": convs}
+def convs_odd(path):
+    # the B panel's per-column coordinate table: batch 3, asymmetric pads, stride (2, 1),
+    # dilation (1, 2), a 5x3 window, a grouped conv (groups as GEMM batches), a transposed
+    # activation feeding a conv; output widths that are no power of 2, N tails in every panel
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 6, 21, 19])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[2, 0, 1, 3], strides=[2, 1],
+                              dilations=[1, 2]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1"], ["c1"], pads=[1, 1, 1, 1], group=2),
+             helper.make_node("Transpose", ["c1"], ["t"], perm=[0, 1, 3, 2]),
+             helper.make_node("Conv", ["t", "w2"], ["y"], pads=[0, 1, 0, 1], strides=[2, 2])]
+    _save(path, nodes, [x], [y], [_w("w0", 10, 6, 5, 3), _w("b0", 10), _w("w1", 14, 5, 3, 3),
+                                  _w("w2", 9, 14, 1, 3)])
+
+
+MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd}
 
 
 def _tune(exe, prefix, env, *flags):
@@ -129,7 +146,7 @@ def test_float_gemm_model(name, variant, tmp_path):
     assert f"on the float micro-kernel (sgemm_{variant})" in tune.stdout, tune.stdout[-3000:]
     manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
     on_ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
-    expected = {"linear": 2, "attention": 6, "convs": 3}[name]
+    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 2}[name]
     assert len(on_ukernel) == expected, (on_ukernel, [k["name"] for k in manifest["kernels"]])
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)

@@ -129,6 +129,85 @@ TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
   EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "jb"), 1);
 }
 
+// The For loops over var `name` anywhere in s.
+void loops_named(const codegen::Kernel& k, const codegen::Stmt& s, const std::string& name,
+                 std::vector<codegen::Stmt>* found) {
+  if (!s) return;
+  if (s->kind == codegen::StmtKind::kFor && k.var_names[static_cast<size_t>(s->var)] == name) found->push_back(s);
+  for (const codegen::Stmt& c : s->body) loops_named(k, c, name, found);
+}
+
+// Binary nodes of the given ops in s's stores.
+int ops_in(const codegen::Stmt& s, const std::vector<BinaryOp>& ops) {
+  int n = 0;
+  auto count = [&](const Expr& e) {
+    if (!e) return;
+    visit(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::kBinary && std::find(ops.begin(), ops.end(), x->binary_op) != ops.end()) ++n;
+    });
+  };
+  count(s->index);
+  count(s->value);
+  for (const codegen::Stmt& c : s->body) n += ops_in(c, ops);
+  return n;
+}
+
+int divisions_in(const codegen::Stmt& s) {
+  return ops_in(s, {BinaryOp::kDiv, BinaryOp::kRem, BinaryOp::kFloorDiv, BinaryOp::kFloorMod});
+}
+
+// A k x k conv's B panel: each column's output pixel (div/mod by the output
+// width) and, per window position, its padding test and clamped input
+// offset are computed once per panel into a table ("columns", loop "jt"):
+// the per-k packing loop ("jb") divides nothing and clamps nothing.
+TEST(FloatGemm, ConvColumnCoordinatesAreComputedOncePerPanel) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {2, 5, 29, 23}).output("y");  // batch 2, odd sizes: 15 x 11 output pixels
+  b.initializer_f("w", {16, 5, 3, 3}, ramp(16 * 45));
+  auto& conv = b.node("Conv", {"x", "w"}, {"y"});
+  OnnxModelBuilder::attr_ints(conv, "pads", {1, 0, 2, 1});
+  OnnxModelBuilder::attr_ints(conv, "strides", {2, 2});
+  Graph g = import_and_optimize(b, "conv_column_table");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  const codegen::Kernel kernel =
+      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  std::vector<codegen::Stmt> pack, fill;
+  loops_named(kernel, kernel.body, "jb", &pack);
+  loops_named(kernel, kernel.body, "jt", &fill);
+  ASSERT_EQ(pack.size(), 1u);
+  ASSERT_EQ(fill.size(), 1u);
+  EXPECT_EQ(divisions_in(pack[0]), 0);
+  EXPECT_EQ(ops_in(pack[0], {BinaryOp::kMin, BinaryOp::kMax}), 0);
+  EXPECT_GT(divisions_in(fill[0]), 0);
+  EXPECT_GT(ops_in(fill[0], {BinaryOp::kMin, BinaryOp::kMax}), 0);
+  EXPECT_TRUE(std::any_of(kernel.buffers.begin(), kernel.buffers.end(),
+                          [](const codegen::Buffer& buf) { return buf.name == "columns"; }));
+}
+
+// A matmul's B (weights packed at compile time aside, an activation read
+// along plain rows) needs no table.
+TEST(FloatGemm, MatMulPanelsNeedNoColumnTable) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {2, 13, 24}).input("z", 1, {2, 24, 37}).output("y");
+  b.node("MatMul", {"x", "z"}, {"y"});
+  Graph g = import_and_optimize(b, "matmul_no_table");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  const codegen::Kernel kernel =
+      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  std::vector<codegen::Stmt> pack, fill;
+  loops_named(kernel, kernel.body, "jb", &pack);
+  loops_named(kernel, kernel.body, "jt", &fill);
+  EXPECT_EQ(pack.size(), 1u);
+  EXPECT_TRUE(fill.empty());
+}
+
 // Under 128 output pixels (a ViT patch embedding: 7 x 7) the filters stay
 // the columns: B = the weights, as in the int8 path.
 TEST(FloatGemm, ConvWithFewOutputPixelsKeepsFiltersAsColumns) {
