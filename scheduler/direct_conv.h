@@ -1,5 +1,5 @@
 // Convolutions with few products per output, for the direct CPU kernel
-// (codegen/lower_direct_conv_kernel.h) instead of the GEMM micro-kernel or
+// (codegen/lowering/lower_direct_conv_kernel.h) instead of the GEMM micro-kernel or
 // the generic loop nest:
 //   * depthwise convs (ONNX Conv with group == input channels, any channel
 //     multiplier): one weight per (filter, tap) and no channel reduction, so

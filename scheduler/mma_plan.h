@@ -2,7 +2,7 @@
 // run on mma.sync m16n8k16 (half operands, float accumulators; sm_80 and
 // later) and how their region is dealt to the block's warps. The scheduler
 // prices such a phase at the arch's fp16 tensor rate; codegen lowers it to
-// fragment loads and Kernel IR WarpMma steps (codegen/kernel_ir.h).
+// fragment loads and Kernel IR WarpMma steps (codegen/kernel_ir/kernel_ir.h).
 #pragma once
 #include <optional>
 

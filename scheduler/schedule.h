@@ -40,7 +40,7 @@ struct TileConfig {
   std::string to_string() const;  // "tile=1x64x64 threads=128 step=32"
 };
 
-// Which lowering turns a kernel into Kernel IR (codegen/lower_kernel.h
+// Which lowering turns a kernel into Kernel IR (codegen/lowering/lower_kernel.h
 // dispatches on it); every kernel is exactly one kind.
 enum class KernelKind {
   // CPU: a single op (after register-level inlining) as a loop nest; the
@@ -56,7 +56,7 @@ enum class KernelKind {
   // CPU: the same for a float32 GEMM on the float micro-kernel (sgemm_*.h).
   kFloatGemm,
   // CPU: the first phase is a depthwise convolution (scheduler/direct_conv.h)
-  // computed by the direct kernel (codegen/lower_direct_conv_kernel.h); a
+  // computed by the direct kernel (codegen/lowering/lower_direct_conv_kernel.h); a
   // second phase, if any, is its elementwise epilogue, applied in its store.
   kDirectConv,
   // GPU with --skip-dot: the kernel's single op (and its bias / ReLU

@@ -12,12 +12,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "compiler/driver/aarch64_target.h"
-#include "compiler/driver/calibrate.h"
-#include "compiler/driver/explain.h"
-#include "compiler/driver/measured_kernels.h"
-#include "compiler/driver/pipeline.h"
-#include "compiler/driver/version.h"
+#include "driver/aarch64_target.h"
+#include "driver/calibrate.h"
+#include "driver/explain.h"
+#include "driver/measured_kernels.h"
+#include "driver/pipeline.h"
+#include "driver/version.h"
 #include "compiler/ir/error.h"
 #include "frontends/onnx/import.h"
 #include "frontends/onnx/op_table.h"

@@ -1,5 +1,5 @@
 // One thread pool per process for the kernels of a generated CPU project
-// (written into the project by tilegraph; see codegen/emit_cpu_project.cpp).
+// (written into the project by tilegraph; see codegen/project/emit_cpu_project.cpp).
 //
 // Every kernel's parallel loop is a call to tg_parallel_for. An OpenMP
 // `parallel for` per kernel forks and joins a team ~400 times per inference,

@@ -5,7 +5,7 @@
 // of their time in them. Relative error below 2e-7 over the float range
 // (exp, tanh) and 2e-6 (erf) (tests/unit/vector_math_test.cpp); results
 // saturate to 0/inf like libm's and NaN propagates. The compiler pastes this
-// file into every CPU kernel source (codegen/vector_math_prelude.h).
+// file into every CPU kernel source (codegen/printing/vector_math_prelude.h).
 #ifndef TG_VECTOR_MATH_H
 #define TG_VECTOR_MATH_H
 #include <cstdint>

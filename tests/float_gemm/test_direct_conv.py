@@ -1,5 +1,5 @@
 """Depthwise convolutions (group == channels) on the direct CPU kernel
-(codegen/lower_direct_conv_kernel.h), host CPU:
+(codegen/lowering/lower_direct_conv_kernel.h), host CPU:
 
 * odd shapes: tails in width, height and channels, batch 2, stride 2, padding
   (symmetric and not), dilation, a 5x5 window, channel multiplier 2, feature

@@ -1,7 +1,7 @@
 // driver/process: programs run from an argument vector, never through a
 // shell; output files and every other file tilegraph writes replace a
 // symlink instead of writing through it.
-#include "compiler/driver/process.h"
+#include "driver/process.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 """No shell anywhere: a model folder whose name is shell code is only a name.
 
 tilegraph starts cmake, the compilers, the profiling harness and main_test
-from argument vectors (compiler/driver/process.h); the Python side passes
+from argument vectors (driver/process.h); the Python side passes
 lists to subprocess. A folder named with quotes, spaces, `$(...)`, backticks
 and a newline must tune, build, profile, run and pass test_acc, and nothing
 in its name may ever execute.

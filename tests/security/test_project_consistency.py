@@ -1,9 +1,9 @@
 """Projects are consistent or refused.
 
 libmodel.so, weights.bin and manifest.json of a project carry one project
-hash (compiler/driver/project_hash.h) and the model refuses weights from
+hash (driver/project_hash.h) and the model refuses weights from
 another compile; tune builds in tilegraph_rt/.<arch>.next and swaps the
-project in only when complete (compiler/driver/project_staging.h); nothing
+project in only when complete (driver/project_staging.h); nothing
 tune writes goes through a symlink.
 """
 import json

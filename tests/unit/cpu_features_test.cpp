@@ -1,7 +1,7 @@
 // --cpu-features: ISA edits on CPU archs and the int8 micro-kernel they select.
 #include <gtest/gtest.h>
 
-#include "codegen/int_gemm_variant.h"
+#include "codegen/lowering/int_gemm_variant.h"
 #include "compiler/ir/error.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/cpu_features.h"

@@ -13,9 +13,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "codegen/emit_cuda_project.h"
-#include "codegen/memory_plan.h"
-#include "compiler/driver/process.h"
+#include "codegen/project/emit_cuda_project.h"
+#include "codegen/project/memory_plan.h"
+#include "driver/process.h"
 #include "compiler/ir/error.h"
 #include "tests/unit/lowering_test_util.h"
 

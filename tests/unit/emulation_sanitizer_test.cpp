@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include "codegen/c_printer.h"
-#include "codegen/emulate_threads.h"
-#include "codegen/lower_block_kernel.h"
-#include "compiler/driver/pipeline.h"
+#include "codegen/printing/c_printer.h"
+#include "codegen/kernel_ir/emulate_threads.h"
+#include "codegen/lowering/lower_block_kernel.h"
+#include "driver/pipeline.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"
 #include "tests/unit/lowering_test_util.h"

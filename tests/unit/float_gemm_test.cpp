@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "codegen/lower_direct_conv_kernel.h"
-#include "codegen/lower_float_gemm_kernel.h"
-#include "compiler/driver/pipeline.h"
+#include "codegen/lowering/lower_direct_conv_kernel.h"
+#include "codegen/lowering/lower_float_gemm_kernel.h"
+#include "driver/pipeline.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/graph_connecting.h"

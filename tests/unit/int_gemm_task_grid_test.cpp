@@ -1,4 +1,4 @@
-#include "codegen/int_gemm_task_grid.h"
+#include "codegen/lowering/int_gemm_task_grid.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 
 #include <gtest/gtest.h>
 
-#include "codegen/embedded_ukernels.h"
-#include "codegen/int_gemm_variant.h"
-#include "compiler/driver/pipeline.h"
+#include "codegen/project/embedded_ukernels.h"
+#include "codegen/lowering/int_gemm_variant.h"
+#include "driver/pipeline.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
 #include "compiler/passes/quantize_matmul.h"

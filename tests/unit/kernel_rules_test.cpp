@@ -2,7 +2,7 @@
 // kinds' names, compute dtypes, reduction combine, index clamps, FLOP counts.
 #include <gtest/gtest.h>
 
-#include "codegen/kernel_exprs.h"
+#include "codegen/kernel_ir/kernel_exprs.h"
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/flops.h"
 #include "compiler/ir/graph.h"

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include "codegen/lower_library_gemm.h"
-#include "compiler/driver/pipeline.h"
+#include "codegen/lowering/lower_library_gemm.h"
+#include "driver/pipeline.h"
 #include "compiler/ir/error.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/graph_connecting.h"

@@ -5,11 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include "codegen/c_printer.h"
-#include "codegen/emit_cpu_project.h"
-#include "codegen/lower_cpu_kernel.h"
-#include "codegen/memory_plan.h"
-#include "codegen/verify_kernel.h"
+#include "codegen/printing/c_printer.h"
+#include "codegen/project/emit_cpu_project.h"
+#include "codegen/lowering/lower_cpu_kernel.h"
+#include "codegen/project/memory_plan.h"
+#include "codegen/kernel_ir/verify_kernel.h"
 #include "compiler/ir/evaluate.h"
 #include "compiler/passes/eliminate_dead_ops.h"
 #include "compiler/passes/inline_index_maps.h"

@@ -1,7 +1,7 @@
-// The top-k profiling harness (codegen/emit_profile_project.h): what it
+// The top-k profiling harness (codegen/project/emit_profile_project.h): what it
 // writes for CUDA candidates, and that nvcc builds it (a GPU runs it; the
 // host CPU harness is run end to end by tests/models).
-#include "codegen/emit_profile_project.h"
+#include "codegen/project/emit_profile_project.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "codegen/lower_block_kernel.h"
-#include "compiler/driver/process.h"
+#include "codegen/lowering/lower_block_kernel.h"
+#include "driver/process.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"

@@ -5,7 +5,7 @@
 #include "npy.h"
 #include "tilegraph_model.h"
 
-#include "compiler/driver/process.h"
+#include "driver/process.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 #include "npy.h"
 #include "tilegraph_model.h"
 
-#include "compiler/driver/process.h"
+#include "driver/process.h"
 
 #include <gtest/gtest.h>
 

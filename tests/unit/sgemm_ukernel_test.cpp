@@ -4,7 +4,7 @@
 // the way the generated code does (rows past M repeat the last row, columns
 // past N are zero), so tails in M, N and K, k = 1 and large K are covered. A
 // variant the CPU cannot run is skipped.
-#include "codegen/int_gemm_variant.h"
+#include "codegen/lowering/int_gemm_variant.h"
 #include "codegen/ukernels/sgemm_scalar.h"
 #include "tests/unit/sgemm_variants/sgemm_variant.h"
 

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "compiler/driver/pipeline.h"
+#include "driver/pipeline.h"
 #include "compiler/ir/evaluate.h"
 #include "frontends/onnx/import.h"
 #include "tests/unit/onnx_model_builder.h"

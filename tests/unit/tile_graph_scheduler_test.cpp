@@ -9,11 +9,11 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include "codegen/c_printer.h"
-#include "codegen/emulate_threads.h"
-#include "codegen/lower_block_kernel.h"
-#include "codegen/verify_kernel.h"
-#include "compiler/driver/pipeline.h"
+#include "codegen/printing/c_printer.h"
+#include "codegen/kernel_ir/emulate_threads.h"
+#include "codegen/lowering/lower_block_kernel.h"
+#include "codegen/kernel_ir/verify_kernel.h"
+#include "driver/pipeline.h"
 #include "compiler/ir/error.h"
 #include "compiler/passes/inline_producer.h"
 #include "frontends/onnx/import.h"

@@ -32,7 +32,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include "compiler/driver/pipeline.h"
+#include "driver/pipeline.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/scalar.h"
 #include "frontends/onnx/import.h"

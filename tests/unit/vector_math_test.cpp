@@ -7,10 +7,10 @@
 
 #include <gtest/gtest.h>
 
-#include "codegen/c_printer.h"
-#include "codegen/lower_cpu_kernel.h"
+#include "codegen/printing/c_printer.h"
+#include "codegen/lowering/lower_cpu_kernel.h"
 #include "codegen/vector_math/tg_vector_math.h"
-#include "codegen/vector_math_prelude.h"
+#include "codegen/printing/vector_math_prelude.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/schedule.h"
 #include "tests/unit/onnx_model_builder.h"

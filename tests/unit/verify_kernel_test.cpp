@@ -1,12 +1,12 @@
-// The Kernel IR verifier (codegen/verify_kernel.h): a well-formed kernel
+// The Kernel IR verifier (codegen/kernel_ir/verify_kernel.h): a well-formed kernel
 // passes, and each deliberately broken one fails naming the kernel and the
 // invariant it breaks. Real lowered models pass it inside every compile
 // (the pipeline runs it); the golden tests verify their kernels too.
-#include "codegen/verify_kernel.h"
+#include "codegen/kernel_ir/verify_kernel.h"
 
 #include <gtest/gtest.h>
 
-#include "codegen/lower_library_gemm.h"
+#include "codegen/lowering/lower_library_gemm.h"
 #include "compiler/ir/error.h"
 
 namespace tilegraph {

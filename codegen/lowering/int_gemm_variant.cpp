@@ -1,0 +1,126 @@
+#include "codegen/lowering/int_gemm_variant.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "compiler/ir/error.h"
+#include "scheduler/cpu_features.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+// Mirrors the constants in codegen/ukernels/qgemm_*.h (the generated code
+// static_asserts that they agree: int_gemm_tile_assert).
+const std::vector<IntGemmVariant>& variants() {
+  static const std::vector<IntGemmVariant> table = {
+      {"avx512vnni", 8, 32, 4, true}, {"avx2", 6, 8, 4, false},  {"i8mm", 8, 8, 8, false},
+      {"dotprod", 8, 8, 4, false},    {"neon", 4, 4, 16, false}, {"scalar", 4, 4, 4, false},
+  };
+  return table;
+}
+
+std::set<std::string> host_cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) != 0 && line.rfind("Features", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::string w;
+    while (words >> w) flags.insert(w);
+    break;
+  }
+  return flags;
+}
+
+}  // namespace
+
+IntGemmVariant int_gemm_variant_named(const std::string& name) {
+  std::string known;
+  for (const IntGemmVariant& v : variants()) {
+    if (v.name == name) return v;
+    known += (known.empty() ? "" : ", ") + v.name;
+  }
+  throw UserError(str_cat("unknown int8 GEMM micro-kernel '", name, "' (known: ", known, ")"));
+}
+
+std::string int_gemm_tile_assert(const IntGemmVariant& v) {
+  return str_cat("static_assert(tg_qgemm::kMR == ", v.mr, " && tg_qgemm::kNR == ", v.nr, " && tg_qgemm::kKU == ", v.ku,
+                 " && tg_qgemm::kAUnsigned == ", v.a_unsigned ? "true" : "false", ",\n              \"",
+                 v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
+                 " x ", v.ku, ", A ", v.a_unsigned ? "unsigned" : "signed", ")\");\n");
+}
+
+std::string float_gemm_tile_assert(const FloatGemmVariant& v) {
+  return str_cat("static_assert(tg_sgemm::kMR == ", v.mr, " && tg_sgemm::kNR == ", v.nr, ",\n              \"",
+                 v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
+                 ")\");\n");
+}
+
+IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
+  if (const char* forced = std::getenv("TILEGRAPH_QGEMM_VARIANT"); forced && *forced)
+    return int_gemm_variant_named(forced);
+  const std::string& isa = arch.isa;
+  auto allowed = [&](const char* feature) { return !scheduler::cpu_feature_disabled(arch, feature); };
+  if (arch.name == "host") {
+    const std::set<std::string> f = host_cpu_flags();
+    if (allowed("avx512vnni") && allowed("avx512f") && f.count("avx512_vnni") && f.count("avx512bw")) return int_gemm_variant_named("avx512vnni");
+    if (allowed("avx2") && f.count("avx2")) return int_gemm_variant_named("avx2");
+    if (allowed("i8mm") && f.count("i8mm")) return int_gemm_variant_named("i8mm");
+    if (allowed("dotprod") && f.count("asimddp")) return int_gemm_variant_named("dotprod");
+    if (isa.rfind("armv8", 0) == 0) return int_gemm_variant_named("neon");
+    return int_gemm_variant_named("scalar");
+  }
+  if (isa.find("+i8mm") != std::string::npos) return int_gemm_variant_named("i8mm");
+  if (isa.find("+dotprod") != std::string::npos) return int_gemm_variant_named("dotprod");
+  if (isa.rfind("armv8", 0) == 0) return int_gemm_variant_named("neon");
+  if (isa.find("avx512") != std::string::npos && allowed("avx512vnni")) return int_gemm_variant_named("avx512vnni");
+  if (isa.find("avx") != std::string::npos && allowed("avx2")) return int_gemm_variant_named("avx2");
+  return int_gemm_variant_named("scalar");
+}
+
+namespace {
+
+// Mirrors the constants in codegen/ukernels/sgemm_*.h.
+const std::vector<FloatGemmVariant>& float_variants() {
+  static const std::vector<FloatGemmVariant> table = {
+      {"avx512", 8, 32}, {"avx2", 6, 16}, {"neon", 8, 12}, {"scalar", 4, 8}};
+  return table;
+}
+
+}  // namespace
+
+FloatGemmVariant float_gemm_variant_named(const std::string& name) {
+  std::string known;
+  for (const FloatGemmVariant& v : float_variants()) {
+    if (v.name == name) return v;
+    known += (known.empty() ? "" : ", ") + v.name;
+  }
+  throw UserError(str_cat("unknown float GEMM micro-kernel '", name, "' (known: ", known, ")"));
+}
+
+FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch) {
+  if (const char* forced = std::getenv("TILEGRAPH_SGEMM_VARIANT"); forced && *forced)
+    return float_gemm_variant_named(forced);
+  const std::string& isa = arch.isa;
+  auto allowed = [&](const char* feature) { return !scheduler::cpu_feature_disabled(arch, feature); };
+  if (arch.name == "host") {
+    // The host project builds with -march=native: what /proc/cpuinfo lists
+    // is what the compiler enables.
+    const std::set<std::string> f = host_cpu_flags();
+    if (allowed("avx512f") && f.count("avx512f")) return float_gemm_variant_named("avx512");
+    if (allowed("avx2") && f.count("avx2") && f.count("fma")) return float_gemm_variant_named("avx2");
+    if (isa.rfind("armv8", 0) == 0 || f.count("asimd")) return float_gemm_variant_named("neon");
+    return float_gemm_variant_named("scalar");
+  }
+  if (isa.rfind("armv8", 0) == 0 || isa.rfind("armv9", 0) == 0) return float_gemm_variant_named("neon");
+  if (isa.find("avx512") != std::string::npos && allowed("avx512f")) return float_gemm_variant_named("avx512");
+  if (isa.find("avx") != std::string::npos && allowed("avx2")) return float_gemm_variant_named("avx2");
+  return float_gemm_variant_named("scalar");
+}
+
+}  // namespace tilegraph::codegen

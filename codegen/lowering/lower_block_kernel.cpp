@@ -1,0 +1,574 @@
+#include "codegen/lowering/lower_block_kernel.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "codegen/lowering/kernel_builder.h"
+#include "codegen/kernel_ir/kernel_exprs.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/simplify.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+using scheduler::BlockPlan;
+using scheduler::OpTile;
+using scheduler::PhasePlan;
+using scheduler::Region;
+using scheduler::StagedInput;
+
+// Do the op's loads walk its innermost reduce axis contiguously (in their
+// last index) and none walk its innermost output axis there? Then reducing
+// each element in an inner loop reads memory in order, where a register tile
+// over output elements would gather across rows (a partial reduction's rows).
+bool reads_along_reduce_axis(const Graph& g, const Op& op) {
+  const int rank = static_cast<int>(g.tensor(op.output).shape.size());
+  if (rank == 0 || op.reduce_extents.empty()) return false;
+  const int reduce_var = rank + static_cast<int>(op.reduce_extents.size()) - 1;
+  bool along_reduce = false, along_output = false;
+  visit(op.body, [&](const Expr& e) {
+    if (e->kind != ExprKind::kLoad || e->args.empty()) return;
+    along_reduce |= uses_var(e->args.back(), reduce_var);
+    along_output |= uses_var(e->args.back(), rank - 1);
+  });
+  return along_reduce && !along_output;
+}
+
+class BlockKernelBuilder : KernelBuilder {
+ public:
+  BlockKernelBuilder(const Graph& g, const scheduler::KernelSchedule& schedule, const BlockPlan& plan)
+      : KernelBuilder(g), plan_(plan), threads_(std::max(1, plan.config.threads)) {
+    kernel_.name = plan.phases.back().name;
+    kernel_.schedule = schedule;
+    kernel_.threads = threads_;
+    kernel_.grid = plan.tiling.blocks();
+    kernel_.shared_bytes = plan.shared.peak_bytes;
+    kernel_.var_names = plan.tiling.vars.names;
+    bounds_ = plan.tiling.vars.bounds;
+    for (size_t i = 0; i < plan.phases.size(); ++i) {
+      phase_of_[plan.phases[i].output] = static_cast<int>(i);
+      for (const std::string& n : plan.phases[i].source_nodes)  // once each (a Softmax is several ops)
+        if (std::find(kernel_.source_nodes.begin(), kernel_.source_nodes.end(), n) == kernel_.source_nodes.end())
+          kernel_.source_nodes.push_back(n);
+    }
+    for (const Op& op : plan.phases)
+      for (TensorId in : op.inputs)
+        if (!phase_of_.count(in) && !global_of_.count(in)) global_of_[in] = add_global(in, false);
+    output_ = add_global(plan.phases.back().output, true);
+    for (size_t i = 0; i + 1 < plan.phases.size(); ++i)
+      if (plan.phase_plans[i].writes_global) extra_output_[static_cast<int>(i)] = add_global(plan.phases[i].output, true);
+    for (size_t b = 0; b < plan.buffers.size(); ++b) {
+      Buffer buf;
+      buf.name = plan.buffers[b].name;
+      buf.dtype = plan.buffers[b].dtype;
+      buf.elements = plan.buffers[b].elements;
+      buf.scope = MemoryScope::kShared;
+      buf.offset = plan.shared.offsets[b];
+      kernel_.buffers.push_back(buf);
+      shared_ids_.push_back(static_cast<int>(kernel_.buffers.size() - 1));
+    }
+    if (threads_ > 1) tid_ = new_var("tid", threads_);
+  }
+
+  Kernel build() {
+    kernel_.flops = static_cast<int64_t>(plan_.features.flops);
+    for (const PhasePlan& pp : plan_.phase_plans) kernel_.tensor_cores |= pp.mma.has_value();
+    std::vector<Stmt> phases;
+    const int last = static_cast<int>(plan_.phases.size()) - 1;
+    for (int i = 0; i <= last; ++i) {
+      phases.push_back(build_phase(i));
+      if (i != last) phases.push_back(make_barrier());
+    }
+    Stmt body = make_seq(phases);
+    for (int id : shared_ids_) body = make_allocate(id, {body});
+    kernel_.body = block_loops(body);
+    return std::move(kernel_);
+  }
+
+ private:
+  // A block's loop vars run at least once (hides KernelBuilder::new_var).
+  int new_var(const std::string& name, int64_t extent) {
+    return KernelBuilder::new_var(name, std::max<int64_t>(extent, 1));
+  }
+
+  Stmt block_loops(Stmt body) {
+    std::vector<int> vars;
+    for (size_t d = 0; d < plan_.tiling.block_vars.size(); ++d)
+      if (plan_.tiling.blocks_per_dim[d] > 1) vars.push_back(plan_.tiling.block_vars[d]);
+    if (vars.empty()) vars.push_back(new_var("b", 1));
+    for (size_t i = vars.size(); i-- > 0;) {
+      const int collapse = i == 0 ? static_cast<int>(vars.size()) : 1;
+      body = make_for(vars[i], int_imm(bounds_[vars[i]].hi + 1), LoopKind::kBlocks, {body}, collapse);
+    }
+    return body;
+  }
+
+  // Replaces the vars in `from` by `to` in e.
+  static Expr replace_vars(const Expr& e, const std::map<int, Expr>& with) {
+    if (with.empty()) return e;
+    return rewrite(e, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kVar) return nullptr;
+      auto it = with.find(static_cast<int>(n->int_value));
+      return it == with.end() ? nullptr : it->second;
+    });
+  }
+
+  // Index into a region-shaped buffer for tensor indices `idx`.
+  Expr region_index(const Region& r, const Shape& shape, const std::vector<Expr>& idx) {
+    Expr flat = int_imm(0);
+    for (size_t d = 0; d < r.dims.size(); ++d) {
+      const scheduler::RegionDim& rd = r.dims[d];
+      Expr i = idx[d];
+      if (rd.whole_dim) i = clamp_index(i, shape[d]);
+      flat = flat * rd.extent + (i - rd.base - rd.lo);
+    }
+    return simplify(flat, bounds_);
+  }
+
+  // The phase op's value at axis_values, loads bound to where each input
+  // lives in this kernel: a producer's shared region, a staged chunk, or
+  // global memory (clamped into the tensor).
+  Expr value_at(int phase, const std::vector<Expr>& axis_values, const std::map<int, const StagedInput*>& staged) {
+    return value_of(phase, plan_.phases[phase].body, axis_values, staged);
+  }
+
+  // value_at for `e`, an expression over the phase op's vars (a factor of its body).
+  Expr value_of(int phase, const Expr& e, const std::vector<Expr>& axis_values,
+                const std::map<int, const StagedInput*>& staged) {
+    const Op& op = plan_.phases[phase];
+    const Expr body = substitute_vars(e, axis_values);
+    const Expr lowered = rewrite(body, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kLoad) return nullptr;
+      const int slot = static_cast<int>(n->int_value);
+      const TensorId in = op.inputs[slot];
+      const Shape& shape = g_.tensor(in).shape;
+      auto producer = phase_of_.find(in);
+      if (producer != phase_of_.end()) {
+        const int p = producer->second;
+        return load(shared_ids_[plan_.phase_plans[p].buffer], n->dtype,
+                    {region_index(plan_.tiling.ops[p].region, shape, n->args)});
+      }
+      auto st = staged.find(slot);
+      if (st != staged.end())
+        return load(shared_ids_[st->second->buffer], n->dtype, {region_index(st->second->region, shape, n->args)});
+      std::vector<Expr> idx;
+      for (size_t d = 0; d < n->args.size(); ++d) {
+        idx.push_back(clamp_index_if_needed(simplify(n->args[d], bounds_), shape[d], bounds_));
+      }
+      return load(global_of_.at(in), n->dtype, {linear_index(shape, idx)});
+    });
+    return finalize_indices(lowered, bounds_);
+  }
+
+  // Enumerates `extents` (a region's shape) as this block's threads share
+  // it: `emit(local_coords, flat)` builds the per-element statement. One
+  // thread: nested loops, innermost vectorized. Several: a strided loop over
+  // the flat index, guarded when the count is not a multiple of threads.
+  Stmt for_each_element(const std::string& name, const std::vector<int64_t>& extents,
+                        const std::function<Stmt(const std::vector<Expr>&, const Expr&)>& emit,
+                        std::vector<int>* loop_vars = nullptr, LoopKind innermost = LoopKind::kVectorized) {
+    int64_t total = 1;
+    for (int64_t e : extents) total *= e;
+    std::vector<Expr> coords;
+    if (threads_ == 1) {
+      std::vector<int> vars;
+      Expr flat = int_imm(0);
+      for (size_t d = 0; d < extents.size(); ++d) {
+        vars.push_back(new_var(name + std::to_string(d), extents[d]));
+        coords.push_back(var(vars.back()));
+        flat = flat * extents[d] + coords.back();
+      }
+      Stmt s = emit(coords, flat);
+      for (size_t d = vars.size(); d-- > 0;)
+        s = make_for(vars[d], int_imm(extents[d]), d + 1 == vars.size() ? innermost : LoopKind::kSerial, {s});
+      if (loop_vars) *loop_vars = vars;
+      return s;
+    }
+    const int64_t per_thread = (total + threads_ - 1) / threads_;
+    const int j = new_var(name + "j", per_thread);
+    const Expr flat = var(j) * threads_ + var(tid_);
+    int64_t stride = total;
+    for (int64_t e : extents) {
+      stride /= e;
+      coords.push_back(floormod(floordiv(flat, stride), e));
+    }
+    Stmt s = emit(coords, flat);
+    if (total % threads_ != 0) s = make_if(lt(flat, int_imm(total)), {s});
+    if (loop_vars) *loop_vars = {j};
+    return make_for(j, int_imm(per_thread), per_thread <= 8 ? LoopKind::kUnrolled : LoopKind::kSerial, {s});
+  }
+
+  Stmt thread_loop(std::vector<Stmt> body) {
+    if (threads_ == 1) return make_seq(std::move(body));
+    return make_for(tid_, int_imm(threads_), LoopKind::kThreads, std::move(body));
+  }
+
+  static std::vector<int64_t> extents_of(const Region& r) {
+    std::vector<int64_t> e;
+    for (const auto& d : r.dims) e.push_back(d.extent);
+    return e;
+  }
+
+  // The op's axis values with its local vars bound to `local`.
+  std::vector<Expr> coords_at(int phase, const std::vector<Expr>& local) {
+    const OpTile& t = plan_.tiling.ops[phase];
+    std::map<int, Expr> with;
+    for (size_t d = 0; d < t.local_vars.size(); ++d) with[t.local_vars[d]] = local[d];
+    std::vector<Expr> coords;
+    for (const Expr& c : t.coords) coords.push_back(replace_vars(c, with));
+    return coords;
+  }
+
+  // Where element `flat` (local coords `local`) of phase i's region goes:
+  // its shared buffer, and for the root and extra outputs global memory
+  // (positions of the region outside the tensor are not stored).
+  Stmt store_result(int phase, const std::vector<Expr>& local, const Expr& flat, const Expr& value) {
+    const PhasePlan& pp = plan_.phase_plans[phase];
+    auto extra = extra_output_.find(phase);
+    if (pp.buffer >= 0 && extra == extra_output_.end())
+      return make_store(shared_ids_[pp.buffer], finalize_indices(flat, bounds_), value);
+    const Shape& shape = g_.tensor(plan_.phases[phase].output).shape;
+    const std::vector<Expr> coords = coords_at(phase, local);
+    Expr inside = int_imm(1, DType::kBool);
+    for (size_t d = 0; d < shape.size(); ++d) inside = logical_and(inside, in_range(coords[d], 0, shape[d]));
+    inside = simplify(inside, bounds_);
+    const int global = pp.buffer >= 0 ? extra->second : output_;
+    Stmt store = make_store(global, finalize_indices(linear_index(shape, coords), bounds_), value);
+    if (!is_const(inside)) store = make_if(inside, {store});
+    if (pp.buffer < 0) return store;
+    // The value is computed once; the shared store reads it back for the global one.
+    const Stmt to_shared = make_store(shared_ids_[pp.buffer], finalize_indices(flat, bounds_), value);
+    const Expr stored = load(shared_ids_[pp.buffer], value->dtype, {finalize_indices(flat, bounds_)});
+    StmtNode global_store = *store;
+    if (global_store.kind == StmtKind::kIf) {
+      StmtNode inner = *global_store.body[0];
+      inner.value = stored;
+      global_store.body[0] = std::make_shared<const StmtNode>(std::move(inner));
+    } else {
+      global_store.value = stored;
+    }
+    return make_seq({to_shared, std::make_shared<const StmtNode>(std::move(global_store))});
+  }
+
+  Stmt build_phase(int i) {
+    const Op& op = plan_.phases[i];
+    const PhasePlan& pp = plan_.phase_plans[i];
+    const OpTile& tile = plan_.tiling.ops[i];
+    const std::vector<int64_t> extents = extents_of(tile.region);
+    const std::string prefix = str_cat("p", i, "_");
+    if (op.reduction == Reduction::kNone) {
+      return thread_loop({for_each_element(prefix + "e", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
+        return store_result(i, local, flat, value_at(i, coords_at(i, local), {}));
+      })});
+    }
+    if (pp.mma) return build_mma_phase(i);
+    const DType dtype = g_.tensor(op.output).dtype;
+    const int acc = pp.accumulator >= 0 ? shared_ids_[pp.accumulator]
+                                        : add_local(prefix + "acc", compute_dtype(dtype), pp.per_thread);
+    // Accumulator slot of an element: its flat index with one thread, the
+    // strided loop's counter with several (rebind_acc_index).
+    const Expr init_value = reduction_init(op.reduction, compute_dtype(dtype));
+    std::vector<Stmt> steps;
+    {
+      std::vector<int> lv;
+      Stmt s = for_each_element(prefix + "i", extents, [&](const std::vector<Expr>&, const Expr& flat) {
+        return make_store(acc, flat, init_value);
+      }, &lv);
+      // The init's slot is the same expression as for the other loops.
+      steps.push_back(thread_loop({rebind_acc_index(s, acc, lv)}));
+    }
+
+    // The update of one element over a set of reduce values (innermost).
+    std::map<int, const StagedInput*> staged;
+    for (const StagedInput& st : pp.staged) staged[st.slot] = &st;
+    // One thread: reduce loops outside the element loops (a register tile
+    // over the vectorized innermost element axis), unless that axis has
+    // extent 1 (a row's sum, a whole-tensor min) or the reads run along the
+    // reduce axis: then each element's innermost reduce loop vectorizes on
+    // its own (LoopKind::kReduce).
+    const bool reduce_inside = threads_ == 1 && (extents.empty() || extents.back() == 1 ||
+                                                 reads_along_reduce_axis(g_, op));
+    auto accumulate = [&](const std::string& name, const std::vector<Expr>& reduce_values,
+                          const std::vector<std::pair<int, int64_t>>& reduce_loops, const Expr& guard) {
+      std::vector<int> lv;
+      Stmt s = for_each_element(name, extents, [&](const std::vector<Expr>& local, const Expr& flat) {
+        std::vector<Expr> values = coords_at(i, local);
+        values.insert(values.end(), reduce_values.begin(), reduce_values.end());
+        const Expr slot = threads_ == 1 ? flat : Expr();
+        const Expr current = load(acc, compute_dtype(dtype), {slot ? slot : int_imm(0)});
+        // An f16 reduction accumulates in f32: its values are widened.
+        Expr value = value_at(i, values, staged);
+        if (value->dtype != current->dtype) value = cast(current->dtype, value);
+        Stmt update = make_store(acc, slot ? slot : int_imm(0), reduction_combine(op.reduction, current, value));
+        if (guard) update = make_if(guard, {update});
+        if (threads_ > 1 || reduce_inside)  // the accumulator stays in a register
+          for (size_t r = reduce_loops.size(); r-- > 0;) {
+            const bool lanes = reduce_inside && !guard && r + 1 == reduce_loops.size();
+            update = make_for(reduce_loops[r].first, int_imm(reduce_loops[r].second),
+                              lanes ? LoopKind::kReduce : LoopKind::kSerial, {update});
+          }
+        return update;
+      }, &lv, reduce_inside ? LoopKind::kSerial : LoopKind::kVectorized);  // no simd inside simd
+      s = rebind_acc_index(s, acc, lv);
+      if (threads_ == 1 && !reduce_inside)
+        for (size_t r = reduce_loops.size(); r-- > 0;)
+          s = make_for(reduce_loops[r].first, int_imm(reduce_loops[r].second), LoopKind::kSerial, {s});
+      return thread_loop({s});
+    };
+
+    if (pp.step == 0) {
+      std::vector<Expr> values;
+      std::vector<std::pair<int, int64_t>> loops;
+      for (size_t r = 0; r < tile.reduce_vars.size(); ++r) {
+        values.push_back(var(tile.reduce_vars[r]));
+        loops.emplace_back(tile.reduce_vars[r], op.reduce_extents[r]);
+      }
+      steps.push_back(accumulate(prefix + "e", values, loops, nullptr));
+    } else {
+      std::vector<Stmt> chunk;
+      for (const StagedInput& st : pp.staged) chunk.push_back(stage(i, st));
+      chunk.push_back(make_barrier());
+      const Expr k = var(pp.chunk_var) * pp.step + var(pp.chunk_local_var);
+      std::vector<Expr> values = {k};
+      std::vector<std::pair<int, int64_t>> loops = {{pp.chunk_local_var, pp.step}};
+      for (size_t r = 1; r < tile.reduce_vars.size(); ++r) {
+        values.push_back(var(tile.reduce_vars[r]));
+        loops.emplace_back(tile.reduce_vars[r], op.reduce_extents[r]);
+      }
+      const Expr guard = op.reduce_extents[0] % pp.step != 0 ? lt(k, int_imm(op.reduce_extents[0])) : nullptr;
+      chunk.push_back(accumulate(prefix + "e", values, loops, guard));
+      chunk.push_back(make_barrier());
+      steps.push_back(make_for(pp.chunk_var, int_imm(pp.chunks), LoopKind::kSerial, chunk));
+    }
+    {
+      std::vector<int> lv;
+      Stmt s = for_each_element(prefix + "w", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
+        return store_result(i, local, flat, load(acc, compute_dtype(dtype), {flat}));
+      }, &lv);
+      steps.push_back(thread_loop({rebind_acc_index(s, acc, lv)}));
+    }
+    if (pp.accumulator >= 0) return make_seq(steps);
+    return make_allocate(acc, steps);
+  }
+
+  // A matmul phase on tensor cores (scheduler/mma_plan.h): warp w owns
+  // tiles [w * tpw, (w + 1) * tpw) of the region's 16 x 8 tiles (row-major
+  // over tiles_m x tiles_n). Per 16-deep step of the flattened reduce axes,
+  // each thread loads its lane's A and B fragment values (kernel_ir.h,
+  // WarpMma) from wherever the operands live (staged chunks, producers'
+  // regions, global memory), then the warps run the MMA on their
+  // accumulators.
+  Stmt build_mma_phase(int i) {
+    using scheduler::kMmaK;
+    using scheduler::kMmaM;
+    using scheduler::kMmaN;
+    const Op& op = plan_.phases[i];
+    const PhasePlan& pp = plan_.phase_plans[i];
+    const scheduler::MmaPlan& m = *pp.mma;
+    const Region& region = plan_.tiling.ops[i].region;
+    const std::string prefix = str_cat("p", i, "_");
+    const int rank = static_cast<int>(g_.tensor(op.output).shape.size());
+    const int64_t tpw = m.tiles_per_warp;
+    const int acc = add_local(prefix + "acc", DType::kF32, 4 * tpw);
+    const int frag_a = add_local(prefix + "fa", DType::kF32, 8);
+    const int frag_b = add_local(prefix + "fb", DType::kF32, 4);
+    const Expr lane = floormod(var(tid_), scheduler::kWarpLanes);
+    const Expr warp = floordiv(var(tid_), scheduler::kWarpLanes);
+    const Expr group = floordiv(lane, 4), quad = floormod(lane, 4);
+    std::map<int, const StagedInput*> staged;
+    for (const StagedInput& st : pp.staged) staged[st.slot] = &st;
+
+    // Region-local coordinates of flat row r and flat column c (each
+    // unflattened over its axes' extents, axis order); other axes are 1.
+    auto local_at = [&](const Expr& r, const Expr& c) {
+      std::vector<Expr> local(static_cast<size_t>(rank), int_imm(0));
+      for (const auto& [axes, flat] : {std::pair{&m.row_axes, r}, std::pair{&m.col_axes, c}}) {
+        int64_t stride = 1;
+        for (size_t x = axes->size(); x-- > 0;) {
+          const int64_t extent = region.dims[(*axes)[x]].extent;
+          local[(*axes)[x]] = floormod(floordiv(flat, stride), extent);
+          stride *= extent;
+        }
+      }
+      return local;
+    };
+    // Reduce-axis values of flat index k within reduce axis 0's range
+    // [axis0_base, axis0_base + axis0_extent) and the other axes whole.
+    auto reduce_at = [&](const Expr& axis0_base, const Expr& k) {
+      std::vector<Expr> values(op.reduce_extents.size());
+      Expr rest = k;
+      for (size_t r = op.reduce_extents.size(); r-- > 1;) {
+        values[r] = floormod(rest, op.reduce_extents[r]);
+        rest = floordiv(rest, op.reduce_extents[r]);
+      }
+      values[0] = axis0_base + rest;
+      return values;
+    };
+    // One fragment value: factor f at flat row/column and flat reduce index
+    // k of `points` (zero where k is past the chunk or reduce axis 0 past its
+    // end). There the loads still run (a Select is eager, kernel_ir.h): past
+    // the last point (the padding to 16) they read the last point, past the
+    // axis's end (the last chunk) its last value.
+    const bool axis_tail = pp.step != 0 && op.reduce_extents[0] % pp.step != 0;
+    auto fragment = [&](const Expr& f, const Expr& r, const Expr& c, const Expr& axis0_base, const Expr& k,
+                        int64_t points, const std::function<Expr(const Expr&)>& valid) {
+      std::vector<Expr> values = coords_at(i, local_at(r, c));
+      const Expr in_points = points % kMmaK != 0 ? clamp_to_last(k, points) : k;
+      std::vector<Expr> reduce = reduce_at(axis0_base, in_points);
+      if (axis_tail) reduce[0] = clamp_to_last(reduce[0], op.reduce_extents[0]);
+      for (const Expr& v : reduce) values.push_back(v);
+      Expr v = value_of(i, f, values, staged);
+      if (valid) v = select(simplify(valid(k), bounds_), v, float_imm(0, v->dtype));
+      return finalize_indices(v, bounds_);
+    };
+    const int t = new_var(prefix + "t", tpw);
+    const int64_t tiles = m.tiles_m * m.tiles_n;
+    // A warp's run past the last tile recomputes the last one (stored once).
+    Expr tile = warp * tpw + var(t);
+    if (tpw * (threads_ / scheduler::kWarpLanes) > tiles) tile = clamp_to_last(tile, tiles);
+    const Expr tile_row = floordiv(tile, m.tiles_n) * kMmaM, tile_col = floormod(tile, m.tiles_n) * kMmaN;
+    // The MMA steps over `points` flat reduce indices from axis0_base;
+    // `valid(k)` (empty: always) guards the tail.
+    auto mma_steps = [&](const Expr& axis0_base, int64_t points, const std::function<Expr(const Expr&)>& valid) {
+      const int64_t steps = (points + kMmaK - 1) / kMmaK;
+      const int ks = new_var(prefix + "ks", steps);
+      const Expr k = var(ks) * kMmaK + quad * 2;
+      std::vector<Stmt> fill;
+      for (int v = 0; v < 8; ++v) {  // a0..a7
+        const Expr r = tile_row + group + 8 * ((v / 2) % 2), kv = k + (v % 2 + 8 * (v / 4));
+        fill.push_back(make_store(frag_a, int_imm(v), fragment(m.a, r, int_imm(0), axis0_base, kv, points, valid)));
+      }
+      for (int v = 0; v < 4; ++v) {  // b0..b3
+        const Expr kv = k + (v % 2 + 8 * (v / 2));
+        fill.push_back(make_store(frag_b, int_imm(v), fragment(m.b, int_imm(0), tile_col + group, axis0_base, kv, points, valid)));
+      }
+      const Stmt step = make_seq({thread_loop(std::move(fill)),
+                                  make_warp_mma({frag_a, int_imm(0)}, {frag_b, int_imm(0)}, {acc, var(t) * 4})});
+      return make_for(ks, int_imm(steps), LoopKind::kSerial, {make_for(t, int_imm(tpw), LoopKind::kUnrolled, {step})});
+    };
+
+    std::vector<Stmt> steps;
+    {
+      const int z = new_var(prefix + "z", 4 * tpw);
+      steps.push_back(thread_loop({make_for(z, int_imm(4 * tpw), LoopKind::kUnrolled,
+                                            {make_store(acc, var(z), float_imm(0))})}));
+    }
+    const int64_t inner = [&] {
+      int64_t n = 1;
+      for (size_t r = 1; r < op.reduce_extents.size(); ++r) n *= op.reduce_extents[r];
+      return n;
+    }();
+    const int64_t depth = op.reduce_extents[0];
+    if (pp.step == 0) {
+      const int64_t points = depth * inner;
+      std::function<Expr(const Expr&)> valid;
+      if (points % kMmaK) valid = [points](const Expr& k) { return lt(k, int_imm(points)); };
+      steps.push_back(mma_steps(int_imm(0), points, valid));
+    } else {
+      std::vector<Stmt> chunk;
+      for (const StagedInput& st : pp.staged) chunk.push_back(stage(i, st));
+      chunk.push_back(make_barrier());
+      const Expr base = var(pp.chunk_var) * pp.step;
+      const int64_t points = pp.step * inner;
+      // Past the chunk (padding to 16) or past reduce axis 0's end (the last chunk).
+      const bool padded = points % kMmaK != 0, tail = depth % pp.step != 0;
+      std::function<Expr(const Expr&)> valid;
+      if (padded || tail)
+        valid = [=](const Expr& k) {
+          const Expr in_chunk = lt(k, int_imm(points)), in_axis = lt(base + floordiv(k, inner), int_imm(depth));
+          return padded && tail ? logical_and(in_chunk, in_axis) : padded ? in_chunk : in_axis;
+        };
+      chunk.push_back(mma_steps(base, points, valid));
+      chunk.push_back(make_barrier());
+      steps.push_back(make_for(pp.chunk_var, int_imm(pp.chunks), LoopKind::kSerial, chunk));
+    }
+    // c0..c3 of each tile to the phase's region.
+    std::vector<Stmt> write;
+    const int w = new_var(prefix + "w", tpw);
+    const Expr write_tile = warp * tpw + var(w);
+    std::vector<int64_t> strides(static_cast<size_t>(rank), 1);
+    for (int d = rank - 1; d > 0; --d) strides[d - 1] = strides[d] * region.dims[d].extent;
+    for (int v = 0; v < 4; ++v) {
+      const Expr r = floordiv(write_tile, m.tiles_n) * kMmaM + group + 8 * (v / 2);
+      const Expr c = floormod(write_tile, m.tiles_n) * kMmaN + quad * 2 + v % 2;
+      const std::vector<Expr> local = local_at(r, c);
+      Expr flat = int_imm(0);
+      for (int d = 0; d < rank; ++d) flat = flat + local[d] * strides[d];
+      flat = finalize_indices(simplify(flat, bounds_), bounds_);
+      write.push_back(store_result(i, local, flat, load(acc, DType::kF32, {var(w) * 4 + v})));
+    }
+    Stmt written = make_for(w, int_imm(tpw), LoopKind::kUnrolled, write);
+    if (tpw * (threads_ / scheduler::kWarpLanes) > tiles)
+      written = make_for(w, int_imm(tpw), LoopKind::kUnrolled, {make_if(lt(write_tile, int_imm(tiles)), write)});
+    steps.push_back(thread_loop({written}));
+    return make_allocate(acc, {make_allocate(frag_a, {make_allocate(frag_b, steps)})});
+  }
+
+  // With several threads, accumulator slots are the strided loop's counter,
+  // not the flat element index the element callbacks saw: rewrite the
+  // accumulator's indices in s (loops built by for_each_element).
+  Stmt rebind_acc_index(const Stmt& s, int acc, const std::vector<int>& loop_vars) {
+    if (threads_ == 1) return s;
+    const Expr slot = var(loop_vars[0]);
+    return map_acc(s, acc, slot);
+  }
+
+  static Expr acc_loads(const Expr& e, int acc, const Expr& slot) {
+    if (!e) return e;
+    return rewrite(e, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kLoad || n->int_value != acc) return nullptr;
+      return load(acc, n->dtype, {slot});
+    });
+  }
+
+  Stmt map_acc(const Stmt& s, int acc, const Expr& slot) {
+    StmtNode n = *s;
+    if (n.kind == StmtKind::kStore) {
+      if (n.buffer == acc) n.index = slot;
+      n.value = acc_loads(n.value, acc, slot);
+    }
+    for (Stmt& c : n.body) c = map_acc(c, acc, slot);
+    return std::make_shared<const StmtNode>(std::move(n));
+  }
+
+  // Copies a staged input's chunk region from global memory into its
+  // shared buffer, every thread a strided share.
+  Stmt stage(int phase, const StagedInput& st) {
+    const Op& op = plan_.phases[phase];
+    const TensorId in = op.inputs[st.slot];
+    const Shape& shape = g_.tensor(in).shape;
+    const DType dtype = g_.tensor(in).dtype;
+    const std::vector<int64_t> extents = extents_of(st.region);
+    const int buffer = shared_ids_[st.buffer];
+    return thread_loop({for_each_element(str_cat("p", phase, "_s", st.slot), extents,
+                                         [&](const std::vector<Expr>& local, const Expr& flat) {
+      std::vector<Expr> idx;
+      for (size_t d = 0; d < extents.size(); ++d) {
+        const Expr i = simplify(st.region.dims[d].base + st.region.dims[d].lo + local[d], bounds_);
+        idx.push_back(clamp_index_if_needed(i, shape[d], bounds_));
+      }
+      const Expr value = load(global_of_.at(in), dtype, {finalize_indices(linear_index(shape, idx), bounds_)});
+      return make_store(buffer, finalize_indices(flat, bounds_), value);
+    })});
+  }
+
+  const BlockPlan& plan_;
+  const int threads_;
+  std::map<TensorId, int> phase_of_;
+  std::map<TensorId, int> global_of_;
+  std::vector<int> shared_ids_;
+  int output_ = -1;
+  std::map<int, int> extra_output_;  // phase -> global buffer
+  int tid_ = -1;
+};
+
+}  // namespace
+
+Kernel lower_block_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
+                          const scheduler::BlockPlan& plan) {
+  return BlockKernelBuilder(g, schedule, plan).build();
+}
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,26 @@
+// Lowers a direct convolution kernel (scheduler/direct_conv.h: depthwise
+// convs, and k x k convs over few input channels), with
+// its fused elementwise epilogue if any (bias, Clip/Relu6, a residual add),
+// to a direct vectorized loop nest instead of the generic reduction:
+//   * one task per (image, channel) plane, split across threads;
+//   * each output is its products (taps x channels) summed in one expression (the
+//     window's loads and the weights stay in registers, no accumulator
+//     buffer, no reduction loop), stored through the epilogue;
+//   * the plane splits into the interior, where no tap reaches the padding,
+//     and the border rows and columns: interior rows run their interior
+//     columns as one vectorized loop over the output width, with neither a
+//     padding select nor a clamped index (the simplifier proves them away
+//     under the segment's bounds); only the border keeps the selects.
+// A separate kernel kind (KernelSchedule::direct_conv) rather than a loop
+// schedule of lower_cpu_kernel: the generic nest keeps the taps as reduce
+// loops around an accumulator tile, where every load needs its guard.
+#pragma once
+#include "codegen/kernel_ir/kernel_ir.h"
+#include "compiler/ir/graph.h"
+#include "scheduler/schedule.h"
+
+namespace tilegraph::codegen {
+
+Kernel lower_direct_conv_kernel(const Graph& g, const scheduler::KernelSchedule& schedule);
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,432 @@
+#include "codegen/lowering/lower_float_gemm_kernel.h"
+
+#include <algorithm>
+
+#include "codegen/lowering/gemm_coords.h"
+#include "codegen/lowering/int_gemm_task_grid.h"
+#include "codegen/lowering/kernel_builder.h"
+#include "codegen/kernel_ir/kernel_exprs.h"
+#include "compiler/ir/error.h"
+#include "compiler/ir/evaluate.h"
+#include "compiler/ir/flops.h"
+#include "compiler/ir/simplify.h"
+#include "scheduler/int_gemm.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Packed panels start on 64-byte lines: 16 floats.
+constexpr int64_t kPanelAlign = 16;
+
+// Packing one B panel at run time, in units of one micro-kernel call on a
+// packed A panel (a gather per value against MR FMAs per k).
+constexpr double kRuntimeBPanelCost = 4;
+
+struct FloatGeometry {
+  scheduler::Gemm m;
+  FloatGemmVariant v;
+  int64_t col_panels = 0;      // ceil(N / NR)
+  int64_t panels = 0;          // ceil(M / MR)
+  int64_t a_panel = 0;         // floats of one packed A panel (MR rows x K)
+  int64_t b_panel = 0;         // floats of one packed B panel (K x NR)
+  int64_t max_row_panels = 0;  // A panels a row block may hold
+
+  FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, int64_t l2_bytes)
+      : m(gemm), v(variant) {
+    col_panels = (m.cols() + v.nr - 1) / v.nr;
+    panels = (m.rows() + v.mr - 1) / v.mr;
+    a_panel = round_up(m.k * v.mr, kPanelAlign);
+    b_panel = round_up(m.k * v.nr, kPanelAlign);
+    // A row block's panels within half the L2 (the rest for the B panel
+    // streaming through and the output), so every column panel rereads them
+    // from L2, not DRAM. (1 MiB when the arch does not say.)
+    const int64_t budget = (l2_bytes > 0 ? l2_bytes : (2 << 20)) / 2;
+    max_row_panels = std::max<int64_t>(budget / (a_panel * 4), 1);
+  }
+};
+
+Op gemm_phase(const Graph& g, const scheduler::KernelSchedule& ks, std::vector<Op>* phases) {
+  *phases = scheduler::phase_ops(g, ks);
+  TG_CHECK(!phases->empty() && phases->size() <= 2, "a float GEMM kernel has 1 or 2 phases, got ",
+           phases->size());
+  return phases->front();
+}
+
+scheduler::Gemm float_gemm_of(const Graph& g, const Op& gemm) {
+  const auto match = scheduler::match_gemm(g, gemm);
+  TG_CHECK(match.has_value() && match->element == DType::kF32, "kernel ", gemm.name, " is not a float GEMM");
+  return *match;
+}
+
+}  // namespace
+
+namespace {
+
+// The packed layout of constant operand `e` (A or B) as a float32 graph
+// constant: [batches][panels][panel floats], a panel holding `width` rows
+// (A) or columns (B) per k: panel[k * width + i]. Past M / N it holds 0.
+TensorId pack_constant_operand(Graph& g, const Op& gemm, const scheduler::Gemm& m, const FloatGeometry& geo,
+                               bool is_a) {
+  const int64_t width = is_a ? geo.v.mr : geo.v.nr;
+  const int64_t panel_floats = is_a ? geo.a_panel : geo.b_panel;
+  const int64_t panels = is_a ? geo.panels : geo.col_panels;
+  const int64_t extent = is_a ? m.rows() : m.cols();
+  Op pack;
+  pack.name = gemm.name + (is_a ? "_pack_a" : "_pack_b");
+  pack.inputs = gemm.inputs;
+  const Expr e = var(0);
+  const Expr panel_flat = floordiv(e, panel_floats), within = floormod(e, panel_floats);
+  const Expr bb = floordiv(panel_flat, panels), panel = floormod(panel_flat, panels);
+  const Expr k = floordiv(within, width), at = panel * width + floormod(within, width);
+  const Expr valid = logical_and(lt(k, int_imm(m.k)), lt(at, int_imm(extent)));
+  const Expr at_clamped = clamp_to_last(at, extent), k_clamped = clamp_to_last(k, m.k);
+  const Expr value =
+      is_a ? substitute_vars(m.a, gemm_op_vars(m, bb, at_clamped, int_imm(0), k_clamped))
+           : substitute_vars(m.b, gemm_op_vars(m, bb, int_imm(0), at_clamped, k_clamped));
+  pack.body = select(valid, value, float_imm(0.0));
+  Tensor packed_t;
+  packed_t.name = pack.name;
+  packed_t.dtype = DType::kF32;
+  packed_t.shape = {m.batches() * panels * panel_floats};
+  packed_t.kind = TensorKind::kConstant;
+  pack.output = g.add_tensor(packed_t);
+  drop_unused_inputs(pack);
+  g.tensor(pack.output).data = evaluate_op(g, pack);
+  return pack.output;
+}
+
+}  // namespace
+
+FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSchedule& ks,
+                                           const FloatGemmVariant& variant) {
+  std::vector<Op> phases;
+  const Op gemm = gemm_phase(g, ks, &phases);
+  const scheduler::Gemm m = float_gemm_of(g, gemm);
+  const FloatGeometry geo(m, variant, 0);
+  FloatGemmPacks packs;
+  if (scheduler::reads_only_constants(g, gemm, m.a)) packs.a = pack_constant_operand(g, gemm, m, geo, true);
+  if (scheduler::reads_only_constants(g, gemm, m.b)) packs.b = pack_constant_operand(g, gemm, m, geo, false);
+  return packs;
+}
+
+namespace {
+
+class FloatGemmLowering : KernelBuilder {
+ public:
+  FloatGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
+                    const FloatGemmPacks& packed, const scheduler::ArchSpec& arch)
+      : KernelBuilder(g), gemm_(gemm_phase(g, ks, &phases_)), geo_(float_gemm_of(g, gemm_), v, arch.l2_bytes),
+        grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.max_row_panels, geo_.col_panels,
+                                     packed.b >= 0 ? 0.0 : kRuntimeBPanelCost, std::max(1, arch.cores))) {
+    epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
+    if (packed.a >= 0) packed_a_ = add_global(packed.a, false);
+    if (packed.b >= 0) packed_b_ = add_global(packed.b, false);
+    output_ = add_global(phases_.back().output, true);
+  }
+
+  Kernel build() {
+    const scheduler::Gemm& m = geo_.m;
+    const FloatGemmVariant& v = geo_.v;
+    kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
+    const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
+    const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
+    // One scratch buffer (a thread has one arena): the row block's A panels
+    // unless A is packed at compile time, then the run-time B panel unless B is.
+    const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * geo_.a_panel;
+    const int panels =
+        add_local("panels", DType::kF32, a_floats + (packed_b_ >= 0 ? 0 : geo_.b_panel), kUkernelAlignment);
+    kernel_.buffers[static_cast<size_t>(panels)].scratch = true;
+    const int ctile = add_local("c_tile", DType::kF32, v.mr * v.nr, kUkernelAlignment);
+
+    const int64_t chunk_panels = grid_.chunk_panels;
+    const int vc = new_var("nc", grid_.chunks);
+    const int vnl = new_var("nb", chunk_panels);
+    const Expr nb = var(vc) * chunk_panels + var(vnl);
+    std::vector<Stmt> panel_body;
+    CallArg b_arg;
+    if (packed_b_ >= 0) {
+      b_arg = {packed_b_, (var(vb) * geo_.col_panels + nb) * geo_.b_panel};
+    } else {
+      panel_body.push_back(pack_b(vb, nb, panels, a_floats));
+      b_arg = {panels, int_imm(a_floats)};
+    }
+    const int vp = new_var("p", grid_.row_panels), vi = new_var("i", v.mr), vj = new_var("j", v.nr);
+    const Expr row = row0 + var(vp) * v.mr + var(vi), col = nb * v.nr + var(vj);
+    const Expr acc = load(ctile, DType::kF32, {var(vi) * v.nr + var(vj)});
+    const Stmt store = gemm_output_store(g_, phases_, m, epilogue_buffers_, output_, bounds_, var(vb), row, col, acc);
+    // The last panel's column loop stops at the last column: a bound, not a
+    // guard per column, so the epilogue still vectorizes.
+    const Expr columns_here = m.cols() % v.nr == 0 ? int_imm(v.nr)
+                                                   : simplify(min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr), bounds_);
+    const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
+    const Stmt tile_loops =
+        make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
+    const CallArg a_arg =
+        packed_a_ >= 0
+            ? CallArg{packed_a_, (var(vb) * geo_.panels + var(vm) * grid_.row_panels + var(vp)) * geo_.a_panel}
+            : CallArg{panels, var(vp) * geo_.a_panel};
+    const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_arg, b_arg, {ctile, int_imm(0)}});
+    const Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
+    panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
+    const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
+                                                              : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
+    const Stmt column_panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
+    std::vector<Stmt> block;
+    if (packed_a_ < 0) block.push_back(pack_a(vb, row0, panels));
+    block.push_back(make_allocate(ctile, {column_panels}));
+    Stmt body = make_allocate(panels, block);
+    // Chunks outside row blocks: a static split of (batch, chunk, row block)
+    // gives each core whole chunks of every row block (int_gemm_task_grid.h).
+    body = make_for(vm, int_imm(grid_.row_blocks), LoopKind::kSerial, {body});
+    body = make_for(vc, int_imm(grid_.chunks), LoopKind::kSerial, {body});
+    kernel_.body = make_for(vb, int_imm(m.batches()), LoopKind::kParallel, {body}, 3);
+    return std::move(kernel_);
+  }
+
+ private:
+  // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
+  Expr op_value(const Expr& e, const std::vector<Expr>& vars) {
+    return finalize_indices(to_kernel_loads(g_, gemm_, substitute_vars(e, vars), bounds_), bounds_);
+  }
+
+  // One loop var per reduce axis (a conv's channel, kh, kw stay affine
+  // instead of a div/mod of a flat k per value); *flat_k is their flattening.
+  std::vector<int> k_loop_vars(const std::string& tag, std::vector<Expr>* ks, Expr* flat_k) {
+    std::vector<int> vars;
+    *flat_k = int_imm(0);
+    for (size_t a = 0; a < geo_.m.k_extents.size(); ++a) {
+      vars.push_back(new_var(str_cat("k", tag, a), geo_.m.k_extents[a]));
+      ks->push_back(var(vars.back()));
+      *flat_k = *flat_k * geo_.m.k_extents[a] + var(vars.back());
+    }
+    return vars;
+  }
+
+  // panels[p * a_panel + k * MR + i] = A(row0 + p*MR + i, k). Rows past M
+  // repeat row M-1 (their results are never stored).
+  Stmt pack_a(int vb, const Expr& row0, int panels) {
+    const FloatGemmVariant& v = geo_.v;
+    const int vp = new_var("pa", grid_.row_panels), vi = new_var("ia", v.mr);
+    std::vector<Expr> ks;
+    Expr k;
+    const std::vector<int> k_vars = k_loop_vars("a", &ks, &k);
+    const Expr row = clamp_to_last(row0 + var(vp) * v.mr + var(vi), geo_.m.rows());
+    const Expr a = op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row, int_imm(0), ks));
+    const Expr index = var(vp) * geo_.a_panel + k * v.mr + var(vi);
+    // Rows outside k: each row's coordinates (a conv's output pixel) are
+    // computed once per row, and the source is read along k.
+    Stmt s = make_store(panels, finalize_indices(index, bounds_), a);
+    for (size_t i = k_vars.size(); i-- > 0;)
+      s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), i + 1 == k_vars.size() ? LoopKind::kVectorized
+                                                                                    : LoopKind::kSerial, {s});
+    s = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {s});
+    return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
+  }
+
+  // panels[offset + k * NR + j] = B(k, nb*NR + j), 0 past N.
+  Stmt pack_b(int vb, const Expr& nb, int panels, int64_t offset) {
+    const FloatGemmVariant& v = geo_.v;
+    std::vector<Expr> ks;
+    Expr k;
+    const std::vector<int> k_vars = k_loop_vars("b", &ks, &k);
+    const int vj = new_var("jb", v.nr);
+    const Expr col = nb * v.nr + var(vj);
+    const Expr b = op_value(geo_.m.b, gemm_op_vars(geo_.m, var(vb), int_imm(0),
+                                                   clamp_to_last(col, geo_.m.cols()), ks));
+    Expr value = simplify(
+        geo_.m.cols() % v.nr == 0 ? b : select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0)), bounds_);
+    // What a column needs besides the first reduce axis (a conv's input
+    // channel) goes into a table per panel: its output pixel (div/mod by the
+    // output width) and, per window position (kh, kw), its input offset and
+    // padding test. The per-k loop then adds the channel's offset and reads.
+    // A window over kTableWindow positions keeps only the column terms.
+    const ColumnTable t = column_table(k_vars);
+    const Expr reassociated = reassociate_loads(value, t.hoisted);
+    std::vector<Expr> terms;
+    collect_column_terms(reassociated, vj, t, &terms);
+    int table = -1;
+    std::vector<Stmt> fill;
+    if (!terms.empty()) {
+      const int64_t per_term = t.positions * v.nr;
+      table = add_local("columns", DType::kI64, static_cast<int64_t>(terms.size()) * per_term, kUkernelAlignment);
+      value = replace_column_terms(reassociated, vj, t, terms, table);
+      // The fill loops: their own vars for the window axes and the column.
+      const int vt = new_var("jt", v.nr);
+      std::vector<Expr> at(static_cast<size_t>(vt) + 1);
+      for (int i = 0; i < vt; ++i) at[static_cast<size_t>(i)] = var(i);
+      at[static_cast<size_t>(vj)] = var(vt);
+      std::vector<int> fill_vars;
+      Expr position = int_imm(0);
+      for (size_t w = 0; w < t.window.size(); ++w) {
+        const int kv = t.window[w];
+        fill_vars.push_back(new_var(str_cat("kt", w), geo_.m.k_extents[t.window_axes[w]]));
+        at.resize(std::max(at.size(), static_cast<size_t>(fill_vars.back()) + 1));
+        at[static_cast<size_t>(kv)] = var(fill_vars.back());
+        position = position * geo_.m.k_extents[t.window_axes[w]] + var(fill_vars.back());
+      }
+      for (size_t i = 0; i < at.size(); ++i)
+        if (!at[i]) at[i] = var(static_cast<int>(i));
+      std::vector<Stmt> stores;
+      for (size_t i = 0; i < terms.size(); ++i) {
+        Expr term = substitute_vars(terms[i], at);
+        if (term->dtype == DType::kBool) term = cast(DType::kI64, term);
+        stores.push_back(make_store(
+            table, finalize_indices(int_imm(static_cast<int64_t>(i) * per_term) + position * v.nr + var(vt), bounds_),
+            term));
+      }
+      Stmt f = make_for(vt, int_imm(v.nr), LoopKind::kVectorized, stores);
+      for (size_t w = fill_vars.size(); w-- > 0;)
+        f = make_for(fill_vars[w], int_imm(geo_.m.k_extents[t.window_axes[w]]), LoopKind::kSerial, {f});
+      fill.push_back(f);
+    }
+    Stmt s = make_store(panels, finalize_indices(int_imm(offset) + k * v.nr + var(vj), bounds_), value);
+    s = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {s});
+    for (size_t i = k_vars.size(); i-- > 0;)
+      s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
+    if (table < 0) return s;
+    fill.push_back(s);
+    return make_allocate(table, fill);
+  }
+
+  // The B panel's table layout: the reduce axes it is indexed by (the
+  // window) and those whose terms stay in the per-k loop (hoisted: the
+  // first axis, or all when the window is large).
+  struct ColumnTable {
+    std::vector<int> hoisted;      // k vars the table does not depend on
+    std::vector<int> window;       // k vars that index it
+    std::vector<size_t> window_axes;
+    int64_t positions = 1;         // product of the window's extents
+  };
+
+  // Window positions a table may hold per column (a 7x7 stem: 49).
+  static constexpr int64_t kTableWindow = 64;
+
+  ColumnTable column_table(const std::vector<int>& k_vars) const {
+    ColumnTable t;
+    int64_t positions = 1;
+    for (size_t i = 1; i < k_vars.size(); ++i) positions *= geo_.m.k_extents[i];
+    for (size_t i = 0; i < k_vars.size(); ++i) {
+      if (i == 0 || positions > kTableWindow) {
+        t.hoisted.push_back(k_vars[i]);
+      } else {
+        t.window.push_back(k_vars[i]);
+        t.window_axes.push_back(i);
+        t.positions *= geo_.m.k_extents[i];
+      }
+    }
+    return t;
+  }
+
+  static bool uses_any(const Expr& e, const std::vector<int>& vars) {
+    for (int v : vars)
+      if (uses_var(e, v)) return true;
+    return false;
+  }
+
+  static void summands(const Expr& e, std::vector<Expr>* out) {
+    if (e->kind == ExprKind::kBinary && e->binary_op == BinaryOp::kAdd) {
+      summands(e->args[0], out);
+      summands(e->args[1], out);
+    } else {
+      out->push_back(e);
+    }
+  }
+
+  // Each flat load index as (terms of the hoisted axes) + (the rest), so
+  // that the rest is one subexpression the table can hold.
+  static Expr reassociate_loads(const Expr& e, const std::vector<int>& hoisted) {
+    return rewrite(e, [&](const Expr& n) -> Expr {
+      if (n->kind != ExprKind::kLoad || n->args.size() != 1) return nullptr;
+      std::vector<Expr> all;
+      summands(n->args[0], &all);
+      Expr moving, rest;
+      for (const Expr& x : all) {
+        Expr& into = uses_any(x, hoisted) ? moving : rest;
+        into = into ? into + x : x;
+      }
+      if (!moving || !rest) return nullptr;
+      auto copy = std::make_shared<ExprNode>(*n);
+      copy->args[0] = moving + rest;
+      return copy;
+    });
+  }
+
+  // Subexpressions of a B value worth a table entry: integer or bool, of
+  // the column (vj) and no hoisted axis, and either dividing (div/mod:
+  // 64-bit, not vectorized) or depending on the window (padding tests,
+  // clamps, offsets). A plain clamp of the column stays inline: read
+  // through a table, a contiguous load would become a gather.
+  static bool is_column_term(const Expr& e, int vj, const ColumnTable& t) {
+    if ((e->dtype != DType::kI64 && e->dtype != DType::kBool) || e->kind != ExprKind::kBinary ||
+        !uses_var(e, vj) || uses_any(e, t.hoisted))
+      return false;
+    bool costly = uses_any(e, t.window), loads = false;
+    visit(e, [&](const Expr& n) {
+      if (n->kind == ExprKind::kLoad) loads = true;
+      if (n->kind == ExprKind::kBinary) switch (n->binary_op) {
+          case BinaryOp::kDiv:
+          case BinaryOp::kRem:
+          case BinaryOp::kFloorDiv:
+          case BinaryOp::kFloorMod:
+            costly = true;
+            break;
+          default:
+            break;
+        }
+    });
+    return costly && !loads;
+  }
+
+  // The maximal column terms of e, each once.
+  static void collect_column_terms(const Expr& e, int vj, const ColumnTable& t, std::vector<Expr>* terms) {
+    if (is_column_term(e, vj, t)) {
+      for (const Expr& x : *terms)
+        if (same_expr(x, e)) return;
+      terms->push_back(e);
+      return;
+    }
+    for (const Expr& a : e->args) collect_column_terms(a, vj, t, terms);
+  }
+
+  // e with each of `terms` read from table[(t * positions + window) * NR + vj].
+  Expr replace_column_terms(const Expr& e, int vj, const ColumnTable& t, const std::vector<Expr>& terms,
+                            int table) const {
+    for (size_t i = 0; i < terms.size(); ++i)
+      if (same_expr(terms[i], e)) {
+        Expr position = int_imm(0);
+        for (size_t w = 0; w < t.window.size(); ++w)
+          position = position * geo_.m.k_extents[t.window_axes[w]] + var(t.window[w]);
+        const Expr at = int_imm(static_cast<int64_t>(i) * t.positions * geo_.v.nr) + position * geo_.v.nr + var(vj);
+        const Expr entry = load(table, DType::kI64, {at});
+        return e->dtype == DType::kBool ? cast(DType::kBool, entry) : entry;
+      }
+    if (e->args.empty()) return e;
+    auto copy = std::make_shared<ExprNode>(*e);
+    bool changed = false;
+    for (Expr& a : copy->args) {
+      Expr r = replace_column_terms(a, vj, t, terms, table);
+      changed = changed || r != a;
+      a = std::move(r);
+    }
+    return changed ? Expr(copy) : e;
+  }
+
+  std::vector<Op> phases_;
+  Op gemm_;
+  FloatGeometry geo_;
+  IntGemmTaskGrid grid_;
+  std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
+  int packed_a_ = -1, packed_b_ = -1, output_ = -1;
+};
+
+}  // namespace
+
+Kernel lower_float_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
+                               const FloatGemmPacks& packed, const scheduler::ArchSpec& arch) {
+  return FloatGemmLowering(g, ks, v, packed, arch).build();
+}
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,42 @@
+// Lowers a float32 GEMM kernel (scheduler/int_gemm.h, element kF32) to
+// Kernel IR around the float micro-kernel (codegen/ukernels/sgemm_*.h), the
+// same design as the int8 path (lower_int_gemm_kernel.h):
+//   * An operand that reads only constants (weights: B of x @ W, A of a
+//     convolution, whose rows are filters and columns output pixels) is
+//     packed at compile time into its panels (NR columns of B, MR rows of A).
+//   * Otherwise each task (batch, column chunk, row block) packs A's rows
+//     into MR-row panels once, and B's columns into one NR-column panel at a
+//     time, by evaluating the operand expression: a Transpose or Reshape
+//     index map, an inlined elementwise producer, or a convolution window
+//     with its padding select (an implicit GEMM: no im2col buffer, only the
+//     panels; a 1x1 conv's B panel reads NR contiguous pixels per channel).
+//   * Each tile() call leaves an MR x NR tile in L1, which the fused epilogue
+//     (bias, activation, residual add) turns into the output.
+// Panels hold all of K: the row block is sized so its A panels fit in half
+// of the arch's L2 (ArchSpec::l2_bytes), and a B panel (K x NR) streams
+// from L2 while MR rows reuse each of its loads.
+#pragma once
+#include "codegen/lowering/int_gemm_variant.h"
+#include "codegen/kernel_ir/kernel_ir.h"
+#include "compiler/ir/graph.h"
+#include "scheduler/arch_spec.h"
+#include "scheduler/schedule.h"
+
+namespace tilegraph::codegen {
+
+// The operands packed at compile time (graph constants), -1 where packed at run time.
+struct FloatGemmPacks {
+  TensorId a = -1;  // [batches][row panels][K * MR, padded to 16]
+  TensorId b = -1;  // [batches][col panels][K * NR, padded to 16]
+};
+
+// Packs each of the kernel's GEMM operands that reads only constants for
+// `variant` into a new float32 graph constant.
+FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSchedule& schedule,
+                                           const FloatGemmVariant& variant);
+
+Kernel lower_float_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
+                               const FloatGemmVariant& variant, const FloatGemmPacks& packed,
+                               const scheduler::ArchSpec& arch);
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,27 @@
+// Static memory plan: every intermediate tensor gets an offset in one arena,
+// tensors whose lifetimes (producing kernel .. last reading kernel) overlap
+// never share bytes; first-fit over tensors sorted by size (largest first).
+// Constants get offsets in weights.bin. Inputs and outputs live in caller memory.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "codegen/kernel_ir/kernel_ir.h"
+#include "compiler/ir/graph.h"
+
+namespace tilegraph::codegen {
+
+constexpr int64_t kBufferAlignment = 64;
+
+struct MemoryPlan {
+  int64_t arena_bytes = 0;
+  std::map<TensorId, int64_t> arena_offsets;   // intermediates
+  int64_t weights_bytes = 0;
+  std::map<TensorId, int64_t> weights_offsets; // constants read by some kernel
+  int64_t naive_bytes = 0;                     // sum of intermediates (no reuse), for stats
+};
+
+MemoryPlan plan_memory(const Graph& g, const std::vector<Kernel>& kernels);
+
+}  // namespace tilegraph::codegen

@@ -1,0 +1,101 @@
+#include "codegen/project/project_target.h"
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+#include "compiler/ir/error.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+// Whether s is `prefix` followed by one or more letters and digits.
+bool is_isa(const std::string& s, const std::string& prefix) {
+  return s.size() > prefix.size() && s.compare(0, prefix.size(), prefix) == 0 &&
+         std::all_of(s.begin() + static_cast<std::ptrdiff_t>(prefix.size()), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
+}
+
+}  // namespace
+
+ProjectTarget cpu_project_target(const Dialect& d, const std::string& march) {
+  return {ProjectLanguage::kCpu, d, ".cpp", march, "", "cpu"};
+}
+
+ProjectTarget gpu_project_target(const std::string& gpu_isa) {
+  if (is_isa(gpu_isa, "sm_"))
+    return {ProjectLanguage::kCuda, cuda_dialect(), ".cu", gpu_isa.substr(3), "device_shim_cuda.h", "cuda"};
+  if (is_isa(gpu_isa, "gfx"))
+    return {ProjectLanguage::kHip, hip_dialect(), ".hip", gpu_isa, "device_shim_hip.h", "hip"};
+  throw UserError(str_cat("GPU arch '", gpu_isa, "' is neither CUDA (sm_NN) nor HIP (gfxNNN)"));
+}
+
+std::string cmake_preamble(const ProjectTarget& t, const std::string& project_name,
+                           const std::string& after_project) {
+  std::ostringstream out;
+  switch (t.language) {
+    case ProjectLanguage::kCpu:
+      out << "cmake_minimum_required(VERSION 3.16)\nproject(" << project_name << " CXX)\n" << after_project;
+      break;
+    case ProjectLanguage::kCuda:
+      out << "cmake_minimum_required(VERSION 3.18)\n"
+          // Before project(): it would otherwise default to the compiler's oldest arch.
+          << "if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)\n"
+          << "  set(CMAKE_CUDA_ARCHITECTURES " << t.arch << ")\n"
+          << "endif()\n"
+          << "project(" << project_name << " CXX CUDA)\n" << after_project;
+      break;
+    case ProjectLanguage::kHip:
+      // CMake's HIP language needs ROCm's hip-lang CMake package, which
+      // Debian's ROCm (hipcc 5.2) does not ship: hipcc compiles every source
+      // as the C++ compiler instead, each told the arch (without it hipcc
+      // asks the machine's GPUs).
+      out << "cmake_minimum_required(VERSION 3.16)\n"
+          << "if(NOT DEFINED CMAKE_CXX_COMPILER)\n  set(CMAKE_CXX_COMPILER hipcc)\nendif()\n"
+          << "project(" << project_name << " CXX)\n" << after_project
+          << "set(TG_HIP_ARCHITECTURES " << t.arch
+          << " CACHE STRING \"the AMD GPU the kernels are compiled for (hipcc --offload-arch)\")\n"
+          << "add_compile_options(--offload-arch=${TG_HIP_ARCHITECTURES})\n"
+          << "add_link_options(--offload-arch=${TG_HIP_ARCHITECTURES})\n";
+      break;
+  }
+  out << "set(CMAKE_CXX_STANDARD 17)\nset(CMAKE_CXX_STANDARD_REQUIRED ON)\n";
+  if (t.language == ProjectLanguage::kCuda)
+    out << "set(CMAKE_CUDA_STANDARD 17)\nset(CMAKE_CUDA_STANDARD_REQUIRED ON)\n";
+  out << "if(NOT CMAKE_BUILD_TYPE)\n  set(CMAKE_BUILD_TYPE Release)\nendif()\n";
+  if (t.language == ProjectLanguage::kCpu) out << "find_package(OpenMP REQUIRED)\n";
+  if (t.language == ProjectLanguage::kCuda) out << "find_package(CUDAToolkit REQUIRED)\n";
+  return out.str();
+}
+
+std::string cmake_compile_options(const ProjectTarget& t, const std::string& cmake_target, bool cublaslt) {
+  std::ostringstream out;
+  switch (t.language) {
+    case ProjectLanguage::kCpu:
+      out << "# No -ffast-math: results must keep IEEE semantics (NaN, inf) to match onnxruntime.\n"
+          << "target_compile_options(" << cmake_target << " PRIVATE -O3 -march=" << t.arch
+          << " -fno-math-errno -fno-trapping-math)\n"
+          << "target_link_libraries(" << cmake_target << " PRIVATE OpenMP::OpenMP_CXX)\n";
+      break;
+    case ProjectLanguage::kCuda:
+      out << "# No fast math: results must keep IEEE semantics (NaN, inf, denormals) to match onnxruntime.\n"
+          << "# -lineinfo: profilers attribute time to kernel source lines.\n"
+          << "target_compile_options(" << cmake_target << " PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)\n"
+          << "set_target_properties(" << cmake_target << " PROPERTIES CUDA_RUNTIME_LIBRARY Shared)\n"
+          << "target_link_libraries(" << cmake_target << " PRIVATE CUDA::cudart" << (cublaslt ? " CUDA::cublasLt" : "")
+          << ")\n";
+      break;
+    case ProjectLanguage::kHip:
+      // CMake knows .hip sources only for its HIP language: they are C++ to
+      // hipcc's CXX (which links the HIP runtime itself).
+      out << "# No fast math: results must keep IEEE semantics (NaN, inf, denormals) to match onnxruntime.\n"
+          << "get_target_property(tg_sources " << cmake_target << " SOURCES)\n"
+          << "list(FILTER tg_sources INCLUDE REGEX \"\\\\.hip$\")\n"
+          << "set_source_files_properties(${tg_sources} PROPERTIES LANGUAGE CXX)\n";
+      break;
+  }
+  return out.str();
+}
+
+}  // namespace tilegraph::codegen
