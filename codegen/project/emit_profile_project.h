@@ -21,8 +21,10 @@
 
 namespace tilegraph::codegen {
 
-// Writes the harness into dir (CMakeLists.txt, profile.h, main and the
-// variant sources, 64 per file so they compile in parallel). `cuda_arch`:
+// Writes the harness into dir (CMakeLists.txt from the project target table,
+// profile.h, main and the variant sources, 64 per file so they compile in
+// parallel, and from runtime/model/ tg_profile_timing.h and for CUDA the
+// device shim). `cuda_arch`:
 // the CMake CUDA architecture ("90") for CUDA kernels, "" for host CPU ones.
 // Variant names must be unique; the printed index is the position in variants.
 void emit_profile_project(const std::vector<Kernel>& variants, const std::string& cuda_arch,

@@ -248,6 +248,8 @@ void write_device_shim(const ProjectTarget& t, const std::string& out_dir) {
   write_model_runtime_file(t.device_shim, out_dir);
 }
 
+void write_profile_timing(const std::string& out_dir) { write_model_runtime_file("tg_profile_timing.h", out_dir); }
+
 void write_model_runtime_files(const ProjectTarget& t, const std::string& out_dir) {
   write_model_runtime_file("tg_model_info.h", out_dir);
   write_model_runtime_file(t.gpu() ? "gpu_model_runtime.h" : "cpu_model_runtime.h", out_dir);

@@ -114,6 +114,9 @@ void write_model_runtime_files(const ProjectTarget& t, const std::string& out_di
 // A GPU target's device shim alone (runtime/model/device_shim_*.h).
 void write_device_shim(const ProjectTarget& t, const std::string& out_dir);
 
+// The top-k profiling harness's timing (runtime/model/tg_profile_timing.h).
+void write_profile_timing(const std::string& out_dir);
+
 nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels, const MemoryPlan& plan,
                              const ProjectInfo& info);
 

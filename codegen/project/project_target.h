@@ -1,7 +1,7 @@
 // The targets a generated project is built for, as data (STYLE.md §6: a new
 // target is a table): the kernels' dialect, the source extension, the
 // compiler and its flags, and the CMake lines that follow from them. The CPU,
-// CUDA and HIP model projects (emit_cpu_project, emit_gpu_project) and the
+// CUDA and HIP model projects (emit_cpu_project, emit_cuda_project) and the
 // top-k profiling harness (emit_profile_project) all build from here.
 #pragma once
 #include <string>

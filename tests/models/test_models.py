@@ -150,11 +150,9 @@ def test_skip_dot_sends_gemms_to_cublaslt(name, gemms, biased, kernels, tmp_path
     assert emulated.count("tg_gemm(") == gemms
 
 
-@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on PATH: CUDA projects are generated but not built")
-@pytest.mark.parametrize("model,arch,sm", [("mobilevit_small", "A100", 80), ("bert_small", "T4", 75),
-                                            ("bert_small", "RTX3090", 86), ("bert_small", "L4", 89)])
-def test_cuda_project_builds_for_each_sm(model, arch, sm, tmp_path):
-    """The model tests build every H100 project (sm_90); these cover sm_75, sm_80, sm_86, sm_89."""
+def _tune_and_build(model, arch, tmp_path):
+    """`tilegraph tune` (with its build) of a copy of models/<model> for arch;
+    returns the project folder and tune's output."""
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
@@ -164,7 +162,15 @@ def test_cuda_project_builds_for_each_sm(model, arch, sm, tmp_path):
     tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", arch], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, timeout=TUNE_TIMEOUT)
     assert tune.returncode == 0, _tail(tune.stdout)
-    project = prefix / "tilegraph_rt" / arch
+    return prefix / "tilegraph_rt" / arch, tune.stdout
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not on PATH: CUDA projects are generated but not built")
+@pytest.mark.parametrize("model,arch,sm", [("mobilevit_small", "A100", 80), ("bert_small", "T4", 75),
+                                            ("bert_small", "RTX3090", 86), ("bert_small", "L4", 89)])
+def test_cuda_project_builds_for_each_sm(model, arch, sm, tmp_path):
+    """The model tests build every H100 project (sm_90); these cover sm_75, sm_80, sm_86, sm_89."""
+    project, _ = _tune_and_build(model, arch, tmp_path)
     assert (project / "build" / "libmodel.so").is_file()
     assert f"set(CMAKE_CUDA_ARCHITECTURES {sm})" in (project / "CMakeLists.txt").read_text()
 
@@ -178,17 +184,8 @@ HAVE_HIPCC = shutil.which("hipcc") is not None
 def test_hip_project_builds_with_hipcc(model, tmp_path):
     """tune --arch MI250 builds the HIP project with Debian's ROCm hipcc (the C++
     compiler of its CMakeLists), without warnings. No AMD GPU here: it is not run."""
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
-    prefix = tmp_path / model
-    prefix.mkdir()
-    shutil.copy(MODELS_DIR / model / "model.onnx", prefix / "model.onnx")
-    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", "MI250"], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=TUNE_TIMEOUT)
-    assert tune.returncode == 0, _tail(tune.stdout)
-    assert "not built" not in tune.stdout, _tail(tune.stdout)
-    project = prefix / "tilegraph_rt" / "MI250"
+    project, tune_log = _tune_and_build(model, "MI250", tmp_path)
+    assert "not built" not in tune_log, _tail(tune_log)
     assert (project / "build" / "libmodel.so").is_file() and (project / "build" / "main_test").is_file()
     assert "set(CMAKE_CXX_COMPILER hipcc)" in (project / "CMakeLists.txt").read_text()
     assert "set(TG_HIP_ARCHITECTURES gfx90a " in (project / "CMakeLists.txt").read_text()

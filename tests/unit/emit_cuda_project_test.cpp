@@ -269,6 +269,16 @@ std::vector<float> npy_floats(const fs::path& p, size_t count) {
   return v;
 }
 
+// Configures and builds the project in dir (build/), logging to build.log.
+bool cmake_build(const fs::path& dir) {
+  const std::string d = dir.string();
+  driver::ProcessOptions to_log;
+  to_log.stdout_path = to_log.stderr_path = d + "/build.log";
+  const bool configured = driver::run_process({"cmake", "-S", d, "-B", d + "/build"}, to_log).ok();
+  to_log.append = true;
+  return configured && driver::run_process({"cmake", "--build", d + "/build", "-j", "2"}, to_log).ok();
+}
+
 // Configures and builds the generated project with CMake (nvcc compiles the
 // kernels and model.cu; linking needs the CUDA runtime, not a driver), then
 // runs main_test: without a usable GPU it must stop at its first CUDA call
@@ -279,14 +289,8 @@ TEST_F(EmitCudaProject, GeneratedProjectBuildsWithCMakeAndRuns) {
   const fs::path dir = test_dir("cmake");
   emit(two_kernel_model(), "sm_90", dir);
   const std::string d = dir.string();
-  driver::ProcessOptions to_log;
-  to_log.stdout_path = to_log.stderr_path = d + "/build.log";
-  const bool configured = driver::run_process({"cmake", "-S", d, "-B", d + "/build"}, to_log).ok();
-  to_log.append = true;
-  ASSERT_TRUE(configured && driver::run_process({"cmake", "--build", d + "/build", "-j", "2"}, to_log).ok())
-      << read_text(dir / "build.log");
-  const std::string log = read_text(dir / "build.log");
-  EXPECT_FALSE(contains(log, "warning")) << log;
+  ASSERT_TRUE(cmake_build(dir)) << read_text(dir / "build.log");
+  EXPECT_FALSE(contains(read_text(dir / "build.log"), "warning")) << read_text(dir / "build.log");
 
   driver::ProcessOptions run_log;
   run_log.stdout_path = run_log.stderr_path = d + "/run.log";
@@ -325,15 +329,8 @@ TEST_F(EmitCudaProject, GeneratedHipProjectBuildsWithHipcc) {
     GTEST_SKIP() << "hipcc or cmake not on PATH: the generated HIP project is not built";
   const fs::path dir = test_dir("hip_cmake");
   emit(two_kernel_model(), "gfx90a", dir);
-  const std::string d = dir.string();
-  driver::ProcessOptions to_log;
-  to_log.stdout_path = to_log.stderr_path = d + "/build.log";
-  const bool configured = driver::run_process({"cmake", "-S", d, "-B", d + "/build"}, to_log).ok();
-  to_log.append = true;
-  ASSERT_TRUE(configured && driver::run_process({"cmake", "--build", d + "/build", "-j", "2"}, to_log).ok())
-      << read_text(dir / "build.log");
-  const std::string log = read_text(dir / "build.log");
-  EXPECT_FALSE(contains(log, "warning")) << log;
+  ASSERT_TRUE(cmake_build(dir)) << read_text(dir / "build.log");
+  EXPECT_FALSE(contains(read_text(dir / "build.log"), "warning")) << read_text(dir / "build.log");
   EXPECT_TRUE(fs::exists(dir / "build" / "libmodel.so") && fs::exists(dir / "build" / "main_test"));
 }
 

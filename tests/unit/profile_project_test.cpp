@@ -61,7 +61,8 @@ TEST(ProfileProject, CudaHarnessTimesEveryCandidateAndNvccBuildsIt) {
               std::string::npos);
     EXPECT_NE(kernels.find("tg_kernels::launch_" + variants[v].name + "("), std::string::npos);
   }
-  EXPECT_NE(read(dir / "harness" / "profile.h").find("tg_device_event_elapsed_ms"), std::string::npos);
+  EXPECT_NE(read(dir / "harness" / "profile.h").find("#define TG_PROFILE_ON_DEVICE 1\n"), std::string::npos);
+  EXPECT_NE(read(dir / "harness" / "tg_profile_timing.h").find("tg_device_event_elapsed_ms"), std::string::npos);
   EXPECT_NE(read(dir / "harness" / "profile.h").find("#include \"device_shim_cuda.h\""), std::string::npos);
   EXPECT_TRUE(fs::exists(dir / "harness" / "device_shim_cuda.h"));
   EXPECT_NE(read(dir / "harness" / "CMakeLists.txt").find("set(CMAKE_CUDA_ARCHITECTURES 90)"), std::string::npos);
