@@ -37,6 +37,16 @@ Tolerance. Per output, with ``a`` the compiled result and ``b`` onnxruntime's:
   sets one value for all. NaN matches NaN and +-inf matches the same infinity at
   the same position; any other non-finite mismatch is an infinite error.
 * Integer and bool outputs must match exactly (their max_rel is reported too).
+* Dynamic quantization (a model with DynamicQuantizeLinear) has no single right
+  answer: each DynamicQuantizeLinear re-rounds its input to a scale computed from
+  that input, so a one-ulp difference upstream can move a value to the next
+  quantum, and layers amplify it. onnxruntime disagrees with itself by as much
+  (its optimized and unoptimized graphs differ by ~2.5e-2 on a ViT). Unless
+  ``--rtol`` is given, such a model's floating outputs are held to
+  ``max(default, 2 x spread)``, where ``spread`` is the max_rel between
+  onnxruntime's two graph-optimization levels on the same inputs: tilegraph may
+  differ from onnxruntime at most twice as much as onnxruntime differs from
+  itself.
 * A shape or missing-output mismatch fails.
 
 Exit status: 0 all outputs pass, 1 some output fails, 2 usage error (missing
@@ -148,18 +158,45 @@ def compare(name: str, actual, expected, rtol: float | None = None) -> Compariso
     return Comparison(name, tuple(b.shape), str(dtype), max_abs, max_rel, tol, ok, note)
 
 
-def compare_all(actual: Mapping, expected: Mapping, rtol: float | None = None) -> list:
-    """One Comparison per expected output; an output missing from ``actual`` fails."""
+def compare_all(actual: Mapping, expected: Mapping, rtol: float | Mapping | None = None) -> list:
+    """One Comparison per expected output; an output missing from ``actual`` fails.
+    ``rtol`` is one value for all outputs, or a mapping from output name to its
+    tolerance (outputs it does not name take the default)."""
     results = []
     for name, b in expected.items():
+        tol = rtol.get(name) if isinstance(rtol, Mapping) else rtol
         if name not in actual:
             b = np.asarray(b)
             results.append(Comparison(name, tuple(b.shape), str(b.dtype), float("inf"),
-                                      float("inf"), default_rtol(b.dtype) if rtol is None else rtol,
+                                      float("inf"), default_rtol(b.dtype) if tol is None else tol,
                                       False, "missing from the compiled model's outputs"))
         else:
-            results.append(compare(name, actual[name], b, rtol))
+            results.append(compare(name, actual[name], b, tol))
     return results
+
+
+DYNAMIC_QUANT_SPREAD_FACTOR = 2.0
+
+
+def has_dynamic_quantization(model_path) -> bool:
+    """Whether the model's main graph quantizes activations at run time."""
+    import onnx
+
+    model = onnx.load(str(model_path), load_external_data=False)
+    return any(n.op_type == "DynamicQuantizeLinear" for n in model.graph.node)
+
+
+def dynamic_quantization_tolerances(expected: Mapping, other: Mapping) -> dict:
+    """Per floating output: max(default rtol, factor x onnxruntime's own spread), the
+    spread being the max_rel between its two optimization levels' outputs."""
+    tolerances = {}
+    for name, b in expected.items():
+        b = np.asarray(b)
+        if b.dtype.kind != "f" or name not in other:
+            continue
+        spread = compare(name, other[name], b).max_rel
+        tolerances[name] = max(default_rtol(b.dtype), DYNAMIC_QUANT_SPREAD_FACTOR * spread)
+    return tolerances
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,7 +269,9 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="python -m tilegraph.test_acc",
         description="Compare a compiled tilegraph model with onnxruntime on random inputs.",
         epilog="Tolerance: max(|a-b|/max(|b|,1)) <= rtol per floating output (default 1e-4, "
-               "1e-2 for fp16); integer/bool outputs must match exactly.")
+               "1e-2 for fp16; for models with DynamicQuantizeLinear, twice onnxruntime's own "
+               "spread between its graph-optimization levels when larger); integer/bool "
+               "outputs must match exactly.")
     p.add_argument("prefix", help="folder holding model.onnx and tilegraph_rt/")
     p.add_argument("--arch", default="host")
     p.add_argument("--seed", type=int, default=0)
@@ -338,13 +377,21 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
 
     fp16_build = rtol is None and _compiled_in_fp16(prefix, arch)
     # An fp32 model compiled with --fp16 is held to the half-precision tolerance.
-    results = compare_all(actual, expected, DEFAULT_RTOL_FP16 if fp16_build else rtol)
+    tolerance = DEFAULT_RTOL_FP16 if fp16_build else rtol
+    spread_note = ""
+    if rtol is None and not fp16_build and has_dynamic_quantization(model_path):
+        other = run_onnxruntime(model_path, feed, optimize=reference_opt == "none")
+        tolerance = dynamic_quantization_tolerances(expected, other)
+        spread_note = (f", dynamic quantization: tolerance {DYNAMIC_QUANT_SPREAD_FACTOR:g} x "
+                       f"onnxruntime's spread across graph-optimization levels")
+    results = compare_all(actual, expected, tolerance)
     extra = [n for n in actual if n not in expected]
     for r in results:
         if r.note.startswith("missing") and extra:
             r.note += f" (it has: {', '.join(extra)})"
     fp16_note = ", tuned with --fp16" if fp16_build else ""
-    print(f"test_acc {prefix} (arch {arch}, {used} runner, seed {seed}{fp16_note})", file=out)
+    print(f"test_acc {prefix} (arch {arch}, {used} runner, seed {seed}{fp16_note}{spread_note})",
+          file=out)
     for r in results:
         print("  " + r.line(), file=out)
     failed = [r for r in results if not r.ok]

@@ -91,6 +91,38 @@ def test_compare_shape_dtype_and_missing():
     assert compare("e", np.zeros((0, 4), np.float32), np.zeros((0, 4), np.float32)).ok
 
 
+def test_compare_all_per_output_tolerances():
+    b = np.array([1.0, 2.0], np.float32)
+    a = b + np.float32(1e-3)  # max_rel 1e-3
+    res = compare_all({"x": a, "y": a}, {"x": b, "y": b}, {"x": 2e-3})
+    assert [r.ok for r in res] == [True, False]  # y takes the default 1e-4
+    assert res[0].rtol == 2e-3 and res[1].rtol == 1e-4
+
+
+def test_dynamic_quantization_tolerance_is_twice_onnxruntimes_spread():
+    expected = {"out": np.array([0.5, 3.0], np.float32), "ids": np.array([1, 2], np.int64)}
+    # the other optimization level differs by 0.02 absolute at 0.5 (max_rel 0.02)
+    other = {"out": np.array([0.52, 3.0], np.float32), "ids": np.array([1, 2], np.int64)}
+    tol = test_acc.dynamic_quantization_tolerances(expected, other)
+    assert tol.keys() == {"out"}  # integers stay exact
+    assert tol["out"] == pytest.approx(0.04, rel=1e-5)
+    # onnxruntime agreeing with itself keeps the default
+    assert test_acc.dynamic_quantization_tolerances(expected, expected)["out"] == 1e-4
+
+
+def test_has_dynamic_quantization(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    outs = [helper.make_tensor_value_info(n, t, s) for n, t, s in
+            (("q", TensorProto.UINT8, [4]), ("s", TensorProto.FLOAT, []), ("z", TensorProto.UINT8, []))]
+    dq = helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"])
+    onnx.save(helper.make_model(helper.make_graph([dq], "g", [x], outs)), tmp_path / "dq.onnx")
+    relu = helper.make_node("Relu", ["x"], ["y"])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    onnx.save(helper.make_model(helper.make_graph([relu], "g", [x], [y])), tmp_path / "f.onnx")
+    assert test_acc.has_dynamic_quantization(tmp_path / "dq.onnx")
+    assert not test_acc.has_dynamic_quantization(tmp_path / "f.onnx")
+
+
 def test_compare_non_finite():
     b = np.array([np.nan, np.inf, -np.inf, 1.0])
     assert compare("o", b.copy(), b).ok  # NaN~NaN, same infinities
