@@ -47,6 +47,11 @@ Tolerance. Per output, with ``a`` the compiled result and ``b`` onnxruntime's:
   onnxruntime's two graph-optimization levels on the same inputs: tilegraph may
   differ from onnxruntime at most twice as much as onnxruntime differs from
   itself.
+* ``--float-reference FLOAT.onnx`` (the float model a quantized one was made
+  from) judges a quantized model by what quantization is for: a floating output
+  passes when its max_rel against the float model is no larger than the larger
+  of onnxruntime's two graph-optimization levels' (or the default rtol). The
+  error against onnxruntime is still printed.
 * A shape or missing-output mismatch fails.
 
 Exit status: 0 all outputs pass, 1 some output fails, 2 usage error (missing
@@ -199,6 +204,28 @@ def dynamic_quantization_tolerances(expected: Mapping, other: Mapping) -> dict:
     return tolerances
 
 
+def judge_against_float_model(results: list, actual: Mapping, expected: Mapping,
+                               other: Mapping, float_out: Mapping) -> None:
+    """Re-judges each floating output in ``results`` (compared with onnxruntime) by its
+    error against the float model's output ``float_out``: it passes when that error is
+    no larger than the larger error of onnxruntime's two optimization levels
+    (``expected``, ``other``) against the same float output."""
+    for r in results:
+        if (not r.dtype.startswith("float") or r.name not in float_out or r.name not in actual
+                or r.name not in other or not np.isfinite(r.max_rel)):
+            continue
+        f = np.asarray(float_out[r.name])
+        if f.shape != np.asarray(expected[r.name]).shape:
+            continue
+        ours = compare(r.name, actual[r.name], f).max_rel
+        ort = max(compare(r.name, expected[r.name], f).max_rel,
+                  compare(r.name, other[r.name], f).max_rel)
+        r.rtol = max(default_rtol(r.dtype), ort)
+        r.ok = ours <= r.rtol
+        note = f"vs float model: {ours:.3e}, onnxruntime's {ort:.3e}"
+        r.note = f"{r.note}; {note}" if r.note else note
+
+
 # ---------------------------------------------------------------------------------------------
 # running
 # ---------------------------------------------------------------------------------------------
@@ -286,6 +313,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference-opt", choices=["all", "none"], default="all",
                    help="onnxruntime graph optimizations for the reference (none: quantized "
                         "QDQ models run their Quantize/DequantizeLinear ops literally)")
+    p.add_argument("--float-reference", metavar="FLOAT.onnx",
+                   help="the float model a quantized model was made from: each floating output "
+                        "passes when its error against the float model is no larger than "
+                        "onnxruntime's (the worse of its two graph-optimization levels)")
     return p
 
 
@@ -321,13 +352,15 @@ def _compiled_in_fp16(prefix: Path, arch: str) -> bool:
 
 
 def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=None,
-        runner="auto", threads=None, out=None, reference_opt="all") -> int:
+        runner="auto", threads=None, out=None, reference_opt="all", float_reference=None) -> int:
     """The whole check; returns the exit status (0 pass, 1 fail). Raises UsageError."""
     out = sys.stdout if out is None else out
     prefix = Path(prefix)
     model_path = prefix / "model.onnx"
     if not model_path.is_file():
         raise UsageError(f"{model_path} not found")
+    if float_reference is not None and not Path(float_reference).is_file():
+        raise UsageError(f"--float-reference {float_reference}: file not found")
     if not _compiled_exists(prefix, arch, runner):
         arch_flag = "" if arch == "host" else f" --arch {arch}"
         raise UsageError(f"compiled project {project_dir(prefix, arch)}/build not found; "
@@ -379,12 +412,19 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
     # An fp32 model compiled with --fp16 is held to the half-precision tolerance.
     tolerance = DEFAULT_RTOL_FP16 if fp16_build else rtol
     spread_note = ""
-    if rtol is None and not fp16_build and has_dynamic_quantization(model_path):
+    other = None
+    if float_reference is not None:
+        other = run_onnxruntime(model_path, feed, optimize=reference_opt == "none")
+        spread_note = f", judged against the float model {float_reference}"
+    elif rtol is None and not fp16_build and has_dynamic_quantization(model_path):
         other = run_onnxruntime(model_path, feed, optimize=reference_opt == "none")
         tolerance = dynamic_quantization_tolerances(expected, other)
         spread_note = (f", dynamic quantization: tolerance {DYNAMIC_QUANT_SPREAD_FACTOR:g} x "
                        f"onnxruntime's spread across graph-optimization levels")
     results = compare_all(actual, expected, tolerance)
+    if float_reference is not None:
+        judge_against_float_model(results, actual, expected, other,
+                                  run_onnxruntime(float_reference, feed))
     extra = [n for n in actual if n not in expected]
     for r in results:
         if r.note.startswith("missing") and extra:
@@ -409,7 +449,7 @@ def main(argv=None) -> int:
     try:
         return run(args.prefix, args.arch, args.seed, args.rtol, args.inputs,
                    parse_shape_overrides(args.input_shape), args.runner, args.threads,
-                   reference_opt=args.reference_opt)
+                   reference_opt=args.reference_opt, float_reference=args.float_reference)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -110,6 +110,22 @@ def test_dynamic_quantization_tolerance_is_twice_onnxruntimes_spread():
     assert test_acc.dynamic_quantization_tolerances(expected, expected)["out"] == 1e-4
 
 
+def test_judged_against_the_float_model():
+    f = np.array([1.0, 0.0], np.float32)           # the float model's output
+    ort_all = np.array([1.05, 0.0], np.float32)     # onnxruntime: 5e-2 from float
+    ort_none = np.array([1.0, 0.08], np.float32)    # its other level: 8e-2 from float
+    ours_ok = np.array([0.93, 0.0], np.float32)     # 7e-2: within onnxruntime's worse
+    ours_bad = np.array([1.0, 0.09], np.float32)    # 9e-2: worse than both
+    for ours, ok in ((ours_ok, True), (ours_bad, False)):
+        res = compare_all({"o": ours}, {"o": ort_all})
+        assert not res[0].ok  # far beyond 1e-4 against onnxruntime
+        test_acc.judge_against_float_model(res, {"o": ours}, {"o": ort_all}, {"o": ort_none},
+                                           {"o": f})
+        assert res[0].ok is ok
+        assert res[0].rtol == pytest.approx(0.08, rel=1e-5)
+        assert "vs float model" in res[0].note
+
+
 def test_has_dynamic_quantization(tmp_path):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
     outs = [helper.make_tensor_value_info(n, t, s) for n, t, s in
