@@ -5,6 +5,11 @@
   (symmetric and not), dilation, a 5x5 window, channel multiplier 2, feature
   maps too small to have an interior (every row and column a border), and
   maps of one row;
+* 'same' stride-1 convs on the flat form (lower_direct_conv_kernel.h): 7x7
+  and 14x14 maps, a 5x5 window (pad 2), dilation 2, padding asymmetric
+  along both axes (same width, taller output), a 3-wide map (one interior
+  column), channel multiplier 2, and next to them a residual Add (the loop
+  per row) and a stride-2 conv;
 * stems (3 channels, 3x3 stride 2 and 5x5 dilated, batch 2) and a 1x1 conv
   over 3 channels stay off the direct kernel (scheduler/direct_conv.h);
 * fused epilogues: bias + Clip (Relu6), Relu, a residual Add;
@@ -86,6 +91,36 @@ def thin(path):
     _save(path, nodes, [x, s], outs, [_w("w0", 17, 1, 3, 3), _w("b0", 17), _w("w1", 17, 1, 3, 3)])
 
 
+def flat(path):
+    # 'same' stride-1 convs: one flat loop over the interior rows, the border
+    # columns stored again; 7x7 and 14x14 maps as in MobileNetV2.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 14, 14])
+    s = helper.make_tensor_value_info("s", TensorProto.FLOAT, [2, 6, 7, 7])
+    t = helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 6, 5, 3])
+    names = ("a", "b", "c", "d", "e", "f", "g", "h")
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], group=6, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c0", "lo", "hi"], ["a"]),
+        helper.make_node("Conv", ["s", "w0", "b0"], ["c1"], group=6, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c1", "lo", "hi"], ["b"]),
+        # 5x5 pad 2, and 3x3 dilation 2 pad 2
+        helper.make_node("Conv", ["x", "w1"], ["c"], group=6, pads=[2, 2, 2, 2]),
+        helper.make_node("Conv", ["s", "w0"], ["d"], group=6, pads=[2, 2, 2, 2], dilations=[2, 2]),
+        # rows: top 0, bottom 2 (2 more output rows); columns: left 2, right 0
+        helper.make_node("Conv", ["x", "w0", "b0"], ["e"], group=6, pads=[0, 2, 2, 0]),
+        # one interior column; channel multiplier 2
+        helper.make_node("Conv", ["t", "w2"], ["f"], group=6, pads=[1, 1, 1, 1]),
+        # a residual Add keeps the loop per row; stride 2 the segments
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c6"], group=6, pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c6", "x"], ["g"]),
+        helper.make_node("Conv", ["x", "w0"], ["h"], group=6, pads=[1, 1, 1, 1], strides=[2, 2]),
+    ]
+    _save(path, nodes, [x, s, t], outs,
+          [_w("w0", 6, 1, 3, 3), _w("b0", 6), _scalar("lo", 0.0), _scalar("hi", 6.0), _w("w1", 6, 1, 5, 5),
+           _w("w2", 12, 1, 3, 3)])
+
+
 def stem(path):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 17, 15])
     outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "u")]
@@ -99,7 +134,16 @@ def stem(path):
 
 
 # model -> (its builder, its direct convs, its kernels)
-MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "stem": (stem, 0, 3)}
+MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "flat": (flat, 8, 8), "stem": (stem, 0, 3)}
+
+
+def _flat_loops(prefix):
+    # kernel name -> whether its code has the flat form's loop over q
+    code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    kernels = {}
+    for chunk in code.split("\nvoid ")[1:]:
+        kernels[chunk.split("(")[0]] = "for (int64_t q = 0;" in chunk
+    return kernels
 
 
 def _tune(exe, prefix, env, *flags):
@@ -127,6 +171,11 @@ def test_direct_conv_model(name, tmp_path):
     assert len(direct) == expected, [k["name"] for k in manifest["kernels"]]
     # Every Clip, Relu and residual Add rides in its conv's kernel as the epilogue.
     assert len(manifest["kernels"]) == kernels, [k["onnx_nodes"] for k in manifest["kernels"]]
+    if name == "flat":
+        # All but the residual and the stride-2 conv on the flat form.
+        flat_loops = _flat_loops(prefix)
+        by_output = {k["onnx_nodes"][-1]: flat_loops[k["name"]] for k in manifest["kernels"]}
+        assert sum(flat_loops.values()) == 6, by_output
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout

@@ -273,6 +273,25 @@ TEST(FloatGemm, DepthwiseConvsTakeTheDirectKernelWithTheirEpilogue) {
   }
 }
 
+// A stride-1 'same' depthwise conv runs its interior rows as one flat loop
+// over the plane (lower_direct_conv_kernel.h); the border rows and columns
+// keep their segments.
+TEST(FloatGemm, SameDepthwiseConvRunsItsInteriorAsOneFlatLoop) {
+  const ScheduledConv c = conv_relu6("dw_flat", 8, 8, 3);
+  ASSERT_EQ(c.s.kernels.size(), 1u);
+  const codegen::Kernel kernel = codegen::lower_direct_conv_kernel(c.g, c.s.kernels[0]);
+  std::vector<codegen::Stmt> flat, rows;
+  loops_named(kernel, kernel.body, "q", &flat);
+  ASSERT_EQ(flat.size(), 1u);
+  // From output (1, 1) to (7, 8) of the 9 x 10 plane: 6 rows of 10 + 8.
+  int64_t extent = 0;
+  ASSERT_TRUE(is_const_int(flat[0]->extent, &extent));
+  EXPECT_EQ(extent, 6 * 10 + 8);
+  EXPECT_EQ(flat[0]->loop, codegen::LoopKind::kVectorized);
+  loops_named(kernel, kernel.body, "oh1", &rows);
+  EXPECT_EQ(rows.size(), 1u) << "the interior rows' border columns are stored again";
+}
+
 // Convs that sum over input channels stay GEMMs (direct_conv.h: measured).
 TEST(FloatGemm, ConvsOverChannelsStayOffTheDirectKernel) {
   for (const auto& [name, channels, k] : {std::tuple<const char*, int64_t, int64_t>{"pointwise", 3, 1}, {"stem", 3, 3}}) {
