@@ -342,9 +342,6 @@ BudgetFit fit_memory_budget(const CompileOptions& options, const ResolvedTarget&
   if (!split.splits()) throw UserError(str_cat(over, " and cannot run in micro-batches: ", split.blocker));
   if (split.batch < 2)
     throw UserError(str_cat(over, "; the batch is 1, and tiling a single input spatially is not implemented"));
-  if (target.gpu && target.build_gpu)
-    throw UserError(str_cat(over, "; micro-batches are generated for CPU projects and the CPU emulation of a GPU "
-                                  "arch, not yet for the CUDA/HIP project: add --no-gpu-build --emulate"));
   for (int64_t micro : micro_batch_candidates(split.batch, untiled, budget)) {
     Graph candidate = passes::split_batch(optimized, split, micro);
     Scheduled cs = schedule_stage(options, target, candidate, out_dir, report);
@@ -390,10 +387,7 @@ void emit_stage(const CompileOptions& options, const ResolvedTarget& target, con
   if (!target.gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native
   info.project_hash = project_hash(options, g, plan);
   if (target.gpu) {
-    // fit_memory_budget refused micro-batches where the GPU project is built.
-    if (fit.chunks == 1) codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, out_dir);
-    else std::cerr << "note: the " << arch.target << " project is not written: it does not stream micro-batches "
-                      "yet (the CPU emulation does)" << std::endl;
+    codegen::emit_cuda_project(g, kernels, plan, info, arch.isa, out_dir);
     if (options.emulate) {
       std::vector<codegen::Kernel> emulated;
       for (const codegen::Kernel& k : kernels) {
