@@ -337,7 +337,8 @@ BudgetFit fit_memory_budget(const CompileOptions& options, const ResolvedTarget&
     return fit;
   }
   const std::string over = str_cat("--memory-budget ", format_bytes(budget), ": the plan needs ",
-                                   format_bytes(untiled.total()), " (", peak_holder(g, l.plan, untiled), ")");
+                                   format_bytes(untiled.total()), ", most held by ",
+                                   peak_holder(g, l.plan, untiled));
   const passes::BatchSplit split = passes::analyze_batch_split(optimized);
   if (!split.splits()) throw UserError(str_cat(over, " and cannot run in micro-batches: ", split.blocker));
   if (split.batch < 2)

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -84,7 +85,7 @@ struct TuneFlags {
   std::string profile_topk = "auto";
   std::string fusion_level;  // empty: full, or none under --no-fusion
   std::string arch_file;
-  std::string memory_budget;  // empty: none (driver/memory_budget.h)
+  std::optional<std::string> memory_budget;  // absent: no budget (driver/memory_budget.h)
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
 
@@ -134,7 +135,7 @@ int tune(const std::string& prefix, std::string arch, bool arch_given, const Tun
   o.sanitize = f.sanitize;
   o.skip_dot = f.skip_dot;
   o.build_gpu = !f.no_gpu_build;
-  o.memory_budget = f.memory_budget.empty() ? 0 : driver::parse_byte_size(f.memory_budget);
+  o.memory_budget = f.memory_budget ? driver::parse_byte_size(*f.memory_budget) : 0;
   o.input_shapes = parse_input_shapes(f.input_shapes);
   o.frozen_inputs = read_frozen_inputs(f.frozen_inputs);
   o.build = !f.no_build;

@@ -33,7 +33,7 @@ BatchSplit analyze_batch_split(const Graph& g);
 
 // g with the batch dimension of every batched tensor set to micro_batch
 // (split.splits(), 0 < micro_batch <= split.batch). Op bodies are unchanged:
-// Var(0) ranges over the output's leading dimension. Returns g itself when
+// Var(0) ranges over the output's leading dimension. A copy of g when
 // micro_batch == split.batch.
 Graph split_batch(const Graph& g, const BatchSplit& split, int64_t micro_batch);
 
