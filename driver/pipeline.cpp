@@ -341,8 +341,6 @@ BudgetFit fit_memory_budget(const CompileOptions& options, const ResolvedTarget&
                                    peak_holder(g, l.plan, untiled));
   const passes::BatchSplit split = passes::analyze_batch_split(optimized);
   if (!split.splits()) throw UserError(str_cat(over, " and cannot run in micro-batches: ", split.blocker));
-  if (split.batch < 2)
-    throw UserError(str_cat(over, "; the batch is 1, and tiling a single input spatially is not implemented"));
   for (int64_t micro : micro_batch_candidates(split.batch, untiled, budget)) {
     Graph candidate = passes::split_batch(optimized, split, micro);
     Scheduled cs = schedule_stage(options, target, candidate, out_dir, report);

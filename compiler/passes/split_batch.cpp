@@ -64,6 +64,12 @@ BatchSplit analyze_batch_split(const Graph& g) {
     }
     split.batched[static_cast<size_t>(in)] = true;
   }
+  // (At batch 1 the simplifier has already folded batch indices to 0.)
+  if (split.batch < 2) {
+    split.blocker = str_cat("input '", g.tensor(g.inputs[0]).name, "' has batch ", split.batch,
+                            ": nothing to split, and tiling one input spatially is not implemented");
+    return split;
+  }
   for (const Op& op : g.ops) {
     bool reads_batched = false;
     for (TensorId in : op.inputs) reads_batched |= split.batched[static_cast<size_t>(in)];

@@ -140,6 +140,11 @@ TEST(MemoryBudget, OpsThatMixBatchElementsAreNamed) {
   EXPECT_EQ(blocker_of("budget_relu", {4, 3}, "Relu", nullptr), "");
 }
 
+TEST(MemoryBudget, BatchOneHasNothingToSplit) {
+  const std::string blocker = blocker_of("budget_batch_one", {1, 3}, "Relu", nullptr);
+  EXPECT_NE(blocker.find("input 'x' has batch 1: nothing to split"), std::string::npos) << blocker;
+}
+
 TEST(MemoryBudget, InputsWithoutACommonBatchDoNotSplit) {
   OnnxModelBuilder b(13);
   b.input("a", kF32, {4, 3}).input("b", kF32, {2, 3}).output("y");
