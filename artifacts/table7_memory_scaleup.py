@@ -13,9 +13,10 @@ micro-batches, streaming the inputs and outputs chunk by chunk. Columns: the
 untiled plan's peak, the budget, the tiled plan's peak and the memory one run
 really touches (resident-set growth, tilegraph.model_memory), the micro-batch,
 latency next to onnxruntime and whether the outputs match onnxruntime's.
---quick: width-8 nets at batch 4 and 64x64 under 1 MiB (about a minute on 2
-cores); the full run: width-16 nets at batch 8 and four sizes under 16 MiB
-(about 5 minutes on 2 cores).
+--quick: width-8 nets at batch 4 and 64x64 under 1 MiB (20 s of CPU time, two
+builds); the full run: width-16 nets at batch 8 and four sizes under 16 MiB (80 s
+of CPU time, eight builds). A size whose single sample does not fit is a row
+saying so (batch tiling's limit: it would need spatial tiling).
 """
 
 from __future__ import annotations
