@@ -352,7 +352,8 @@ BudgetFit fit_memory_budget(const CompileOptions& options, const ResolvedTarget&
       if (peak.total() > budget)
         throw UserError(str_cat("--memory-budget ", format_bytes(budget), ": the smallest peak is ",
                                 format_bytes(peak.total()), " (micro-batch 1 of ", split.batch, "), held by ",
-                                peak_holder(candidate, cl.plan, peak)));
+                                peak_holder(candidate, cl.plan, peak),
+                                "; tiling one sample spatially is not implemented"));
       g = std::move(candidate);
       s = std::move(cs);
       l = std::move(cl);
