@@ -36,6 +36,8 @@
 #include "driver/project_staging.h"
 #include "compiler/ir/replace_file.h"
 #include "driver/explain.h"
+#include "driver/memory_budget.h"
+#include "compiler/passes/split_batch.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"
@@ -59,6 +61,7 @@ void check_options(const CompileOptions& o) {
   if (o.topk < 1) throw UserError(str_cat("--topk ", o.topk, ": keep at least 1 tile config"));
   if (o.sanitize && !o.emulate)
     throw UserError("--sanitize checks the CPU emulation of a GPU arch's kernels: add --emulate");
+  if (o.memory_budget < 0) throw UserError(str_cat("--memory-budget ", o.memory_budget, ": give a positive size"));
   if (o.build_jobs < 0) throw UserError(str_cat("--jobs ", o.build_jobs, ": give a positive count, or 0 for all cores"));
   for (const std::string& p : o.dump_after) {
     const std::vector<std::string>& known = dump_points();
@@ -289,12 +292,85 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
   return s;
 }
 
-// Lowers the kernels and writes the project (and a GPU arch's emulation).
-void lower_and_emit_stage(const CompileOptions& options, const ResolvedTarget& target, Graph& g,
-                          const Scheduled& s, const std::string& out_dir, CompileReport& report) {
+// The kernels and where their tensors live.
+struct Lowered {
+  std::vector<codegen::Kernel> kernels;
+  codegen::MemoryPlan plan;
+};
+
+Lowered lower_stage(const CompileOptions& options, const ResolvedTarget& target, Graph& g, const Scheduled& s) {
+  Lowered l;
+  l.kernels = lower_kernels(g, s.schedule, target.arch, options.verbose);
+  l.plan = codegen::plan_memory(g, l.kernels);
+  return l;
+}
+
+// The tiling --memory-budget chose (driver/memory_budget.h).
+struct BudgetFit {
+  int64_t chunks = 1;  // micro-batches per run (1: the graph runs whole)
+  nlohmann::json stats;  // manifest["compile"]["memory_budget"]; null without a budget
+};
+
+MemoryPeak peak_of(const ResolvedTarget& target, const Graph& g, const Lowered& l) {
+  return memory_peak(g, l.plan, l.kernels, target.gpu ? 0 : target.arch.cores, target.gpu);
+}
+
+// Checks the plan against options.memory_budget; when it does not fit,
+// recompiles the graph for the largest micro-batch whose plan fits and
+// replaces g, s and l with it. optimized: the graph before scheduling
+// (lowering adds packed constants to g). A UserError when nothing fits.
+BudgetFit fit_memory_budget(const CompileOptions& options, const ResolvedTarget& target, const Graph& optimized,
+                            Graph& g, Scheduled& s, Lowered& l, const std::string& out_dir, CompileReport& report) {
+  const int64_t budget = options.memory_budget;
+  const MemoryPeak untiled = peak_of(target, g, l);
+  BudgetFit fit;
+  fit.stats = {{"budget_bytes", budget}, {"untiled_peak_bytes", untiled.total()}};
+  auto record = [&](const MemoryPeak& peak, nlohmann::json tiling) {
+    fit.stats["planned_peak_bytes"] = peak.total();
+    fit.stats["planned_peak"] = peak.to_json();
+    fit.stats["tiling"] = std::move(tiling);
+  };
+  if (untiled.total() <= budget) {
+    std::cerr << "      memory budget " << format_bytes(budget) << ": the plan needs " << format_bytes(untiled.total())
+              << ", no tiling" << std::endl;
+    record(untiled, {{"kind", "none"}});
+    return fit;
+  }
+  const std::string over = str_cat("--memory-budget ", format_bytes(budget), ": the plan needs ",
+                                   format_bytes(untiled.total()), ", most held by ",
+                                   peak_holder(g, l.plan, untiled));
+  const passes::BatchSplit split = passes::analyze_batch_split(optimized);
+  if (!split.splits()) throw UserError(str_cat(over, " and cannot run in micro-batches: ", split.blocker));
+  for (int64_t micro : micro_batch_candidates(split.batch, untiled, budget)) {
+    Graph candidate = passes::split_batch(optimized, split, micro);
+    Scheduled cs = schedule_stage(options, target, candidate, out_dir, report);
+    Lowered cl = lower_stage(options, target, candidate, cs);
+    const MemoryPeak peak = peak_of(target, candidate, cl);
+    std::cerr << "      memory budget " << format_bytes(budget) << ": micro-batch " << micro << " of " << split.batch
+              << " needs " << format_bytes(peak.total()) << std::endl;
+    if (peak.total() <= budget || micro == 1) {
+      if (peak.total() > budget)
+        throw UserError(str_cat("--memory-budget ", format_bytes(budget), ": the smallest peak is ",
+                                format_bytes(peak.total()), " (micro-batch 1 of ", split.batch, "), held by ",
+                                peak_holder(candidate, cl.plan, peak),
+                                "; tiling one sample spatially is not implemented"));
+      g = std::move(candidate);
+      s = std::move(cs);
+      l = std::move(cl);
+      fit.chunks = split.batch / micro;
+      record(peak, {{"kind", "batch"}, {"batch", split.batch}, {"micro_batch", micro}, {"chunks", fit.chunks}});
+      break;
+    }
+  }
+  return fit;
+}
+
+// Writes the project (and a GPU arch's emulation).
+void emit_stage(const CompileOptions& options, const ResolvedTarget& target, const Graph& g, const Scheduled& s,
+                const Lowered& lowered, const BudgetFit& fit, const std::string& out_dir, CompileReport& report) {
   const scheduler::ArchSpec& arch = target.arch;
-  std::vector<codegen::Kernel> kernels = lower_kernels(g, s.schedule, arch, options.verbose);
-  const codegen::MemoryPlan plan = codegen::plan_memory(g, kernels);
+  const std::vector<codegen::Kernel>& kernels = lowered.kernels;
+  const codegen::MemoryPlan& plan = lowered.plan;
   codegen::ProjectInfo info;
   info.arch = arch.name;
   info.model_path = fs::path(options.model_path).filename().string();
@@ -303,6 +379,8 @@ void lower_and_emit_stage(const CompileOptions& options, const ResolvedTarget& t
                         {"library_gemms", s.library_gemms}};
   if (options.fusion != scheduler::FusionLevel::kFull)  // absent by default: default projects stay byte-identical
     info.compile_stats["fusion_level"] = scheduler::fusion_level_name(options.fusion);
+  if (!fit.stats.is_null()) info.compile_stats["memory_budget"] = fit.stats;  // absent without --memory-budget
+  info.batch_chunks = fit.chunks;
   info.explain = s.explain;
   if (s.ukernels.int_gemms > 0) info.int_gemm = codegen::int_gemm_variant_for(arch);
   if (s.ukernels.float_gemms > 0) info.float_gemm = codegen::float_gemm_variant_for(arch);
@@ -348,7 +426,8 @@ void build_stage(const CompileOptions& options, const ResolvedTarget& target, co
 }
 
 // compile_stats.json: timings vary run to run, so they stay out of the deterministic manifest.
-void write_compile_stats(const CompileReport& report, const ProfileReport& profiled, const std::string& out_dir) {
+void write_compile_stats(const CompileReport& report, const ProfileReport& profiled, const BudgetFit& fit,
+                         const std::string& out_dir) {
   nlohmann::json stats = {{"kernels", report.num_kernels},
                           {"kernels_unfused", report.num_kernels_unfused},
                           {"dram_bytes", report.dram_bytes},
@@ -362,6 +441,7 @@ void write_compile_stats(const CompileReport& report, const ProfileReport& profi
                                        {"schedule", report.seconds_schedule},
                                        {"codegen", report.seconds_codegen},
                                        {"build", report.seconds_build}}}};
+  if (!fit.stats.is_null()) stats["memory_budget"] = fit.stats;
   replace_file(fs::path(out_dir) / "compile_stats.json", stats.dump(2) + "\n");
 }
 
@@ -392,13 +472,19 @@ CompileReport compile(const CompileOptions& options) {
   // Written and built next to the project, moved into place when complete.
   ProjectStaging staging(options.output_dir);
   const std::string out_dir = staging.dir();
-  const Scheduled scheduled = schedule_stage(options, target, g, out_dir, report);
+  // Lowering adds packed constants to g: a budget's micro-batches start again from this.
+  const Graph optimized = options.memory_budget > 0 ? g : Graph{};
+  Scheduled scheduled = schedule_stage(options, target, g, out_dir, report);
   report.seconds_schedule = seconds_since(t);
 
   t = Clock::now();
   progress(4, target.steps, str_cat("generating ", scheduled.schedule.kernels.size(), " kernels into ",
                                     options.output_dir), start);
-  lower_and_emit_stage(options, target, g, scheduled, out_dir, report);
+  Lowered lowered = lower_stage(options, target, g, scheduled);
+  BudgetFit fit;
+  if (options.memory_budget > 0)
+    fit = fit_memory_budget(options, target, optimized, g, scheduled, lowered, out_dir, report);
+  emit_stage(options, target, g, scheduled, lowered, fit, out_dir, report);
   report.seconds_codegen = seconds_since(t);
 
   if (target.build_any) {
@@ -409,7 +495,7 @@ CompileReport compile(const CompileOptions& options) {
   if (target.gpu && options.build && !target.build_gpu && options.build_gpu)
     std::cerr << "note: " << target.gpu_compiler << " not found: the " << arch.target
               << " project was written but not built\n";
-  write_compile_stats(report, scheduled.profiled, out_dir);
+  write_compile_stats(report, scheduled.profiled, fit, out_dir);
   staging.commit();
   return report;
 }

@@ -30,6 +30,8 @@ struct CompileOptions {
   bool sanitize = false;                       // with emulate: the emulation checks every access (codegen/sanitizer)
   bool skip_dot = false;                       // CUDA archs: float GEMMs call cuBLASLt (scheduler/library_gemm.h)
   bool build_gpu = true;                       // GPU archs: build the CUDA/HIP project when its compiler exists
+  // --memory-budget: bytes the model may hold (driver/memory_budget.h); 0: no budget.
+  int64_t memory_budget = 0;
   std::map<std::string, Shape> input_shapes;
   std::map<std::string, Tensor> frozen_inputs;  // --freeze-input
   bool build = true;                           // run cmake + build after emitting

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "driver/explain.h"
 #include "driver/measured_kernels.h"
 #include "driver/pipeline.h"
+#include "driver/memory_budget.h"
 #include "driver/version.h"
 #include "compiler/ir/error.h"
 #include "frontends/onnx/import.h"
@@ -83,6 +85,7 @@ struct TuneFlags {
   std::string profile_topk = "auto";
   std::string fusion_level;  // empty: full, or none under --no-fusion
   std::string arch_file;
+  std::optional<std::string> memory_budget;  // absent: no budget (driver/memory_budget.h)
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
 
@@ -132,6 +135,7 @@ int tune(const std::string& prefix, std::string arch, bool arch_given, const Tun
   o.sanitize = f.sanitize;
   o.skip_dot = f.skip_dot;
   o.build_gpu = !f.no_gpu_build;
+  o.memory_budget = f.memory_budget ? driver::parse_byte_size(*f.memory_budget) : 0;
   o.input_shapes = parse_input_shapes(f.input_shapes);
   o.frozen_inputs = read_frozen_inputs(f.frozen_inputs);
   o.build = !f.no_build;
@@ -311,6 +315,10 @@ int cli_main(int argc, char** argv) {
   tune_cmd->add_flag("--sanitize", f.sanitize, "with --emulate: the emulation checks every shared and global access of the GPU kernels (races between threads of a phase, reads of unwritten shared memory, out-of-bounds indices, misalignment, warp size) and stops at the first violation with a report naming the kernel, its ONNX nodes, the phase, threads and index; blocks run one at a time");
   tune_cmd->add_flag("--skip-dot", f.skip_dot, "CUDA archs: compute float MatMul/Gemm (batched, with transposed operands) with cuBLASLt, each its own library call, and fuse everything else; the CPU emulation runs a reference GEMM in its place");
   tune_cmd->add_flag("--no-gpu-build", f.no_gpu_build, "GPU archs: write the CUDA/HIP project but do not build it (nvcc/hipcc)");
+  tune_cmd->add_option("--memory-budget", f.memory_budget,
+                       "bytes the compiled model may hold (activation arena + weights + CPU scratch; on a GPU also "
+                       "its input/output copies), e.g. 64M or 1.5G: a plan that does not fit runs the graph in "
+                       "micro-batches streamed chunk by chunk, or tune fails naming the smallest peak and what holds it");
   tune_cmd->add_option("--input-shape", f.input_shapes, "NAME=DIMS static shape for an input, e.g. input_ids=1x128 (repeatable)");
   tune_cmd->add_option("--freeze-input", f.frozen_inputs, "NAME=FILE.pb: bake an input's value (an onnx TensorProto file) into the model as a constant (repeatable)");
   tune_cmd->add_flag("--no-build", f.no_build, "write the project(s) but do not build them");

@@ -32,7 +32,14 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "#include \"kernels.h\"\n#include \"tilegraph_model.h\"\n#include \"weights_file.h\"\n\n"
       << "using namespace tg_kernels;\n\n";
   out << "namespace {\n\n";
-  out << tensor_info_table(g, g.inputs, "input") << tensor_info_table(g, g.outputs, "output");
+  const bool chunked = info.batch_chunks > 1;
+  const Graph whole = whole_batch_io(g, info.batch_chunks);  // the C API's shapes
+  out << tensor_info_table(whole, g.inputs, "input") << tensor_info_table(whole, g.outputs, "output");
+  if (chunked)
+    out << "// --memory-budget: the kernels run on one micro-batch at a time, over\n"
+        << "// these bytes of each input and output per chunk.\n"
+        << "const int64_t kBatchChunks = " << info.batch_chunks << ";\n"
+        << byte_sizes(g, g.inputs, "kInputChunkBytes") << byte_sizes(g, g.outputs, "kOutputChunkBytes");
   out << "const int kNumInputs = " << g.inputs.size() << ";\n"
       << "const int kNumOutputs = " << g.outputs.size() << ";\n"
       << "const int kNumKernels = " << kernels.size() << ";\n"
@@ -57,16 +64,25 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "    if (!outputs || !outputs[i]) { g_last_error = \"tg_model_run: output \" + std::to_string(i) + \" is null\"; return 1; }\n"
       << "  const unsigned char* W = m->weights.data + TG_WEIGHTS_HEADER_BYTES;\n  unsigned char* A = m->arena;\n"
       << "  (void)W;\n  (void)A;\n  const bool profile = m->profiling != 0;\n  double t0 = 0;\n";
-  ModelMemory memory{"inputs", "outputs"};
+  ModelMemory memory{chunked ? "chunk_inputs" : "inputs", chunked ? "chunk_outputs" : "outputs"};
+  const std::string pad = chunked ? "    " : "  ";
+  if (chunked)
+    out << "  const void* chunk_inputs[kNumInputs];\n  void* chunk_outputs[kNumOutputs];\n"
+        << "  for (int64_t chunk = 0; chunk < kBatchChunks; ++chunk) {\n"
+        << "    for (int i = 0; i < kNumInputs; ++i)\n"
+        << "      chunk_inputs[i] = (const unsigned char*)inputs[i] + chunk * kInputChunkBytes[i];\n"
+        << "    for (int i = 0; i < kNumOutputs; ++i)\n"
+        << "      chunk_outputs[i] = (unsigned char*)outputs[i] + chunk * kOutputChunkBytes[i];\n";
   for (size_t k = 0; k < kernels.size(); ++k) {
-    out << "  if (profile) t0 = now_ms();\n  " << kernels[k].name << "(";
+    out << pad << "if (profile) t0 = now_ms();\n" << pad << kernels[k].name << "(";
     bool first = true;
     for (const Buffer* b : global_buffers(kernels[k])) {
       out << (first ? "" : ", ") << pointer_expr(g, plan, b->tensor, slots, memory);
       first = false;
     }
-    out << ");\n  if (profile) m->kernel_ms[" << k << "] += now_ms() - t0;\n";
+    out << ");\n" << pad << "if (profile) m->kernel_ms[" << k << "] += now_ms() - t0;\n";
   }
+  if (chunked) out << "  }\n";
   if (!g.index_checks.empty())
     out << "  if (tg_index_error_site.load(std::memory_order_relaxed) != 0) {\n"
         << "    const long long site = tg_index_error_site.exchange(0);\n"
@@ -208,7 +224,7 @@ nlohmann::json emit_cpu_project(const Graph& g, const std::vector<Kernel>& kerne
   if (is_aarch64_isa(info.cpu_isa))
     write_file(fs::path(out_dir) / kAarch64ToolchainFile, aarch64_toolchain_source());
   write_weights(g, plan, info, out_dir);
-  nlohmann::json manifest = manifest_json(g, kernels, plan, info);
+  nlohmann::json manifest = manifest_json(whole_batch_io(g, info.batch_chunks), kernels, plan, info);
   write_file(fs::path(out_dir) / "manifest.json", manifest.dump(2) + "\n");
   return manifest;
 }

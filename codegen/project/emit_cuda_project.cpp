@@ -175,8 +175,12 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
   const bool library = std::any_of(kernels.begin(), kernels.end(), is_library_gemm);
   if (library) out << "#include \"tg_cublaslt.h\"\n";
   out << "\nusing namespace tg_kernels;\n\nnamespace {\n\n";
-  out << tensor_info_table(g, g.inputs, "input") << tensor_info_table(g, g.outputs, "output");
+  const bool chunked = info.batch_chunks > 1;
+  const Graph whole = whole_batch_io(g, info.batch_chunks);  // the C API's shapes
+  out << tensor_info_table(whole, g.inputs, "input") << tensor_info_table(whole, g.outputs, "output");
+  // With --memory-budget's micro-batches: one chunk's bytes (the device buffers').
   out << byte_sizes(g, g.inputs, "kInputBytes") << byte_sizes(g, g.outputs, "kOutputBytes");
+  if (chunked) out << "const int64_t kBatchChunks = " << info.batch_chunks << ";\n";
   out << "const int kNumInputs = " << g.inputs.size() << ";\n"
       << "const int kNumOutputs = " << g.outputs.size() << ";\n"
       << "const int kNumKernels = " << kernels.size() << ";\n"
@@ -204,7 +208,11 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
   out << index_check_table(g);
   out << "\nthread_local std::string g_last_error;\n\n}  // namespace\n\n";
   if (library) out << "#define TG_LIBRARY_GEMMS 1\n";
+  // Micro-batches: the runtime's tg_model_run runs one chunk (uploads it,
+  // launches, copies it back); the tg_model_run below walks the chunks.
+  if (chunked) out << "#define tg_model_run tg_model_run_chunk\n";
   out << "#include \"gpu_model_runtime.h\"\n\n";
+  if (chunked) out << "#undef tg_model_run\n\n";
 
   // The launch sequence, in the schedule's order on one stream; then the
   // copies back to the host (outside the graph: the host buffers vary).
@@ -253,6 +261,19 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "  return 0;\n}\n\nint copy_outputs(tg_model* m, void* const* outputs) {\n" << memory_locals(copy_used)
       << (g.outputs.empty() ? "  (void)outputs;\n" : "") << copies.str() << "  return 0;\n}\n\n"
       << "int take_index_errors() {\n" << index_checks.str() << "  return 0;\n}\n\n}  // namespace\n";
+  if (chunked)
+    out << "\n// --memory-budget: the device holds one micro-batch; the inputs and outputs\n"
+        << "// stream through it chunk by chunk.\n"
+        << "extern \"C\" int tg_model_run(tg_model* m, const void* const* inputs, void* const* outputs) {\n"
+        << "  if (!m || !inputs || !outputs) return tg_model_run_chunk(m, inputs, outputs);  // reports it\n"
+        << "  const void* chunk_inputs[kInputSlots] = {};\n  void* chunk_outputs[kOutputSlots] = {};\n"
+        << "  for (int64_t chunk = 0; chunk < kBatchChunks; ++chunk) {\n"
+        << "    for (int i = 0; i < kNumInputs; ++i)\n"
+        << "      chunk_inputs[i] = inputs[i] ? (const unsigned char*)inputs[i] + chunk * kInputBytes[i] : nullptr;\n"
+        << "    for (int i = 0; i < kNumOutputs; ++i)\n"
+        << "      chunk_outputs[i] = outputs[i] ? (unsigned char*)outputs[i] + chunk * kOutputBytes[i] : nullptr;\n"
+        << "    if (tg_model_run_chunk(m, chunk_inputs, chunk_outputs)) return 1;\n"
+        << "  }\n  return 0;\n}\n";
   return out.str();
 }
 
@@ -303,7 +324,7 @@ nlohmann::json emit_cuda_project(const Graph& g, const std::vector<Kernel>& kern
   write_file(fs::path(out_dir) / "CMakeLists.txt",
              cmake_source(info.arch, gpu_arch, t, model_sources, main_test_sources, library));
   write_weights(g, plan, info, out_dir);
-  nlohmann::json manifest = manifest_json(g, kernels, plan, info);
+  nlohmann::json manifest = manifest_json(whole_batch_io(g, info.batch_chunks), kernels, plan, info);
   manifest["target"] = t.name;
   manifest["gpu_arch"] = gpu_arch;
   write_file(fs::path(out_dir) / "manifest.json", manifest.dump(2) + "\n");

@@ -48,6 +48,18 @@ std::string tensor_info_table(const Graph& g, const std::vector<TensorId>& ids, 
   return out.str();
 }
 
+Graph whole_batch_io(const Graph& g, int64_t chunks) {
+  if (chunks == 1) return g;
+  Graph whole = g;
+  for (const std::vector<TensorId>* ids : {&g.inputs, &g.outputs})
+    for (TensorId id : *ids) {
+      Shape& shape = whole.tensor(id).shape;
+      TG_CHECK(!shape.empty(), "a batch-tiled graph's input or output '", g.tensor(id).name, "' is a scalar");
+      shape[0] = g.tensor(id).shape[0] * chunks;
+    }
+  return whole;
+}
+
 namespace {
 
 nlohmann::json tensor_json(const Graph& g, TensorId id) {

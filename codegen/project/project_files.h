@@ -39,6 +39,11 @@ struct ProjectInfo {
   // kProjectHash and the manifest carry it; the model refuses a weights.bin
   // from another compile (runtime/weights_file.h).
   std::string project_hash = "0000000000000000";
+  // --memory-budget's batch tiling (driver/memory_budget.h): the kernels are
+  // compiled for one micro-batch and tg_model_run runs them this many times
+  // over consecutive chunks of the inputs and outputs, whose C API shapes
+  // are the whole batch's. 1: no tiling.
+  int64_t batch_chunks = 1;
 };
 
 // The bytes before the weights in weights.bin (runtime/weights_file.h).
@@ -54,6 +59,11 @@ void write_file(const std::filesystem::path& path, const std::string& contents);
 
 // `const tg_tensor_info <prefix>_info[]` and its shape arrays.
 std::string tensor_info_table(const Graph& g, const std::vector<TensorId>& ids, const char* prefix);
+
+// g with the leading dimension of its inputs and outputs multiplied by
+// chunks: the C API's view of a graph compiled for one micro-batch of
+// ProjectInfo::batch_chunks. g itself when chunks is 1.
+Graph whole_batch_io(const Graph& g, int64_t chunks);
 
 // `kKernelNames[]` and `kKernelNodes[]` (comma-separated ONNX nodes per kernel)
 // for tg_kernel_name / tg_kernel_nodes.
