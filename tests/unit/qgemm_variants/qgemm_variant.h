@@ -18,6 +18,8 @@ struct QGemmVariantInfo {
   bool a_unsigned;   // kAUnsigned
   void (*tile)(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
   bool (*supported)();  // whether this CPU can run tile
+  // c += the same sum (tile_accumulate)
+  void (*tile_accumulate)(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
 };
 
 // Defined in qgemm_avx2_variant.cpp and qgemm_avx512vnni_variant.cpp, which
@@ -31,3 +33,5 @@ struct QGemmVariantInfo {
 // the matching supported() is true.
 void qgemm_tile_avx2(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
 void qgemm_tile_avx512vnni(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
+void qgemm_tile_accumulate_avx2(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
+void qgemm_tile_accumulate_avx512vnni(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
