@@ -76,7 +76,12 @@ PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule
   const Expr e = var(0);
   const Expr panel_flat = floordiv(e, geo.b_panel), within = floormod(e, geo.b_panel);
   const Expr bb = floordiv(panel_flat, geo.col_panels), panel = floormod(panel_flat, geo.col_panels);
-  const Expr group = floordiv(within, nr * ku), j = floormod(floordiv(within, ku), nr), u = floormod(within, ku);
+  // within = group * NR * KU + ((u / KB) * NR + j) * KB + u % KB (KB: the
+  // variant's run of one column's bytes, KU but for AMX).
+  const int64_t kb = variant.b_run();
+  const Expr in_group = floormod(within, nr * ku);
+  const Expr group = floordiv(within, nr * ku), j = floormod(floordiv(in_group, kb), nr);
+  const Expr u = kb == ku ? floormod(within, ku) : floordiv(in_group, nr * kb) * kb + floormod(in_group, kb);
   const Expr k = group * ku + u, n = panel * nr + j;
   const Expr value = substitute_vars(match->b, geo.op_vars(bb, int_imm(0), n, k));
   const Expr valid = logical_and(logical_and(lt(within, int_imm(panel_values)), lt(k, int_imm(match->k))),
@@ -98,7 +103,7 @@ PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule
       int32_t s = 0;
       for (int64_t gg = 0; gg < geo.k_groups; ++gg)
         for (int64_t uu = 0; uu < ku; ++uu)
-          s += static_cast<int8_t>((*bytes)[static_cast<size_t>(p * geo.b_panel + (gg * nr + jj) * ku + uu)]);
+          s += static_cast<int8_t>((*bytes)[static_cast<size_t>(p * geo.b_panel + variant.b_offset(gg, jj, uu))]);
       std::memcpy(&sums[static_cast<size_t>((p * nr + jj) * 4)], &s, 4);
     }
   g.tensor(pack.output).data = bytes;
@@ -314,8 +319,12 @@ class IntGemmLowering : KernelBuilder {
     const int vp = new_var("p" + tag, panels), vl = new_var("l" + tag, lanes);
     const int vg = new_var("g" + tag, geo_.k_groups), vu = new_var("u" + tag, v.ku);
     const Expr slot = var(vp) * lanes + var(vl);
-    const Expr value = load(packed, packed_type,
-                            {var(vp) * panel_bytes + (var(vg) * lanes + var(vl)) * v.ku + var(vu)});
+    // A's rows are runs of KU bytes; B's columns runs of KB (b_offset).
+    const int64_t run = tag == "c" ? v.b_run() : v.ku;
+    const Expr within = run == v.ku ? (var(vg) * lanes + var(vl)) * v.ku + var(vu)
+                                    : var(vg) * (lanes * v.ku) + (floordiv(var(vu), run) * lanes + var(vl)) * run +
+                                          floormod(var(vu), run);
+    const Expr value = load(packed, packed_type, {var(vp) * panel_bytes + within});
     // Lanes innermost: every k adds into all of a panel's sums at once, a
     // vector add, where a k loop per lane was a serial chain through memory.
     Stmt add = make_store(sum_buffer, slot, load(sum_buffer, DType::kI32, {slot}) + cast(DType::kI32, value));
@@ -361,8 +370,11 @@ class IntGemmLowering : KernelBuilder {
     Expr value = cast(DType::kI8, cast(DType::kI32, b) + int_imm(geo_.b_offset, DType::kI32));
     value = select(logical_and(lt(k, int_imm(geo_.m.k)), lt(col, int_imm(geo_.m.cols()))), value,
                    int_imm(0, DType::kI8));
-    Stmt s = make_store(bpack, finalize_indices((var(vg) * v.nr + var(vj)) * v.ku + var(vu), bounds_),
-                        simplify(value, bounds_));
+    const int64_t run = v.b_run();
+    const Expr at = run == v.ku ? (var(vg) * v.nr + var(vj)) * v.ku + var(vu)
+                                : var(vg) * (v.nr * v.ku) + (floordiv(var(vu), run) * v.nr + var(vj)) * run +
+                                      floormod(var(vu), run);
+    Stmt s = make_store(bpack, finalize_indices(at, bounds_), simplify(value, bounds_));
     s = make_for(vu, int_imm(v.ku), LoopKind::kSerial, {s});
     s = make_for(vj, int_imm(v.nr), LoopKind::kSerial, {s});
     return make_for(vg, int_imm(geo_.k_groups), LoopKind::kSerial, {s});

@@ -43,7 +43,8 @@ def _cpu_flags():
 
 FLAGS = _cpu_flags()
 VARIANTS = ["scalar"] + (["avx2"] if "avx2" in FLAGS else []) + \
-           (["avx512vnni"] if {"avx512_vnni", "avx512bw"} <= FLAGS else [])
+           (["avx512vnni"] if {"avx512_vnni", "avx512bw"} <= FLAGS else []) + \
+           (["amx"] if {"amx_int8", "amx_tile"} <= FLAGS else [])
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ def _small_cache_host_spec(path: Path) -> Path:
     """A host spec with an 800-byte L1 and a 16 KiB L2: every int8 GEMM of the
     small models is cut into kc blocks (scheduler::int_gemm_blocking: k groups
     of 3 on avx512vnni, 12 on avx2, 25 on scalar, so K = 256 ends in a short
-    block) and into several row blocks."""
+    block; 1 on amx, whose k groups are 64 deep) and into several row blocks."""
     spec = {
         "name": "host", "target": "cpu", "description": "host with tiny caches (kc-block test)",
         "isa": "x86-64-avx512", "compute_units": 2, "warp_size": 1, "max_threads_per_block": 1,

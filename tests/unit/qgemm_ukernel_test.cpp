@@ -35,6 +35,7 @@ std::vector<QGemmVariantInfo> linked_variants() {
   std::vector<QGemmVariantInfo> variants = {scalar_variant()};
   if (qgemm_avx2_variant) variants.push_back(qgemm_avx2_variant());
   if (qgemm_avx512vnni_variant) variants.push_back(qgemm_avx512vnni_variant());
+  if (qgemm_amx_variant) variants.push_back(qgemm_amx_variant());
   return variants;
 }
 
@@ -83,12 +84,15 @@ AlignedBytes pack_a(const Matrix& a, int mr, int ku) {
   return packed;
 }
 
-// B (K x nr, K a multiple of ku): B(k, j) at b[((k / ku) * nr + j) * ku + k % ku].
-AlignedBytes pack_b(const Matrix& b, int nr, int ku) {
+// B (K x nr, K a multiple of ku): B(k, j) at b[((k / ku) * nr + j) * ku + k % ku],
+// or with runs of kb bytes per column (AMX):
+// b[(k / ku) * nr * ku + ((k % ku) / kb * nr + j) * kb + k % kb].
+AlignedBytes pack_b(const Matrix& b, int nr, int ku, int kb = 0) {
+  if (kb <= 0) kb = ku;
   AlignedBytes packed(b.rows * b.cols);
   for (int64_t k = 0; k < b.rows; ++k)
     for (int64_t j = 0; j < nr; ++j)
-      packed.data()[((k / ku) * nr + j) * ku + k % ku] = static_cast<uint8_t>(b.at(k, j));
+      packed.data()[(k / ku) * nr * ku + ((k % ku) / kb * nr + j) * kb + k % kb] = static_cast<uint8_t>(b.at(k, j));
   return packed;
 }
 
@@ -112,7 +116,7 @@ constexpr int kGuard = 16;                  // int32 checked on each side of c
 std::vector<int32_t> run_tile(const QGemmVariantInfo& v, const Matrix& a, const Matrix& b,
                               int c_offset = 0) {
   const AlignedBytes pa = pack_a(a, v.mr, v.ku);
-  const AlignedBytes pb = pack_b(b, v.nr, v.ku);
+  const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
   const int64_t tile_size = int64_t{v.mr} * v.nr;
   AlignedBytes c_bytes((kGuard + c_offset + tile_size + kGuard) * sizeof(int32_t));
   int32_t* buffer = reinterpret_cast<int32_t*>(c_bytes.data());
@@ -183,7 +187,7 @@ TEST_P(QGemmTileTest, KcBlocksAccumulateToTheWholeK) {
   const Matrix a = random_matrix(v.mr, k_groups * v.ku, a_min(v), a_max(v), rng);
   const Matrix b = random_matrix(k_groups * v.ku, v.nr, -128, 127, rng);
   const AlignedBytes pa = pack_a(a, v.mr, v.ku);
-  const AlignedBytes pb = pack_b(b, v.nr, v.ku);
+  const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
   for (int64_t kc : {1, 5, 16, 36}) {
     std::vector<int32_t> c(static_cast<size_t>(v.mr * v.nr), kUnwritten);
     for (int64_t g0 = 0; g0 < k_groups; g0 += kc) {
@@ -205,7 +209,7 @@ TEST_P(QGemmTileTest, TileAccumulateAddsToC) {
   const Matrix a = random_matrix(v.mr, k, a_min(v), a_max(v), rng);
   const Matrix b = random_matrix(k, v.nr, -128, 127, rng);
   const AlignedBytes pa = pack_a(a, v.mr, v.ku);
-  const AlignedBytes pb = pack_b(b, v.nr, v.ku);
+  const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
   std::vector<int32_t> c(static_cast<size_t>(v.mr * v.nr));
   for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<int32_t>(i * 1000) - 70000;
   v.tile_accumulate(k / v.ku, pa.data(), reinterpret_cast<const int8_t*>(pb.data()), c.data());
