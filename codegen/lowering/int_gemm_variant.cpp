@@ -9,6 +9,11 @@
 #include "compiler/ir/error.h"
 #include "scheduler/cpu_features.h"
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace tilegraph::codegen {
 
 namespace {
@@ -36,6 +41,18 @@ std::set<std::string> host_cpu_flags() {
     break;
   }
   return flags;
+}
+
+// Does the OS let a process use the AMX tile state? (Linux 5.16+ grants it on
+// request; the generated qgemm_amx.h asks the same way and aborts if refused,
+// so the host gets AMX only where this succeeds.)
+bool os_grants_amx() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -70,7 +87,8 @@ IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
   auto allowed = [&](const char* feature) { return !scheduler::cpu_feature_disabled(arch, feature); };
   if (arch.name == "host") {
     const std::set<std::string> f = host_cpu_flags();
-    if (allowed("amx") && f.count("amx_int8") && f.count("amx_tile")) return int_gemm_variant_named("amx");
+    if (allowed("amx") && f.count("amx_int8") && f.count("amx_tile") && os_grants_amx())
+      return int_gemm_variant_named("amx");
     if (allowed("avx512vnni") && allowed("avx512f") && f.count("avx512_vnni") && f.count("avx512bw")) return int_gemm_variant_named("avx512vnni");
     if (allowed("avx2") && f.count("avx2")) return int_gemm_variant_named("avx2");
     if (allowed("i8mm") && f.count("i8mm")) return int_gemm_variant_named("i8mm");
