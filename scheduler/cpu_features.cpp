@@ -10,7 +10,7 @@ namespace tilegraph::scheduler {
 namespace {
 
 const std::vector<std::string> kArmFeatures = {"dotprod", "i8mm"};
-const std::vector<std::string> kX86Features = {"avx512vnni", "avx512f", "avx2"};
+const std::vector<std::string> kX86Features = {"amx", "avx512vnni", "avx512f", "avx2"};
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   for (const std::string& x : v)

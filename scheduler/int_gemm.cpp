@@ -155,6 +155,22 @@ bool float_gemm_pays(const Gemm& m) {
   return m.element == DType::kF32 && m.cols() >= 8 && m.rows() >= 4;
 }
 
+IntGemmBlocking int_gemm_blocking(const ArchSpec& arch, int64_t k_groups, int nr, int ku, int64_t a_panel_bytes) {
+  IntGemmBlocking b;
+  k_groups = std::max<int64_t>(k_groups, 1);
+  // Half of L1 for the B slice (the A panel's slice, the C tile and the
+  // stack share the rest); half of L2 for the row block's packed A (the B
+  // panels stream through the other half).
+  const int64_t l1 = arch.l1_bytes > 0 ? arch.l1_bytes : 32 << 10;
+  const int64_t l2 = arch.l2_bytes > 0 ? arch.l2_bytes : 1 << 20;
+  const int64_t most_groups = std::max<int64_t>(l1 / 2 / (static_cast<int64_t>(nr) * ku), 1);
+  b.k_blocks = (k_groups + most_groups - 1) / most_groups;
+  b.kc_groups = (k_groups + b.k_blocks - 1) / b.k_blocks;
+  b.k_blocks = (k_groups + b.kc_groups - 1) / b.kc_groups;
+  b.max_row_panels = std::max<int64_t>(l2 / 2 / std::max<int64_t>(a_panel_bytes, 1), 1);
+  return b;
+}
+
 bool is_int8_contraction(const Graph& g, const Op& op) {
   if (op.reduction != Reduction::kSum || op.reduce_extents.empty()) return false;
   auto reads_int8 = [&](const Expr& e) {

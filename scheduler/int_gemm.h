@@ -83,6 +83,20 @@ std::vector<int> non_unit_dims(const Shape& shape);
 std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Shape& acc_shape,
                                   const Shape& epilogue_shape);
 
+// Cache blocking of an int8 GEMM on the micro-kernel, from the arch's cache
+// sizes. A row block packs its A panels (MR rows x all of K) once and keeps
+// them in L2; each B panel (NR columns) is then swept over all of the row
+// block's A panels one kc block at a time, so that the kc slice of the B
+// panel stays in L1 while every A panel uses it. (Without kc blocks, the
+// ViT-B/16 fc2's 96 KiB B panels, K = 3072, came from L2 for every tile.)
+struct IntGemmBlocking {
+  int64_t kc_groups = 1;       // k groups per micro-kernel call (K blocks are balanced; the last may be shorter)
+  int64_t k_blocks = 1;        // ceil(k_groups / kc_groups)
+  int64_t max_row_panels = 1;  // A panels one row block may pack
+};
+// k_groups = ceil(K / KU); a_panel_bytes: one packed A panel (MR rows, all of K).
+IntGemmBlocking int_gemm_blocking(const ArchSpec& arch, int64_t k_groups, int nr, int ku, int64_t a_panel_bytes);
+
 struct GemmUkernelCounts {
   int int_gemms = 0;
   int float_gemms = 0;

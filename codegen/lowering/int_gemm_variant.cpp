@@ -9,6 +9,11 @@
 #include "compiler/ir/error.h"
 #include "scheduler/cpu_features.h"
 
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace tilegraph::codegen {
 
 namespace {
@@ -17,6 +22,7 @@ namespace {
 // static_asserts that they agree: int_gemm_tile_assert).
 const std::vector<IntGemmVariant>& variants() {
   static const std::vector<IntGemmVariant> table = {
+      {"amx", 32, 32, 64, true, 4},
       {"avx512vnni", 8, 32, 4, true}, {"avx2", 6, 8, 4, false},  {"i8mm", 8, 8, 8, false},
       {"dotprod", 8, 8, 4, false},    {"neon", 4, 4, 16, false}, {"scalar", 4, 4, 4, false},
   };
@@ -37,6 +43,18 @@ std::set<std::string> host_cpu_flags() {
   return flags;
 }
 
+// Does the OS let a process use the AMX tile state? (Linux 5.16+ grants it on
+// request; the generated qgemm_amx.h asks the same way and aborts if refused,
+// so the host gets AMX only where this succeeds.)
+bool os_grants_amx() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 IntGemmVariant int_gemm_variant_named(const std::string& name) {
@@ -50,6 +68,7 @@ IntGemmVariant int_gemm_variant_named(const std::string& name) {
 
 std::string int_gemm_tile_assert(const IntGemmVariant& v) {
   return str_cat("static_assert(tg_qgemm::kMR == ", v.mr, " && tg_qgemm::kNR == ", v.nr, " && tg_qgemm::kKU == ", v.ku,
+                 v.kb > 0 ? str_cat(" && tg_qgemm::kKB == ", v.kb) : std::string(),
                  " && tg_qgemm::kAUnsigned == ", v.a_unsigned ? "true" : "false", ",\n              \"",
                  v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
                  " x ", v.ku, ", A ", v.a_unsigned ? "unsigned" : "signed", ")\");\n");
@@ -68,6 +87,8 @@ IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
   auto allowed = [&](const char* feature) { return !scheduler::cpu_feature_disabled(arch, feature); };
   if (arch.name == "host") {
     const std::set<std::string> f = host_cpu_flags();
+    if (allowed("amx") && f.count("amx_int8") && f.count("amx_tile") && os_grants_amx())
+      return int_gemm_variant_named("amx");
     if (allowed("avx512vnni") && allowed("avx512f") && f.count("avx512_vnni") && f.count("avx512bw")) return int_gemm_variant_named("avx512vnni");
     if (allowed("avx2") && f.count("avx2")) return int_gemm_variant_named("avx2");
     if (allowed("i8mm") && f.count("i8mm")) return int_gemm_variant_named("i8mm");

@@ -14,9 +14,17 @@ namespace tilegraph::codegen {
 inline constexpr int kUkernelAlignment = 64;
 
 struct IntGemmVariant {
-  std::string name;    // "avx512vnni", "avx2", "i8mm", "dotprod", "neon", "scalar"
+  std::string name;    // "amx", "avx512vnni", "avx2", "i8mm", "dotprod", "neon", "scalar"
   int mr = 4, nr = 4, ku = 4;
   bool a_unsigned = false;
+  // B's bytes of one column come in runs of kb (the header's kKB; 0: ku)
+  // within a k group: AMX's B tiles hold 4 k of 16 columns per row.
+  int kb = 0;
+  int b_run() const { return kb > 0 ? kb : ku; }
+  // Offset of B(g * ku + u, j) in a packed B panel.
+  int64_t b_offset(int64_t g, int64_t j, int64_t u) const {
+    return g * nr * ku + ((u / b_run()) * nr + j) * b_run() + u % b_run();
+  }
   std::string header() const { return "qgemm_" + name + ".h"; }
 };
 

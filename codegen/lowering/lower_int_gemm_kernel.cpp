@@ -29,7 +29,6 @@ struct Geometry {
   int64_t a_panel = 0;       // bytes of one packed A panel (MR rows), padded to 64
   int64_t b_panel = 0;       // bytes of one packed B panel (NR columns), padded to 64
   int64_t panels = 0;          // ceil(M / MR)
-  int64_t max_row_panels = 0;  // A panels a row block may hold
   int a_offset = 0;          // added to A's values when packing (uint8 <-> int8)
   int b_offset = 0;
   DType a_packed = DType::kI8;
@@ -39,10 +38,7 @@ struct Geometry {
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     a_panel = round_up(k_groups * v.mr * v.ku, 64);
     b_panel = round_up(k_groups * v.nr * v.ku, 64);
-    // Row blocks' packed panels within 64 KiB of scratch; how many blocks,
-    // and column chunks, balanced_int_gemm_grid decides for the core count.
     panels = (m.rows() + v.mr - 1) / v.mr;
-    max_row_panels = std::max<int64_t>(65536 / a_panel, 1);
     const bool a_u8 = m.a->dtype == DType::kU8;
     a_offset = v.a_unsigned ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
     b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
@@ -80,7 +76,12 @@ PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule
   const Expr e = var(0);
   const Expr panel_flat = floordiv(e, geo.b_panel), within = floormod(e, geo.b_panel);
   const Expr bb = floordiv(panel_flat, geo.col_panels), panel = floormod(panel_flat, geo.col_panels);
-  const Expr group = floordiv(within, nr * ku), j = floormod(floordiv(within, ku), nr), u = floormod(within, ku);
+  // within = group * NR * KU + ((u / KB) * NR + j) * KB + u % KB (KB: the
+  // variant's run of one column's bytes, KU but for AMX).
+  const int64_t kb = variant.b_run();
+  const Expr in_group = floormod(within, nr * ku);
+  const Expr group = floordiv(within, nr * ku), j = floormod(floordiv(in_group, kb), nr);
+  const Expr u = kb == ku ? floormod(within, ku) : floordiv(in_group, nr * kb) * kb + floormod(in_group, kb);
   const Expr k = group * ku + u, n = panel * nr + j;
   const Expr value = substitute_vars(match->b, geo.op_vars(bb, int_imm(0), n, k));
   const Expr valid = logical_and(logical_and(lt(within, int_imm(panel_values)), lt(k, int_imm(match->k))),
@@ -102,7 +103,7 @@ PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule
       int32_t s = 0;
       for (int64_t gg = 0; gg < geo.k_groups; ++gg)
         for (int64_t uu = 0; uu < ku; ++uu)
-          s += static_cast<int8_t>((*bytes)[static_cast<size_t>(p * geo.b_panel + (gg * nr + jj) * ku + uu)]);
+          s += static_cast<int8_t>((*bytes)[static_cast<size_t>(p * geo.b_panel + variant.b_offset(gg, jj, uu))]);
       std::memcpy(&sums[static_cast<size_t>((p * nr + jj) * 4)], &s, 4);
     }
   g.tensor(pack.output).data = bytes;
@@ -122,15 +123,22 @@ namespace {
 // against MR*NR/16-ish vector MACs per k group.
 constexpr double kRuntimeBPanelCost = 8;
 
+// A row block's packed A panels up to this size are a stack array.
+constexpr int64_t kStackPanelBytes = 65536;
+
 class IntGemmLowering : KernelBuilder {
  public:
   IntGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
-                  const PackedWeights& packed, int cores)
+                  const PackedWeights& packed, const scheduler::ArchSpec& arch)
       : KernelBuilder(g), gemm_(single_gemm_phase(g, ks, &phases_)),
         geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed),
-        grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.max_row_panels, geo_.col_panels,
+        // Row blocks' packed panels within the L2 share of int_gemm_blocking;
+        // how many blocks, and column chunks, balanced_int_gemm_grid decides
+        // for the core count.
+        blocking_(scheduler::int_gemm_blocking(arch, geo_.k_groups, v.nr, v.ku, geo_.a_panel)),
+        grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, blocking_.max_row_panels, geo_.col_panels,
                                      packed.panels >= 0 ? 0.0 : kRuntimeBPanelCost,
-                                     std::max(1, cores))) {
+                                     std::max(1, arch.compute_units))) {
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "qgemm_" + v.name);
     if (packed_.panels >= 0) {
       panels_ = add_global(packed_.panels, false);
@@ -145,9 +153,18 @@ class IntGemmLowering : KernelBuilder {
     kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
-    const int apack = add_local("a_panels", geo_.a_packed, grid_.row_panels * geo_.a_panel, kUkernelAlignment);
+    const int64_t a_block_bytes = grid_.row_panels * geo_.a_panel;
+    const int apack = add_local("a_panels", geo_.a_packed, a_block_bytes, kUkernelAlignment);
+    // Past 64 KiB, the row block's panels live in the thread's heap scratch
+    // (tg_block_scratch), not on its stack.
+    if (a_block_bytes > kStackPanelBytes) kernel_.buffers[static_cast<size_t>(apack)].scratch = true;
     const int rowsum = add_local("a_rowsums", DType::kI32, grid_.row_panels * v.mr, kUkernelAlignment);
-    const int ctile = add_local("c_tile", DType::kI32, v.mr * v.nr, kUkernelAlignment);
+    // With kc blocks, every A panel of the row block keeps its C tile across
+    // the blocks (the epilogue runs after the last one).
+    const bool kc_blocks = blocking_.k_blocks > 1;
+    const int64_t tile_values = v.mr * v.nr;
+    const int ctile = add_local("c_tile", DType::kI32, kc_blocks ? grid_.row_panels * tile_values : tile_values,
+                                kUkernelAlignment);
     std::vector<Stmt> block{pack_a(vb, row0, apack), row_sums(vb, row0, rowsum)};
 
     // Column panels in chunks (each packs its own copy of the A block).
@@ -179,7 +196,8 @@ class IntGemmLowering : KernelBuilder {
                                                              int_imm(0))) + int_imm(geo_.a_offset, DType::kI32);
     const Expr zb = op_value(gemm_, geo_.m.zb, geo_.op_vars(var(vb), int_imm(0), clamp_to_last(col, m.cols()),
                                                              int_imm(0))) + int_imm(geo_.b_offset, DType::kI32);
-    const Expr c = load(ctile, DType::kI32, {var(vi) * v.nr + var(vj)});
+    const Expr c_base = kc_blocks ? var(vp) * tile_values : int_imm(0);
+    const Expr c = load(ctile, DType::kI32, {c_base + var(vi) * v.nr + var(vj)});
     const Expr rs = load(rowsum, DType::kI32, {var(vp) * v.mr + var(vi)});
     const Expr acc = c - zb * rs - za * colsum + int_imm(m.k, DType::kI32) * za * zb;
     // Guards only where a dimension has a tail; without one the column loop
@@ -198,12 +216,18 @@ class IntGemmLowering : KernelBuilder {
       if (!cols) cols = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {store});
     }
     Stmt tile_loops = make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
-    Stmt call = make_call("tg_qgemm::tile", {{-1, int_imm(geo_.k_groups)},
-                                             {apack, var(vp) * geo_.a_panel},
-                                             b_arg,
-                                             {ctile, int_imm(0)}});
-    Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
-    panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
+    if (kc_blocks) {
+      panel_body.push_back(kc_block_calls(row0, apack, b_arg, ctile));
+      Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {tile_loops});
+      panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
+    } else {
+      Stmt call = make_call("tg_qgemm::tile", {{-1, int_imm(geo_.k_groups)},
+                                               {apack, var(vp) * geo_.a_panel},
+                                               b_arg,
+                                               {ctile, int_imm(0)}});
+      Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
+      panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
+    }
     Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
                                                         : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
     Stmt panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
@@ -223,6 +247,32 @@ class IntGemmLowering : KernelBuilder {
   // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
   Expr op_value(const Op& op, const Expr& e, const std::vector<Expr>& vars) {
     return finalize_indices(to_kernel_loads(g_, op, substitute_vars(e, vars), bounds_), bounds_);
+  }
+
+  // The micro-kernel calls of one B panel (b_arg: its first byte) over the
+  // row block's A panels, kc block by kc block: the block's slice of the B
+  // panel stays in L1 while every A panel uses it. Panel p accumulates into
+  // c_tile[p * MR * NR ..]: `tile` for the first block, `tile_accumulate`
+  // for the others.
+  Stmt kc_block_calls(const Expr& row0, int apack, const CallArg& b_arg, int ctile) {
+    const IntGemmVariant& v = geo_.v;
+    const int64_t kc = blocking_.kc_groups, tile_values = v.mr * v.nr;
+    auto calls = [&](const std::string& fn, const Expr& kb, const Expr& groups, const std::string& tag) {
+      const int vp = new_var("p" + tag, grid_.row_panels);
+      Stmt call = make_call(fn, {{-1, groups},
+                                 {apack, var(vp) * geo_.a_panel + kb * (kc * v.mr * v.ku)},
+                                 {b_arg.buffer, b_arg.value + kb * (kc * v.nr * v.ku)},
+                                 {ctile, var(vp) * tile_values}});
+      Stmt guarded = make_if(lt(row0 + var(vp) * v.mr, int_imm(geo_.m.rows())), {call});
+      return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {guarded});
+    };
+    const Stmt first = calls("tg_qgemm::tile", int_imm(0), int_imm(kc), "k0");
+    const int vk = new_var("kb", blocking_.k_blocks - 1);
+    const Expr kb = var(vk) + int_imm(1);
+    const Expr groups = simplify(min(int_imm(kc), int_imm(geo_.k_groups) - kb * kc), bounds_);
+    const Stmt rest = make_for(vk, int_imm(blocking_.k_blocks - 1), LoopKind::kSerial,
+                               {calls("tg_qgemm::tile_accumulate", kb, groups, "k")});
+    return make_seq({first, rest});
   }
 
   // a_panels[(p * a_panel) + (g * MR + i) * KU + u] = A(row0 + p*MR + i, g*KU + u) + offset
@@ -269,8 +319,12 @@ class IntGemmLowering : KernelBuilder {
     const int vp = new_var("p" + tag, panels), vl = new_var("l" + tag, lanes);
     const int vg = new_var("g" + tag, geo_.k_groups), vu = new_var("u" + tag, v.ku);
     const Expr slot = var(vp) * lanes + var(vl);
-    const Expr value = load(packed, packed_type,
-                            {var(vp) * panel_bytes + (var(vg) * lanes + var(vl)) * v.ku + var(vu)});
+    // A's rows are runs of KU bytes; B's columns runs of KB (b_offset).
+    const int64_t run = tag == "c" ? v.b_run() : v.ku;
+    const Expr within = run == v.ku ? (var(vg) * lanes + var(vl)) * v.ku + var(vu)
+                                    : var(vg) * (lanes * v.ku) + (floordiv(var(vu), run) * lanes + var(vl)) * run +
+                                          floormod(var(vu), run);
+    const Expr value = load(packed, packed_type, {var(vp) * panel_bytes + within});
     // Lanes innermost: every k adds into all of a panel's sums at once, a
     // vector add, where a k loop per lane was a serial chain through memory.
     Stmt add = make_store(sum_buffer, slot, load(sum_buffer, DType::kI32, {slot}) + cast(DType::kI32, value));
@@ -316,8 +370,11 @@ class IntGemmLowering : KernelBuilder {
     Expr value = cast(DType::kI8, cast(DType::kI32, b) + int_imm(geo_.b_offset, DType::kI32));
     value = select(logical_and(lt(k, int_imm(geo_.m.k)), lt(col, int_imm(geo_.m.cols()))), value,
                    int_imm(0, DType::kI8));
-    Stmt s = make_store(bpack, finalize_indices((var(vg) * v.nr + var(vj)) * v.ku + var(vu), bounds_),
-                        simplify(value, bounds_));
+    const int64_t run = v.b_run();
+    const Expr at = run == v.ku ? (var(vg) * v.nr + var(vj)) * v.ku + var(vu)
+                                : var(vg) * (v.nr * v.ku) + (floordiv(var(vu), run) * v.nr + var(vj)) * run +
+                                      floormod(var(vu), run);
+    Stmt s = make_store(bpack, finalize_indices(at, bounds_), simplify(value, bounds_));
     s = make_for(vu, int_imm(v.ku), LoopKind::kSerial, {s});
     s = make_for(vj, int_imm(v.nr), LoopKind::kSerial, {s});
     return make_for(vg, int_imm(geo_.k_groups), LoopKind::kSerial, {s});
@@ -356,14 +413,15 @@ class IntGemmLowering : KernelBuilder {
   PackedWeights packed_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
   int panels_ = -1, colsums_ = -1, output_ = -1;
+  scheduler::IntGemmBlocking blocking_;
   IntGemmTaskGrid grid_;
 };
 
 }  // namespace
 
 Kernel lower_int_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
-                             const PackedWeights& packed, int cores) {
-  return IntGemmLowering(g, ks, v, packed, cores).build();
+                             const PackedWeights& packed, const scheduler::ArchSpec& arch) {
+  return IntGemmLowering(g, ks, v, packed, arch).build();
 }
 
 }  // namespace tilegraph::codegen

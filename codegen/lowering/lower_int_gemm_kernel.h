@@ -27,8 +27,10 @@ struct PackedWeights {
 PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule& schedule,
                                        const IntGemmVariant& variant);
 
-// `cores`: the target's core count, for how finely the work is split.
+// `arch`: its core count (how finely the work is split) and cache sizes (kc
+// blocks, row blocks: scheduler::int_gemm_blocking).
 Kernel lower_int_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
-                             const IntGemmVariant& variant, const PackedWeights& packed, int cores);
+                             const IntGemmVariant& variant, const PackedWeights& packed,
+                             const scheduler::ArchSpec& arch);
 
 }  // namespace tilegraph::codegen

@@ -21,7 +21,7 @@ Kernel lower_kernel(Graph& g, const scheduler::KernelSchedule& ks, const schedul
     case scheduler::KernelKind::kIntGemm: {
       const IntGemmVariant variant = int_gemm_variant_for(arch);
       const PackedWeights packed = prepack_int_gemm_weights(g, ks, variant);
-      return lower_int_gemm_kernel(g, ks, variant, packed, arch.compute_units);
+      return lower_int_gemm_kernel(g, ks, variant, packed, arch);
     }
     case scheduler::KernelKind::kFloatGemm: {
       const FloatGemmVariant variant = float_gemm_variant_for(arch);

@@ -51,14 +51,10 @@ inline __m512i broadcast_a_row(const uint8_t* p) {
   return _mm512_set1_epi32(bytes);
 }
 
-}  // namespace detail
-
-// c[r * kNR + j] = sum over k < k_groups * kKU of A(r, k) * B(k, j).
-//   a: A(r, k) at a[((k / kKU) * kMR + r) * kKU + k % kKU], uint8
-//   b: B(k, j) at b[((k / kKU) * kNR + j) * kKU + k % kKU], int8
-// Not inlined: inside a big generated loop nest GCC 12 shuffles the
-// accumulators between registers every iteration; alone it keeps them put.
-__attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+// The tile over k_groups, its accumulators starting at zero or (kAccumulate)
+// at c's values.
+template <bool kAccumulate>
+__attribute__((always_inline)) inline void tile_over(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   static_assert(kKU == 4 && kNR % 16 == 0, "one zmm lane holds the 4 k of one column");
   constexpr int kVecs = kNR / 16;  // zmm per row
   const uint8_t* pa = static_cast<const uint8_t*>(a);
@@ -66,7 +62,8 @@ __attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, cons
 #pragma GCC unroll 16
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_si512();
+    for (int v = 0; v < kVecs; ++v)
+      acc[r][v] = kAccumulate ? _mm512_loadu_si512(c + r * kNR + 16 * v) : _mm512_setzero_si512();
 
   for (int64_t g = 0; g < k_groups; ++g) {
     __m512i bv[kVecs];
@@ -74,7 +71,7 @@ __attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, cons
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_si512(b + 64 * v);
 #pragma GCC unroll 16
     for (int r = 0; r < kMR; ++r) {
-      const __m512i ar = detail::broadcast_a_row(pa + kKU * r);
+      const __m512i ar = broadcast_a_row(pa + kKU * r);
 #pragma GCC unroll 4
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], ar, bv[v]);
     }
@@ -86,6 +83,24 @@ __attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, cons
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 4
     for (int v = 0; v < kVecs; ++v) _mm512_storeu_si512(c + r * kNR + 16 * v, acc[r][v]);
+}
+
+}  // namespace detail
+
+// c[r * kNR + j] = sum over k < k_groups * kKU of A(r, k) * B(k, j).
+//   a: A(r, k) at a[((k / kKU) * kMR + r) * kKU + k % kKU], uint8
+//   b: B(k, j) at b[((k / kKU) * kNR + j) * kKU + k % kKU], int8
+// Not inlined: inside a big generated loop nest GCC 12 shuffles the
+// accumulators between registers every iteration; alone it keeps them put.
+__attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+  detail::tile_over<false>(k_groups, a, b, c);
+}
+
+// c[r * kNR + j] += the same sum: one kc block of a GEMM whose K is cut into
+// blocks (lower_int_gemm_kernel.cpp). The accumulators start from c (two
+// loads per row), so a block costs nothing over a whole-K call.
+__attribute__((noinline)) inline void tile_accumulate(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+  detail::tile_over<true>(k_groups, a, b, c);
 }
 
 }  // namespace avx512vnni

@@ -128,6 +128,16 @@ __attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, cons
   vst1q_s32(c + 7 * 8 + 4, c71);
 }
 
+// c[r * kNR + j] += sum over k < k_groups * kKU of A(r, k) * B(k, j): one kc
+// block of a GEMM whose K is cut into blocks (lower_int_gemm_kernel.cpp).
+// The block's sums go through a tile on the stack and are added to c: kMR x
+// kNR additions per call, against kc x kMR x kNR x kKU multiply-adds.
+inline void tile_accumulate(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+  alignas(64) int32_t block[kMR * kNR];
+  tile(k_groups, a, b, block);
+  for (int i = 0; i < kMR * kNR; ++i) c[i] += block[i];
+}
+
 }  // namespace dotprod
 }  // namespace tg_qgemm
 

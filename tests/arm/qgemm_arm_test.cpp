@@ -16,6 +16,7 @@
 #error "define one of TG_QGEMM_VARIANT_NEON, TG_QGEMM_VARIANT_DOTPROD, TG_QGEMM_VARIANT_I8MM"
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -75,7 +76,10 @@ constexpr int kMaxPrinted = 12;
 
 // Runs tile() on `op` and compares with the reference. Returns the number of
 // wrong elements (0 on success) and prints the first few (3 per case).
-int check(const std::string& name, const Operands& op) {
+// kc_groups > 0: K in blocks of that many groups (the last one shorter), as
+// the generated code calls them: tile() on the first, tile_accumulate() on
+// the others at their offsets in the same panels.
+int check(const std::string& name, const Operands& op, int64_t kc_groups = 0) {
   const int64_t k_groups = op.k / kKU;
   AlignedBytes a(static_cast<size_t>(op.k) * kMR);
   AlignedBytes b(static_cast<size_t>(op.k) * kNR);
@@ -89,7 +93,17 @@ int check(const std::string& name, const Operands& op) {
   int32_t* c = c_buf.data() + kGuard;
   for (int i = 0; i < kMR * kNR; ++i) c[i] = -0x12345678 + i;
 
-  tg_qgemm::tile(k_groups, a.data(), b.data(), c);
+  if (kc_groups <= 0) {
+    tg_qgemm::tile(k_groups, a.data(), b.data(), c);
+  } else {
+    for (int64_t g0 = 0; g0 < k_groups; g0 += kc_groups) {
+      const int64_t groups = std::min(kc_groups, k_groups - g0);
+      const int8_t* a_block = a.data() + g0 * kMR * kKU;
+      const int8_t* b_block = b.data() + g0 * kNR * kKU;
+      if (g0 == 0) tg_qgemm::tile(groups, a_block, b_block, c);
+      else tg_qgemm::tile_accumulate(groups, a_block, b_block, c);
+    }
+  }
 
   int wrong = 0;
   for (int g = 0; g < kGuard; ++g) {
@@ -156,9 +170,9 @@ int main() {
   std::mt19937 rng(20240611);
   int cases = 0;
   int failed = 0;
-  auto run = [&](const std::string& name, const Operands& op) {
+  auto run = [&](const std::string& name, const Operands& op, int64_t kc_groups = 0) {
     ++cases;
-    if (check(name, op) != 0) ++failed;
+    if (check(name, op, kc_groups) != 0) ++failed;
   };
 
   const int64_t identity_k = (kMR + kKU - 1) / kKU * kKU;
@@ -168,6 +182,10 @@ int main() {
       run("random k_groups=" + std::to_string(k_groups) + " trial " + std::to_string(trial),
           random_operands(k_groups * kKU, rng));
     }
+  }
+  // K in kc blocks with a short last block (tile, then tile_accumulate).
+  for (int64_t kc : {1, 5, 16}) {
+    run("kc blocks of " + std::to_string(kc) + ", k_groups=37", random_operands(37 * kKU, rng), kc);
   }
   // Extremes: every product at its largest magnitude. K = 65536 is the
   // contract's limit: 65536 * 16384 = 2^30 still fits int32.

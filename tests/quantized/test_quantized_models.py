@@ -43,7 +43,8 @@ def _cpu_flags():
 
 FLAGS = _cpu_flags()
 VARIANTS = ["scalar"] + (["avx2"] if "avx2" in FLAGS else []) + \
-           (["avx512vnni"] if {"avx512_vnni", "avx512bw"} <= FLAGS else [])
+           (["avx512vnni"] if {"avx512_vnni", "avx512bw"} <= FLAGS else []) + \
+           (["amx"] if {"amx_int8", "amx_tile"} <= FLAGS else [])
 
 
 @pytest.fixture(scope="module")
@@ -86,5 +87,57 @@ def test_quantized_model(models, name, variant, tmp_path):
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "1e-5",
                           *reference], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env=env, timeout=600)
+    print(acc.stdout)
+    assert acc.returncode == 0, acc.stdout
+
+
+def _small_cache_host_spec(path: Path) -> Path:
+    """A host spec with an 800-byte L1 and a 16 KiB L2: every int8 GEMM of the
+    small models is cut into kc blocks (scheduler::int_gemm_blocking: k groups
+    of 3 on avx512vnni, 12 on avx2, 25 on scalar, so K = 256 ends in a short
+    block; 1 on amx, whose k groups are 64 deep) and into several row blocks."""
+    spec = {
+        "name": "host", "target": "cpu", "description": "host with tiny caches (kc-block test)",
+        "isa": "x86-64-avx512", "compute_units": 2, "warp_size": 1, "max_threads_per_block": 1,
+        "max_threads_per_unit": 1, "max_blocks_per_unit": 1, "shared_bytes_per_block": 16384,
+        "shared_bytes_per_unit": 16384, "registers_per_unit": 512, "max_registers_per_thread": 128,
+        "kernel_launch_seconds": 2e-6, "peak_fp32_flops": 1e11, "peak_fp16_flops": 1e11,
+        "peak_int8_ops": 4e11, "vector_bytes": 64,
+        "levels": [
+            {"name": "dram", "scope": "device", "capacity_bytes": 1 << 32, "bandwidth_bytes_per_s": 1e10,
+             "transaction_bytes": 64},
+            {"name": "l2", "scope": "block", "capacity_bytes": 16384, "bandwidth_bytes_per_s": 1e11,
+             "transaction_bytes": 64},
+            {"name": "l1", "scope": "block", "capacity_bytes": 800, "bandwidth_bytes_per_s": 2e11,
+             "transaction_bytes": 64},
+            {"name": "registers", "scope": "thread", "capacity_bytes": 2048, "bandwidth_bytes_per_s": 1e12,
+             "transaction_bytes": 64},
+        ],
+    }
+    path.write_text(json.dumps(spec))
+    return path
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_kc_blocks_match_onnxruntime(models, variant, tmp_path):
+    """K in several kc blocks (tile, then tile_accumulate into the same C
+    tiles; zero points and the epilogue after the last block) gives the same
+    outputs as onnxruntime, exactly, on every x86 variant."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "attn_dynamic"
+    prefix.mkdir()
+    (prefix / "model.onnx").write_bytes((models / "attn_dynamic" / "model.onnx").read_bytes())
+    env = dict(os.environ, TILEGRAPH_QGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
+    spec = _small_cache_host_spec(tmp_path / "host.json")
+    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch-file", str(spec)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    project = prefix / "tilegraph_rt" / "host"
+    code = "".join(p.read_text() for p in project.glob("kernels_*.cpp"))
+    assert "tg_qgemm::tile_accumulate(" in code, "no GEMM was cut into kc blocks"
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "1e-5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     print(acc.stdout)
     assert acc.returncode == 0, acc.stdout

@@ -33,7 +33,8 @@ TEST(CpuFeatures, TheHostCanOnlyLoseFeatures) {
   EXPECT_TRUE(scheduler::cpu_feature_disabled(host, "avx512vnni"));
   EXPECT_FALSE(scheduler::cpu_feature_disabled(host, "avx2"));
   EXPECT_NE(codegen::int_gemm_variant_for(host).name, "avx512vnni");
-  EXPECT_EQ(codegen::int_gemm_variant_for(with_features("host", "-avx512vnni,-avx2")).name, "scalar");
+  EXPECT_EQ(codegen::int_gemm_variant_for(with_features("host", "-amx,-avx512vnni,-avx2")).name, "scalar");
+  EXPECT_NE(codegen::int_gemm_variant_for(with_features("host", "-amx")).name, "amx");
   EXPECT_THROW(with_features("host", "+avx512vnni"), UserError);
 }
 

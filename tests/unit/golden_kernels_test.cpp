@@ -162,7 +162,7 @@ TEST(GoldenKernels, IntGemmOnTheCpu) {
   ASSERT_EQ(s.kernels.size(), 1u);
   const codegen::IntGemmVariant avx2 = codegen::int_gemm_variant_named("avx2");
   const codegen::Kernel k = codegen::lower_int_gemm_kernel(
-      g, s.kernels[0], avx2, codegen::prepack_int_gemm_weights(g, s.kernels[0], avx2), 2);
+      g, s.kernels[0], avx2, codegen::prepack_int_gemm_weights(g, s.kernels[0], avx2), fixed_host());
   codegen::verify(k);
   EXPECT_EQ(k.ukernel, "qgemm_avx2");
   EXPECT_TRUE(matches_golden("qlinear_matmul_int_gemm.cpu.txt", codegen::print_kernel(k, codegen::cpu_dialect())));

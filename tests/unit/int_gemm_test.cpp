@@ -48,6 +48,35 @@ std::vector<int> ramp(int n, int lo, int hi) {
   return v;
 }
 
+// kc blocks and row blocks from the cache sizes: a B panel's kc slice within
+// half of L1, a row block's packed A within half of L2.
+TEST(IntGemmBlocking, BlocksFollowTheCacheSizes) {
+  scheduler::ArchSpec arch;
+  arch.l1_bytes = 48 << 10;
+  arch.l2_bytes = 2 << 20;
+  // avx512vnni panels: NR 32 x KU 4 = 128 bytes per k group, 192 in 24 KiB.
+  scheduler::IntGemmBlocking b = scheduler::int_gemm_blocking(arch, 192, 32, 4, 192 * 32);  // K = 768
+  EXPECT_EQ(b.k_blocks, 1);
+  EXPECT_EQ(b.kc_groups, 192);
+  EXPECT_EQ(b.max_row_panels, (1 << 20) / (192 * 32));
+  b = scheduler::int_gemm_blocking(arch, 768, 32, 4, 768 * 32);  // K = 3072: 4 blocks of 768
+  EXPECT_EQ(b.k_blocks, 4);
+  EXPECT_EQ(b.kc_groups, 192);
+  EXPECT_EQ(b.max_row_panels, 42);
+  b = scheduler::int_gemm_blocking(arch, 770, 32, 4, 770 * 32);  // balanced: 5 x 154
+  EXPECT_EQ(b.k_blocks, 5);
+  EXPECT_EQ(b.kc_groups, 154);
+  b = scheduler::int_gemm_blocking(arch, 700, 32, 4, 700 * 32);  // 4 blocks of 175, none short
+  EXPECT_EQ(b.k_blocks, 4);
+  EXPECT_EQ(b.kc_groups, 175);
+  // A smaller L1 (32 KiB): 128 groups per block; a huge A panel: one per row block.
+  arch.l1_bytes = 32 << 10;
+  b = scheduler::int_gemm_blocking(arch, 300, 32, 4, 4 << 20);
+  EXPECT_EQ(b.k_blocks, 3);
+  EXPECT_EQ(b.kc_groups, 100);
+  EXPECT_EQ(b.max_row_panels, 1);
+}
+
 TEST(Gemm, MatMulIntegerRowsAreTheLeadingAxes) {
   OnnxModelBuilder b(13);
   b.input("a", 2, {2, 3, 5}).output("y", 6);

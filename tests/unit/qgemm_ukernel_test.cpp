@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,13 +28,14 @@ namespace {
 
 QGemmVariantInfo scalar_variant() {
   namespace v = tg_qgemm::scalar;
-  return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, v::tile, [] { return true; }};
+  return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, v::tile, [] { return true; }, v::tile_accumulate};
 }
 
 std::vector<QGemmVariantInfo> linked_variants() {
   std::vector<QGemmVariantInfo> variants = {scalar_variant()};
   if (qgemm_avx2_variant) variants.push_back(qgemm_avx2_variant());
   if (qgemm_avx512vnni_variant) variants.push_back(qgemm_avx512vnni_variant());
+  if (qgemm_amx_variant) variants.push_back(qgemm_amx_variant());
   return variants;
 }
 
@@ -82,12 +84,15 @@ AlignedBytes pack_a(const Matrix& a, int mr, int ku) {
   return packed;
 }
 
-// B (K x nr, K a multiple of ku): B(k, j) at b[((k / ku) * nr + j) * ku + k % ku].
-AlignedBytes pack_b(const Matrix& b, int nr, int ku) {
+// B (K x nr, K a multiple of ku): B(k, j) at b[((k / ku) * nr + j) * ku + k % ku],
+// or with runs of kb bytes per column (AMX):
+// b[(k / ku) * nr * ku + ((k % ku) / kb * nr + j) * kb + k % kb].
+AlignedBytes pack_b(const Matrix& b, int nr, int ku, int kb = 0) {
+  if (kb <= 0) kb = ku;
   AlignedBytes packed(b.rows * b.cols);
   for (int64_t k = 0; k < b.rows; ++k)
     for (int64_t j = 0; j < nr; ++j)
-      packed.data()[((k / ku) * nr + j) * ku + k % ku] = static_cast<uint8_t>(b.at(k, j));
+      packed.data()[(k / ku) * nr * ku + ((k % ku) / kb * nr + j) * kb + k % kb] = static_cast<uint8_t>(b.at(k, j));
   return packed;
 }
 
@@ -111,7 +116,7 @@ constexpr int kGuard = 16;                  // int32 checked on each side of c
 std::vector<int32_t> run_tile(const QGemmVariantInfo& v, const Matrix& a, const Matrix& b,
                               int c_offset = 0) {
   const AlignedBytes pa = pack_a(a, v.mr, v.ku);
-  const AlignedBytes pb = pack_b(b, v.nr, v.ku);
+  const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
   const int64_t tile_size = int64_t{v.mr} * v.nr;
   AlignedBytes c_bytes((kGuard + c_offset + tile_size + kGuard) * sizeof(int32_t));
   int32_t* buffer = reinterpret_cast<int32_t*>(c_bytes.data());
@@ -169,6 +174,48 @@ TEST_P(QGemmTileTest, RandomFullRangeMatchesReference) {
     const Matrix b = random_matrix(k, v.nr, -128, 127, rng);
     expect_exact(v, a, b, run_tile(v, a, b));
   }
+}
+
+// K cut into kc blocks as the generated code does (lower_int_gemm_kernel.cpp):
+// tile on the first block, tile_accumulate on the others at their offsets in
+// the same packed panels, with a short last block; the sum is exact.
+TEST_P(QGemmTileTest, KcBlocksAccumulateToTheWholeK) {
+  const QGemmVariantInfo& v = GetParam();
+  ASSERT_NE(v.tile_accumulate, nullptr);
+  std::mt19937 rng(4321);
+  const int64_t k_groups = 37;
+  const Matrix a = random_matrix(v.mr, k_groups * v.ku, a_min(v), a_max(v), rng);
+  const Matrix b = random_matrix(k_groups * v.ku, v.nr, -128, 127, rng);
+  const AlignedBytes pa = pack_a(a, v.mr, v.ku);
+  const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
+  for (int64_t kc : {1, 5, 16, 36}) {
+    std::vector<int32_t> c(static_cast<size_t>(v.mr * v.nr), kUnwritten);
+    for (int64_t g0 = 0; g0 < k_groups; g0 += kc) {
+      const int64_t groups = std::min(kc, k_groups - g0);
+      const uint8_t* a_block = pa.data() + g0 * v.mr * v.ku;
+      const int8_t* b_block = reinterpret_cast<const int8_t*>(pb.data()) + g0 * v.nr * v.ku;
+      (g0 == 0 ? v.tile : v.tile_accumulate)(groups, a_block, b_block, c.data());
+    }
+    SCOPED_TRACE("kc = " + std::to_string(kc));
+    expect_exact(v, a, b, c);
+  }
+}
+
+// tile_accumulate adds to what c holds (here not a previous block's sums).
+TEST_P(QGemmTileTest, TileAccumulateAddsToC) {
+  const QGemmVariantInfo& v = GetParam();
+  std::mt19937 rng(77);
+  const int64_t k = 9 * v.ku;
+  const Matrix a = random_matrix(v.mr, k, a_min(v), a_max(v), rng);
+  const Matrix b = random_matrix(k, v.nr, -128, 127, rng);
+  const AlignedBytes pa = pack_a(a, v.mr, v.ku);
+  const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
+  std::vector<int32_t> c(static_cast<size_t>(v.mr * v.nr));
+  for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<int32_t>(i * 1000) - 70000;
+  v.tile_accumulate(k / v.ku, pa.data(), reinterpret_cast<const int8_t*>(pb.data()), c.data());
+  const std::vector<int64_t> product = reference_product(a, b);
+  for (size_t i = 0; i < c.size(); ++i)
+    EXPECT_EQ(c[i], product[i] + static_cast<int64_t>(i * 1000) - 70000) << v.name << " c[" << i << "]";
 }
 
 TEST_P(QGemmTileTest, CNeedsNoAlignment) {

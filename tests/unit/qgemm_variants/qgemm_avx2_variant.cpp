@@ -26,6 +26,10 @@ void qgemm_tile_avx2(int64_t k_groups, const void* a, const int8_t* b, int32_t* 
   tg_qgemm::avx2::tile(k_groups, a, b, c);
 }
 
+void qgemm_tile_accumulate_avx2(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+  tg_qgemm::avx2::tile_accumulate(k_groups, a, b, c);
+}
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -39,7 +43,8 @@ static bool avx2_supported() {
 
 QGemmVariantInfo qgemm_avx2_variant() {
   namespace v = tg_qgemm::avx2;
-  return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, qgemm_tile_avx2, avx2_supported};
+  return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, qgemm_tile_avx2, avx2_supported,
+          qgemm_tile_accumulate_avx2};
 }
 
 #endif  // defined(__x86_64__)

@@ -28,6 +28,10 @@ void qgemm_tile_avx512vnni(int64_t k_groups, const void* a, const int8_t* b, int
   tg_qgemm::avx512vnni::tile(k_groups, a, b, c);
 }
 
+void qgemm_tile_accumulate_avx512vnni(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+  tg_qgemm::avx512vnni::tile_accumulate(k_groups, a, b, c);
+}
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -43,7 +47,7 @@ static bool avx512vnni_supported() {
 QGemmVariantInfo qgemm_avx512vnni_variant() {
   namespace v = tg_qgemm::avx512vnni;
   return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, qgemm_tile_avx512vnni,
-          avx512vnni_supported};
+          avx512vnni_supported, qgemm_tile_accumulate_avx512vnni};
 }
 
 #endif  // defined(__x86_64__)

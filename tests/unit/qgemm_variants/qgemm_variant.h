@@ -18,6 +18,9 @@ struct QGemmVariantInfo {
   bool a_unsigned;   // kAUnsigned
   void (*tile)(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
   bool (*supported)();  // whether this CPU can run tile
+  // c += the same sum (tile_accumulate)
+  void (*tile_accumulate)(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
+  int kb = 0;  // kKB where the header has one (AMX: B bytes of a column in runs of 4); 0: ku
 };
 
 // Defined in qgemm_avx2_variant.cpp and qgemm_avx512vnni_variant.cpp, which
@@ -26,8 +29,11 @@ struct QGemmVariantInfo {
 // tests check that on x86-64 both are present).
 [[gnu::weak]] QGemmVariantInfo qgemm_avx2_variant();
 [[gnu::weak]] QGemmVariantInfo qgemm_avx512vnni_variant();
+[[gnu::weak]] QGemmVariantInfo qgemm_amx_variant();
 
 // The variants' tile functions themselves (x86-64 only); call them only where
 // the matching supported() is true.
 void qgemm_tile_avx2(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
 void qgemm_tile_avx512vnni(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
+void qgemm_tile_accumulate_avx2(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
+void qgemm_tile_accumulate_avx512vnni(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
