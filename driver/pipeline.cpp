@@ -135,13 +135,14 @@ std::string emulation_dir(const std::string& output_dir) {
 namespace {
 
 // Lowers every kernel (codegen/lowering/lower_kernel.h; GEMM micro-kernel kernels
-// add their packed constant operands to g). Each is verified
+// first add their packed constant operands to g). Each is verified
 // (codegen/kernel_ir/verify_kernel.h) as it comes out of its lowering.
 std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& schedule,
                                            const scheduler::ArchSpec& arch, bool verbose) {
   std::vector<codegen::Kernel> kernels;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    kernels.push_back(codegen::lower_kernel(g, schedule.kernels[k], arch));
+    const codegen::KernelPacks packs = codegen::pack_constant_operands(g, schedule.kernels[k], arch);
+    kernels.push_back(codegen::lower_kernel(g, schedule.kernels[k], arch, packs));
     if (schedule.kernels.size() >= 200 && (k + 1) % 100 == 0)
       std::cerr << "      kernel " << k + 1 << "/" << schedule.kernels.size() << " ("
                 << schedule.kernels.size() - k - 1 << " left)" << std::endl;
