@@ -26,6 +26,7 @@
 #include "compiler/passes/split_reductions.h"
 #include "compiler/passes/to_half_precision.h"
 #include "scheduler/cpu_features.h"
+#include "scheduler/ukernel_features.h"
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
 #include "driver/aarch64_target.h"
@@ -253,6 +254,7 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
   s.schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
   s.ukernels = target.gpu ? scheduler::GemmUkernelCounts{}
                           : scheduler::use_gemm_ukernels(g, s.schedule, options.float_ukernels);
+  if (!target.gpu) scheduler::estimate_ukernel_kernels(g, s.schedule, arch);  // their cost is the micro-kernels'
   const scheduler::Schedule unfused = options.fusion != scheduler::FusionLevel::kNone
                                           ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
                                           : s.schedule;

@@ -17,6 +17,7 @@
 #include "scheduler/arch_spec.h"
 #include "scheduler/graph_connecting.h"
 #include "scheduler/int_gemm.h"
+#include "scheduler/ukernel_features.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace tilegraph {
@@ -338,6 +339,29 @@ TEST(FloatGemm, TurnedOffTheScheduleIsUntouched) {
   EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, false).float_gemms, 0);
   EXPECT_EQ(s.kernels.size(), kernels);
   for (const scheduler::KernelSchedule& k : s.kernels) EXPECT_NE(k.kind, scheduler::KernelKind::kFloatGemm);
+}
+
+// The cost model's view of a conv on the float micro-kernel: its GEMM's
+// operations, the activations' panels packed at run time (the weights at
+// compile time), its inputs and output once through memory.
+TEST(FloatGemm, UkernelFeaturesCountTheGemmAndItsRunTimePacking) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 5, 12, 12}).output("y");
+  b.initializer_f("w", {16, 5, 3, 3}, ramp(16 * 45));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  Graph g = import_and_optimize(b, "ukernel_features");
+  const scheduler::ArchSpec arch = scheduler::host_arch();
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, arch, {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const scheduler::KernelFeatures f = scheduler::ukernel_features(g, s.kernels[0], arch);
+  EXPECT_DOUBLE_EQ(f.ukernel_flops, 2.0 * 16 * 144 * 45);       // rows 16 filters, cols 144 pixels, K 45
+  EXPECT_EQ(f.packed_bytes, 144 * 45 * 4);                      // B once: A's panels fit the L2
+  EXPECT_EQ(f.dram_bytes, (5 * 144 + 16 * 45 + 16 * 144) * 4);  // x, w, y
+  EXPECT_EQ(f.blocks, arch.compute_units);
+  scheduler::estimate_ukernel_kernels(g, s, arch);
+  EXPECT_GT(s.kernels[0].estimate.ukernel_seconds, 0);
+  EXPECT_GT(s.kernels[0].estimate.pack_seconds, 0);
+  EXPECT_EQ(s.kernels[0].features.ukernel_flops, f.ukernel_flops);
 }
 
 }  // namespace
