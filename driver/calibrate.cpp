@@ -103,9 +103,11 @@ double read_bandwidth(int threads, int64_t bytes) {
     const float* b = buffers[t];
     float total = 0;
     // Four independent vector sums: one chain would time the add latency.
+    // They live across repetitions: folding them per repetition cost as
+    // much as reading an L1-sized buffer (L1 measured slower than L2).
     constexpr int64_t kChunk = 64;
+    float s0[16] = {}, s1[16] = {}, s2[16] = {}, s3[16] = {};
     for (int64_t r = 0; r < reps; ++r) {
-      float s0[16] = {}, s1[16] = {}, s2[16] = {}, s3[16] = {};
       for (int64_t i = 0; i + kChunk <= n; i += kChunk) {
         #pragma omp simd
         for (int j = 0; j < 16; ++j) {
@@ -115,8 +117,8 @@ double read_bandwidth(int threads, int64_t bytes) {
           s3[j] += b[i + 48 + j];
         }
       }
-      for (int j = 0; j < 16; ++j) total += s0[j] + s1[j] + s2[j] + s3[j];
     }
+    for (int j = 0; j < 16; ++j) total += s0[j] + s1[j] + s2[j] + s3[j];
     if (total == -1) g_sink_f = total;
   });
   for (float* b : buffers) std::free(b);
@@ -165,6 +167,21 @@ double qgemm_ops(int threads) {
   });
 }
 
+// Run-time packing like the float GEMM's B panels: a row-major K x N
+// matrix (L2/L3-resident) into NR-column panels, K rows each; bytes of
+// panel written per second.
+double pack_bytes_per_s(int threads) {
+  constexpr int64_t k = 256, n = 1024, nr = tg_sgemm::kNR, panels = n / nr;
+  return summed_rate(threads, double(k * n) * sizeof(float), [&](int, int64_t reps) {
+    static thread_local std::vector<float> src(k * n, 0.5f), dst(k * n);
+    for (int64_t r = 0; r < reps; ++r)
+      for (int64_t p = 0; p < panels; ++p)
+        for (int64_t kk = 0; kk < k; ++kk)
+          for (int64_t j = 0; j < nr; ++j) dst[(p * k + kk) * nr + j] = src[kk * n + p * nr + j];
+    if (dst[0] == -1) g_sink_f = dst[0];
+  });
+}
+
 __attribute__((noinline)) void tile_work(int64_t i, int64_t* out) { out[i & 63] += i; }
 
 // A parallel loop like the generated kernels' (omp parallel for, static)
@@ -196,6 +213,7 @@ int main(int argc, char** argv) {
   std::printf("fma_flops %.6g\n", fma_flops(threads));
   std::printf("sgemm_flops %.6g\n", sgemm_flops(threads));
   std::printf("qgemm_ops %.6g\n", qgemm_ops(threads));
+  std::printf("pack_bytes_per_s %.6g\n", pack_bytes_per_s(threads));
   const double one = region_seconds(threads, 1);
   const double all = region_seconds(threads, threads);
   const double many = region_seconds(threads, int64_t{64} * threads);
@@ -311,6 +329,10 @@ Calibration calibrate_host(const CalibrateOptions& options) {
     // the int8 micro-kernel for int8 (it is what int8 matmuls run on).
     a.peak_fp32_flops = a.peak_fp16_flops = c.fma_flops;
     a.peak_int8_ops = c.qgemm_ops;
+    // The micro-kernel kinds' own terms (scheduler/ukernel_features.h).
+    a.ukernel_fp32_flops = c.sgemm_flops;
+    a.ukernel_int8_ops = c.qgemm_ops;
+    a.pack_bytes_per_s = positive(v, "pack_bytes_per_s");
     // Registers feed three operands per FMA.
     set_bandwidth(a, "registers", c.fma_flops / 2 * 3 * 4);
     const double one = positive(v, "region_one_seconds");
@@ -330,6 +352,7 @@ Calibration calibrate_host(const CalibrateOptions& options) {
     s << "vector FMA " << giga(c.fma_flops, "FLOP") << "\n"
       << "sgemm_" << sgemm.name << " micro-kernel " << giga(c.sgemm_flops, "FLOP") << "\n"
       << "qgemm_" << qgemm.name << " micro-kernel " << giga(c.qgemm_ops, "OP") << "\n"
+      << "run-time panel packing " << gb(a.pack_bytes_per_s) << "\n"
       << "parallel loop on 1 core " << micro(one) << ", on " << cores << " " << micro(all) << ", per extra tile "
       << micro(a.block_overhead_seconds) << "\n";
     c.summary = s.str();

@@ -5,7 +5,8 @@
 // projects) is written, built with CMake and run as a child process; it
 // times, on `cores` threads: read bandwidth out of each cache level and
 // DRAM, vector FMA throughput, the float and int8 GEMM micro-kernels that
-// the generated code calls (codegen/ukernels), an OpenMP parallel loop's
+// the generated code calls (codegen/ukernels), packing a matrix into the
+// float micro-kernel's panels, an OpenMP parallel loop's
 // fork/join on one and on all threads, and a parallel loop's cost per
 // iteration. Each number is the median of a few samples sized to finish
 // the whole run in seconds. The spec is host_arch() with those numbers in

@@ -45,6 +45,12 @@ nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
                       {"occupancy", c.occupancy},
                       {"waves", c.waves},
                       {"predicted_ms", c.seconds * 1e3}};
+  // The GEMM micro-kernel kinds' own terms, which `calibrate --refine` fits.
+  if (c.ukernel_seconds > 0 || c.pack_seconds > 0) {
+    j["ukernel_ms"] = c.ukernel_seconds * 1e3;
+    j["pack_ms"] = c.pack_seconds * 1e3;
+    j["compute_dtype"] = dtype_name(f.compute_dtype);
+  }
   if (k.library_gemm)  // a cuBLASLt call; its tile and prediction are the fused kernel's, as a stand-in
     j["library"] = {{"name", "cublasLt"}, {"batch", k.library_gemm->batch}, {"m", k.library_gemm->m},
                     {"n", k.library_gemm->n}, {"k", k.library_gemm->k},

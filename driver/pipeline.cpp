@@ -26,6 +26,7 @@
 #include "compiler/passes/split_reductions.h"
 #include "compiler/passes/to_half_precision.h"
 #include "scheduler/cpu_features.h"
+#include "scheduler/ukernel_features.h"
 #include "compiler/passes/simplify_indices.h"
 #include "frontends/onnx/import.h"
 #include "driver/aarch64_target.h"
@@ -138,13 +139,14 @@ std::string emulation_dir(const std::string& output_dir) {
 namespace {
 
 // Lowers every kernel (codegen/lowering/lower_kernel.h; GEMM micro-kernel kernels
-// add their packed constant operands to g). Each is verified
+// first add their packed constant operands to g). Each is verified
 // (codegen/kernel_ir/verify_kernel.h) as it comes out of its lowering.
 std::vector<codegen::Kernel> lower_kernels(Graph& g, const scheduler::Schedule& schedule,
                                            const scheduler::ArchSpec& arch, bool verbose) {
   std::vector<codegen::Kernel> kernels;
   for (size_t k = 0; k < schedule.kernels.size(); ++k) {
-    kernels.push_back(codegen::lower_kernel(g, schedule.kernels[k], arch));
+    const codegen::KernelPacks packs = codegen::pack_constant_operands(g, schedule.kernels[k], arch);
+    kernels.push_back(codegen::lower_kernel(g, schedule.kernels[k], arch, packs));
     if (schedule.kernels.size() >= 200 && (k + 1) % 100 == 0)
       std::cerr << "      kernel " << k + 1 << "/" << schedule.kernels.size() << " ("
                 << schedule.kernels.size() - k - 1 << " left)" << std::endl;
@@ -255,6 +257,7 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
   s.schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
   s.ukernels = target.gpu ? scheduler::GemmUkernelCounts{}
                           : scheduler::use_gemm_ukernels(g, s.schedule, options.float_ukernels);
+  if (!target.gpu) scheduler::estimate_ukernel_kernels(g, s.schedule, arch);  // their cost is the micro-kernels'
   const scheduler::Schedule unfused = options.fusion != scheduler::FusionLevel::kNone
                                           ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
                                           : s.schedule;

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/project/emit_profile_project.h"
-#include "codegen/lowering/lower_block_kernel.h"
+#include "codegen/lowering/lower_kernel.h"
 #include "codegen/kernel_ir/verify_kernel.h"
 #include "driver/cmake_build.h"
 #include "driver/process.h"
@@ -132,8 +132,8 @@ ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const 
     for (size_t c = 0; c < k.candidates.size(); ++c) {
       scheduler::KernelSchedule variant = k;
       variant.config = k.candidates[c];
-      codegen::Kernel lowered = codegen::lower_block_kernel(
-          g, variant, scheduler::plan_block_kernel(g, variant, variant.config, arch));
+      // The pipeline's dispatch; a GEMM kind would pack its operands at run time.
+      codegen::Kernel lowered = codegen::lower_kernel(g, variant, arch);
       codegen::verify(lowered);
       lowered.name = str_cat("v", variants.size(), "_", lowered.name);
       variants.push_back(std::move(lowered));

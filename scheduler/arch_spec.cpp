@@ -250,6 +250,9 @@ ArchSpec parse_arch_json(const std::string& text, const std::string& origin) {
   const bool cpu = a.target == "cpu";
   a.parallel_region_seconds = r.optional_number("parallel_region_seconds", cpu ? kHostParallelRegionSeconds : 0);
   a.block_overhead_seconds = r.optional_number("block_overhead_seconds", cpu ? kHostBlockOverheadSeconds : 0);
+  a.ukernel_fp32_flops = r.optional_number("ukernel_fp32_flops", 0);
+  a.ukernel_int8_ops = r.optional_number("ukernel_int8_ops", 0);
+  a.pack_bytes_per_s = r.optional_number("pack_bytes_per_s", 0);
   a.peak_fp32_flops = r.number("peak_fp32_flops");
   a.peak_fp16_flops = r.number("peak_fp16_flops");
   a.peak_int8_ops = r.number("peak_int8_ops");
@@ -425,6 +428,9 @@ std::string arch_to_json(const ArchSpec& a) {
                   {"kernel_launch_seconds", a.kernel_launch_seconds},
                   {"parallel_region_seconds", a.parallel_region_seconds},
                   {"block_overhead_seconds", a.block_overhead_seconds},
+                  {"ukernel_fp32_flops", a.ukernel_fp32_flops},
+                  {"ukernel_int8_ops", a.ukernel_int8_ops},
+                  {"pack_bytes_per_s", a.pack_bytes_per_s},
                   {"peak_fp32_flops", a.peak_fp32_flops},
                   {"peak_fp16_flops", a.peak_fp16_flops},
                   {"peak_int8_ops", a.peak_int8_ops},

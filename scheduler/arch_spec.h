@@ -48,6 +48,15 @@ struct ArchSpec {
   // and scratch set-up.
   double parallel_region_seconds = 0;
   double block_overhead_seconds = 0;
+  // CPU targets (optional JSON keys, 0 when absent): the GEMM micro-kernels'
+  // achieved rates on L1-resident panels, whole device (`tilegraph
+  // calibrate` measures them; 0: the peak rates below), and the rate at
+  // which a kernel packs operands into their panels at run time, in bytes
+  // of panel written (0: an eighth of the L1 bandwidth, about one element
+  // per clock and core: each packed element evaluates its index expression).
+  double ukernel_fp32_flops = 0;
+  double ukernel_int8_ops = 0;
+  double pack_bytes_per_s = 0;
 
   // Peak arithmetic rates (per second, whole device).
   double peak_fp32_flops = 0;

@@ -29,6 +29,9 @@
 //                      else at the L2 rate (cache blocking)
 //   dram_seconds     at the rate of the innermost level that holds all of the
 //                      kernel's DRAM bytes: the L2s of all cores, the L3, DRAM
+//   compute_seconds += ukernel_flops / the micro-kernel's achieved rate
+//   pack_seconds     = packed_bytes / pack_bytes_per_s   (packing precedes
+//                      the micro-kernel's compute: the two add up in the bound)
 //   seconds         += block_overhead_seconds * n
 //                      + parallel_region_seconds   when the tiles use > 1 core
 //
@@ -116,6 +119,20 @@ double peak_rate(DType t, const ArchSpec& arch) {
   if (t == DType::kF16 && arch.peak_fp16_flops > 0) return arch.peak_fp16_flops;
   if ((t == DType::kI8 || t == DType::kU8) && arch.peak_int8_ops > 0) return arch.peak_int8_ops;
   return arch.peak_fp32_flops;
+}
+
+// The GEMM micro-kernels' achieved rates (calibrated), else the peaks.
+double ukernel_rate(DType t, const ArchSpec& arch) {
+  if (t == DType::kI8 || t == DType::kU8) return arch.ukernel_int8_ops > 0 ? arch.ukernel_int8_ops : peak_rate(t, arch);
+  return arch.ukernel_fp32_flops > 0 ? arch.ukernel_fp32_flops : peak_rate(t, arch);
+}
+
+// Bytes per second a kernel packs operand panels at run time: calibrated,
+// else an eighth of the L1 bandwidth (about an element per clock and core).
+double pack_rate(const ArchSpec& arch) {
+  if (arch.pack_bytes_per_s > 0) return arch.pack_bytes_per_s;
+  const MemoryLevel* l1 = find_level(arch, "l1");
+  return l1 && l1->bandwidth_bytes_per_s > 0 ? l1->bandwidth_bytes_per_s / 8 : arch.dram().bandwidth_bytes_per_s;
 }
 
 // The first per-block or per-thread limit the kernel exceeds, or "".
@@ -206,12 +223,15 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
     const double tail = vector_tail(f.inner_extent, f.compute_dtype, arch);
     c.compute_seconds *= tail;
     c.shared_seconds *= tail;
+    c.ukernel_seconds = seconds_at(f.ukernel_flops, ukernel_rate(f.compute_dtype, arch), 1, "micro-kernel", arch);
+    c.compute_seconds += c.ukernel_seconds;
+    c.pack_seconds = seconds_at(double(f.packed_bytes), pack_rate(arch), 1, "packing", arch);
   }
   // Level "l2" (GPUs; CPUs: the per-core L2 that blocks' footprints stream through).
   for (const MemoryLevel& level : arch.levels)
     if (level.name == "l2" && level.bandwidth_bytes_per_s > 0)
       c.l2_seconds = seconds_at(double(f.l2_bytes), level.bandwidth_bytes_per_s, latency_hiding, "l2 bandwidth", arch);
-  double bound = std::max({c.dram_seconds, c.l2_seconds, c.shared_seconds, c.compute_seconds});
+  double bound = std::max({c.dram_seconds, c.l2_seconds, c.shared_seconds, c.compute_seconds + c.pack_seconds});
   // A GPU's padded threads idle inside blocks the waves already pay for; a
   // CPU core runs a tile's padded elements like any others.
   const double padding = arch.is_gpu() ? 1.0 : std::max(1.0, f.padding);

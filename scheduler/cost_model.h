@@ -6,7 +6,8 @@
 // scaled by wave quantization and by how much of the machine the kernel's
 // occupancy lets it use, plus the launch overhead. Traffic is in bytes
 // moved (whole transactions), not elements. On a CPU also: vector tails,
-// scratch that spills out of L1, the parallel region and per-tile overhead.
+// scratch that spills out of L1, the parallel region and per-tile overhead,
+// and for the micro-kernel kinds their measured rates and operand packing.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,6 +36,11 @@ struct KernelFeatures {
   // vectorizes (0: unknown). A tile of 17 floats runs 3 AVX2 vectors, the
   // last one 1/8 used.
   int64_t inner_extent = 0;
+  // CPU micro-kernel kinds (scheduler/ukernel_features.h): the operations
+  // the GEMM micro-kernel runs (at its achieved rate, not the vector peak;
+  // not in `flops`) and the panel bytes the kernel packs at run time.
+  double ukernel_flops = 0;
+  int64_t packed_bytes = 0;
 };
 
 struct CostEstimate {
@@ -44,7 +50,9 @@ struct CostEstimate {
   double dram_seconds = 0;             // bytes / bandwidth at the achieved occupancy
   double l2_seconds = 0;
   double shared_seconds = 0;
-  double compute_seconds = 0;
+  double compute_seconds = 0;           // CPU: includes ukernel_seconds
+  double ukernel_seconds = 0;           // CPU: the GEMM micro-kernel's operations at its rate
+  double pack_seconds = 0;              // CPU: run-time packing, before the micro-kernel's compute
   int blocks_per_unit = 0;             // resident blocks per SM / CU / core (occupancy)
   double occupancy = 0;                // resident threads / max resident threads, 0..1
   double waves = 0;                    // blocks / (units * blocks_per_unit)

@@ -17,6 +17,7 @@
 #include "driver/calibrate.h"
 #include "driver/explain.h"
 #include "driver/measured_kernels.h"
+#include "driver/refine_spec.h"
 #include "driver/pipeline.h"
 #include "driver/memory_budget.h"
 #include "driver/version.h"
@@ -189,7 +190,8 @@ nlohmann::json read_json_file(const fs::path& path, const std::string& what) {
   }
 }
 
-int explain(const std::string& prefix, const std::string& arch, const ExplainFlags& flags) {
+// The explain report in PREFIX's manifest.
+nlohmann::json explain_report(const std::string& prefix, const std::string& arch) {
   const fs::path manifest = fs::path(project_dir(prefix, arch)) / "manifest.json";
   if (!fs::exists(manifest))
     throw UserError("no manifest at '" + manifest.string() + "'; run `tilegraph tune " + prefix + " --arch " +
@@ -197,22 +199,32 @@ int explain(const std::string& prefix, const std::string& arch, const ExplainFla
   nlohmann::json m = read_json_file(manifest, "manifest");
   if (!m.contains("explain"))
     throw UserError("'" + manifest.string() + "' has no explain report (tuned by an older tilegraph? tune again)");
-  nlohmann::json& e = m["explain"];
+  return m["explain"];
+}
+
+// Adds measured kernel times to an explain report: from `profile_json`
+// (main_test --export-json of a --profile run), or main_test run here.
+void add_measured(nlohmann::json& e, const std::string& prefix, const std::string& arch,
+                  const std::string& profile_json, int iters) {
+  std::vector<driver::MeasuredKernel> kernels;
+  if (!profile_json.empty()) {
+    kernels = driver::read_kernel_profile_json(read_json_file(profile_json, "--profile-json"), profile_json);
+  } else {
+    const scheduler::ArchSpec spec = scheduler::arch_by_name(arch);
+    if (spec.is_gpu() || driver::needs_aarch64_cross(spec))
+      throw UserError("--measured runs main_test on this machine: " + spec.name +
+                      " kernels are not measured here (pass a profile from that machine with --profile-json)");
+    const fs::path dir = runnable_project(prefix, arch);
+    kernels = driver::profile_project_kernels(dir.string(), (dir / "kernel_profile.json").string(), iters);
+  }
+  driver::add_measured_times(e, kernels);
+}
+
+int explain(const std::string& prefix, const std::string& arch, const ExplainFlags& flags) {
+  nlohmann::json e = explain_report(prefix, arch);
   if (flags.measured || !flags.profile_json.empty()) {
     if (flags.no_fusion) throw UserError("--measured times the fused kernels; drop --no-fusion");
-    std::vector<driver::MeasuredKernel> kernels;
-    if (!flags.profile_json.empty()) {
-      kernels = driver::read_kernel_profile_json(read_json_file(flags.profile_json, "--profile-json"),
-                                                 flags.profile_json);
-    } else {
-      const scheduler::ArchSpec spec = scheduler::arch_by_name(arch);
-      if (spec.is_gpu() || driver::needs_aarch64_cross(spec))
-        throw UserError("--measured runs main_test on this machine: " + spec.name +
-                        " kernels are not measured here (pass a profile from that machine with --profile-json)");
-      const fs::path dir = runnable_project(prefix, arch);
-      kernels = driver::profile_project_kernels(dir.string(), (dir / "kernel_profile.json").string(), flags.iters);
-    }
-    driver::add_measured_times(e, kernels);
+    add_measured(e, prefix, arch, flags.profile_json, flags.iters);
   }
   if (flags.json) {
     std::cout << e.dump(2) << "\n";
@@ -226,6 +238,10 @@ int explain(const std::string& prefix, const std::string& arch, const ExplainFla
 struct CalibrateFlags {
   std::string arch = "host", output, work;
   int cores = 0;
+  std::string arch_file;     // the spec to refine instead of measuring one
+  std::string refine;        // PREFIX of a model tuned with the spec, whose kernels are measured
+  std::string profile_json;  // its kernels' profile (else main_test runs here)
+  int iters = 20;
 };
 
 int calibrate(const CalibrateFlags& f) {
@@ -233,13 +249,32 @@ int calibrate(const CalibrateFlags& f) {
     throw UserError("calibrate measures the machine it runs on: --arch host (a GPU spec's numbers come from its "
                     "file, scheduler/arch/" + canonical_arch(f.arch) + ".json)");
   if (f.cores < 0) throw UserError(str_cat("--cores ", f.cores, " must be positive"));
-  std::cerr << "calibrating the host CPU (a few seconds)..." << std::endl;
-  driver::CalibrateOptions o;
-  o.cores = f.cores;
-  o.work_dir = f.work;
-  const driver::Calibration c = driver::calibrate_host(o);
-  std::cerr << c.summary << "calibrated in " << c.seconds << " s\n";
-  const std::string text = scheduler::arch_to_json(c.spec);
+  if (!f.arch_file.empty() && f.refine.empty())
+    throw UserError("calibrate --arch-file FILE refines that spec: add --refine PREFIX");
+  if (!f.profile_json.empty() && f.refine.empty())
+    throw UserError("calibrate --profile-json FILE is the profile of --refine PREFIX's kernels: add --refine PREFIX");
+  scheduler::ArchSpec spec;
+  if (!f.arch_file.empty()) {
+    spec = scheduler::arch_from_file(f.arch_file);
+    if (spec.name != "host" || spec.is_gpu())
+      throw UserError("--arch-file '" + f.arch_file + "' describes " + spec.name + ", not the host CPU");
+  } else {
+    std::cerr << "calibrating the host CPU (a few seconds)..." << std::endl;
+    driver::CalibrateOptions o;
+    o.cores = f.cores;
+    o.work_dir = f.work;
+    const driver::Calibration c = driver::calibrate_host(o);
+    std::cerr << c.summary << "calibrated in " << c.seconds << " s\n";
+    spec = c.spec;
+  }
+  if (!f.refine.empty()) {
+    nlohmann::json e = explain_report(f.refine, "host");
+    add_measured(e, f.refine, "host", f.profile_json, f.iters);
+    const driver::Refinement r = driver::refine_spec(spec, e);
+    std::cerr << "refined by " << f.refine << "'s measured kernels:\n" << r.summary;
+    spec = r.spec;
+  }
+  const std::string text = scheduler::arch_to_json(spec);
   if (f.output.empty()) {
     std::cout << text;
     return 0;
@@ -361,6 +396,15 @@ int cli_main(int argc, char** argv) {
   calibrate_cmd->add_option("--cores", calibrate_flags.cores,
                             "threads the models will run on (default: every core); the spec's compute units");
   calibrate_cmd->add_option("--work", calibrate_flags.work, "build the benchmark here and keep it (default: a temporary folder)");
+  calibrate_cmd->add_option("--refine", calibrate_flags.refine,
+                            "PREFIX of a model tuned with this spec (tune --arch-file): correct the GEMM micro-kernel "
+                            "rates by its kernels' measured times (main_test --profile, run here)");
+  calibrate_cmd->add_option("--arch-file", calibrate_flags.arch_file,
+                            "with --refine: the spec PREFIX was tuned with, refined instead of measuring a new one");
+  calibrate_cmd->add_option("--profile-json", calibrate_flags.profile_json,
+                            "with --refine: PREFIX's kernel profile (`tilegraph run PREFIX --profile --export-json FILE`) "
+                            "instead of running main_test");
+  calibrate_cmd->add_option("--iters", calibrate_flags.iters, "with --refine: profiled iterations")->capture_default_str();
 
   auto* archs_cmd = app.add_subcommand("archs", "list the known --arch targets");
   auto* ops_cmd = app.add_subcommand("ops", "list the ONNX operators tilegraph lowers");

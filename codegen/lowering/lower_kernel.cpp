@@ -4,30 +4,32 @@
 #include "codegen/lowering/lower_block_kernel.h"
 #include "codegen/lowering/lower_cpu_kernel.h"
 #include "codegen/lowering/lower_direct_conv_kernel.h"
-#include "codegen/lowering/lower_float_gemm_kernel.h"
-#include "codegen/lowering/lower_int_gemm_kernel.h"
 #include "codegen/lowering/lower_library_gemm.h"
 #include "compiler/ir/error.h"
 #include "scheduler/block_plan.h"
 
 namespace tilegraph::codegen {
 
-Kernel lower_kernel(Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+  KernelPacks packs;
+  if (ks.kind == scheduler::KernelKind::kIntGemm)
+    packs.int_gemm = prepack_int_gemm_weights(g, ks, int_gemm_variant_for(arch));
+  if (ks.kind == scheduler::KernelKind::kFloatGemm)
+    packs.float_gemm = prepack_float_gemm_operands(g, ks, float_gemm_variant_for(arch));
+  return packs;
+}
+
+Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
+                    const KernelPacks& packs) {
   switch (ks.kind) {
     case scheduler::KernelKind::kLoopNest:
       return lower_cpu_kernel(g, ks);
     case scheduler::KernelKind::kBlock:
       return lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch));
-    case scheduler::KernelKind::kIntGemm: {
-      const IntGemmVariant variant = int_gemm_variant_for(arch);
-      const PackedWeights packed = prepack_int_gemm_weights(g, ks, variant);
-      return lower_int_gemm_kernel(g, ks, variant, packed, arch);
-    }
-    case scheduler::KernelKind::kFloatGemm: {
-      const FloatGemmVariant variant = float_gemm_variant_for(arch);
-      const FloatGemmPacks packed = prepack_float_gemm_operands(g, ks, variant);
-      return lower_float_gemm_kernel(g, ks, variant, packed, arch);
-    }
+    case scheduler::KernelKind::kIntGemm:
+      return lower_int_gemm_kernel(g, ks, int_gemm_variant_for(arch), packs.int_gemm, arch);
+    case scheduler::KernelKind::kFloatGemm:
+      return lower_float_gemm_kernel(g, ks, float_gemm_variant_for(arch), packs.float_gemm, arch);
     case scheduler::KernelKind::kDirectConv:
       return lower_direct_conv_kernel(g, ks);
     case scheduler::KernelKind::kLibraryGemm:

@@ -96,3 +96,57 @@ def test_arch_file_errors_are_one_line(calibrated, tmp_path):
 def test_calibrate_is_for_the_host(tmp_path):
     r = tg("calibrate", "--arch", "H100")
     assert r.returncode == 1 and "--arch host" in r.stderr
+
+
+def synthetic_profile(explain, slowdown):
+    """A main_test --profile export whose GEMM kernels' micro-kernel part ran SLOWDOWN times
+    longer than predicted, every other kernel as predicted."""
+    kernels = []
+    for i, k in enumerate(explain["subgraphs"]):
+        ms = k["predicted_ms"] + (slowdown - 1) * k.get("ukernel_ms", 0)
+        kernels.append({"index": i, "name": f"k{i}", "ms_per_iter": ms})
+    return {"profile": {"kernels": kernels}}
+
+
+def test_refine_scales_the_micro_kernel_rate_by_the_measured_kernels(calibrated, tmp_path):
+    spec, path, _ = calibrated
+    assert 1e8 < spec["ukernel_fp32_flops"] < 1e14 and 1e8 < spec["ukernel_int8_ops"] < 1e15
+    assert 1e7 < spec["pack_bytes_per_s"] < 1e13
+    prefix = tmp_path / "nerf"
+    prefix.mkdir()
+    shutil.copy(REPO / "models/NeRF_small/model.onnx", prefix / "model.onnx")
+    assert tg("tune", prefix, "--no-build", "--arch-file", path).returncode == 0
+    e = json.loads(tg("explain", prefix, "--json").stdout)
+    gemms = [k for k in e["subgraphs"] if k["kind"] == "float_gemm"]
+    assert gemms and all(k["ukernel_ms"] > 0 and k["compute_dtype"] == "float32" for k in gemms)
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps(synthetic_profile(e, 2.0)))
+    out = tmp_path / "refined.json"
+    r = tg("calibrate", "--refine", prefix, "--arch-file", path, "--profile-json", profile, "-o", out)
+    assert r.returncode == 0, r.stderr
+    refined = json.loads(out.read_text())
+    # Twice the time left for the micro-kernel: half its rate; nothing else moves.
+    assert refined["ukernel_fp32_flops"] == pytest.approx(spec["ukernel_fp32_flops"] / 2, rel=1e-6)
+    assert "ukernel_fp32_flops" in r.stderr and f"from {len(gemms)} float GEMM kernels" in r.stderr
+    assert {k: v for k, v in refined.items() if k != "ukernel_fp32_flops"} == \
+        {k: v for k, v in spec.items() if k != "ukernel_fp32_flops"}
+    # A model a hundred times slower moves the rate by the bound (8x), not more.
+    profile.write_text(json.dumps(synthetic_profile(e, 100.0)))
+    r = tg("calibrate", "--refine", prefix, "--arch-file", path, "--profile-json", profile, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["ukernel_fp32_flops"] == pytest.approx(spec["ukernel_fp32_flops"] / 8, rel=1e-6)
+    # The refined spec is one tune accepts, and its GEMM predictions grow.
+    assert tg("tune", prefix, "--no-build", "--arch-file", out).returncode == 0
+    slower = json.loads(tg("explain", prefix, "--json").stdout)
+    assert sum(k.get("ukernel_ms", 0) for k in slower["subgraphs"]) == \
+        pytest.approx(8 * sum(k["ukernel_ms"] for k in gemms), rel=1e-6)
+
+
+def test_refine_flags_are_checked(calibrated, tmp_path):
+    _, path, _ = calibrated
+    r = tg("calibrate", "--arch-file", path)
+    assert r.returncode == 1 and "--refine PREFIX" in r.stderr
+    r = tg("calibrate", "--profile-json", tmp_path / "p.json")
+    assert r.returncode == 1 and "--refine PREFIX" in r.stderr
+    r = tg("calibrate", "--refine", tmp_path / "nothing", "--arch-file", path)
+    assert r.returncode == 1 and "no manifest" in r.stderr

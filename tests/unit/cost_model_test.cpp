@@ -477,6 +477,34 @@ TEST(CostModel, CpuPaysTheParallelRegionAndEachTilesSetUp) {
   EXPECT_DOUBLE_EQ(estimate_cost(g, gpu).seconds, before);
 }
 
+// The micro-kernel kinds: their GEMM operations at the calibrated
+// micro-kernel rate (else the peak), run-time packing at the packing rate
+// (else an eighth of the L1's), the two adding up.
+TEST(CostModel, CpuMicroKernelsRunAtTheirRatesAfterPacking) {
+  ArchSpec cpu = cpu_spec();
+  cpu.kernel_launch_seconds = 0;
+  cpu.parallel_region_seconds = 0;
+  cpu.block_overhead_seconds = 0;
+  KernelFeatures f = memory_bound(8, 1, 0);
+  f.flops = 0;
+  f.ukernel_flops = 1e9;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).seconds, 1e9 / 1e12);  // the fp32 peak
+  cpu.ukernel_fp32_flops = 0.5e12;
+  CostEstimate c = estimate_cost(f, cpu);
+  EXPECT_DOUBLE_EQ(c.ukernel_seconds, 2e-3);
+  EXPECT_DOUBLE_EQ(c.seconds, 2e-3);
+  f.compute_dtype = DType::kI8;  // the int8 rate: its peak until calibrated
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).seconds, 1e9 / 4e12);
+  cpu.ukernel_int8_ops = 1e12;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).seconds, 1e-3);
+  f.packed_bytes = 200'000'000;
+  c = estimate_cost(f, cpu);
+  EXPECT_DOUBLE_EQ(c.pack_seconds, 200e6 / (1.6e12 / 8));
+  EXPECT_DOUBLE_EQ(c.seconds, 1e-3 + 1e-3);
+  cpu.pack_bytes_per_s = 100e9;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).seconds, 1e-3 + 2e-3);
+}
+
 TEST(CostModel, PaddedTilesCostACpuTheirOverhangButNotAGpu) {
   // 197 rows in tiles of 128: 256 computed for 197 needed.
   KernelFeatures f = memory_bound(16, 1, 1 << 30);

@@ -10,11 +10,14 @@
 
 #include "codegen/lowering/lower_direct_conv_kernel.h"
 #include "codegen/lowering/lower_float_gemm_kernel.h"
+#include "codegen/lowering/lower_kernel.h"
+#include "codegen/kernel_ir/verify_kernel.h"
 #include "driver/pipeline.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/graph_connecting.h"
 #include "scheduler/int_gemm.h"
+#include "scheduler/ukernel_features.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace tilegraph {
@@ -127,6 +130,33 @@ TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
   // no run-time A packing loop ("pa"), a run-time B panel loop ("jb")
   EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "pa"), 0);
   EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "jb"), 1);
+}
+
+// The one lowering dispatch in two steps: pack_constant_operands adds the
+// conv weights' panels to the graph; lower_kernel reads a const graph, and
+// without the packs (the profiler's case) packs A at run time instead.
+TEST(FloatGemm, LowerKernelPacksConstantsOnlyWhenGivenThePacks) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 5, 12, 12}).output("y");
+  b.initializer_f("w", {16, 5, 3, 3}, ramp(16 * 45));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  Graph g = import_and_optimize(b, "lower_kernel_packs");
+  const scheduler::ArchSpec arch = scheduler::host_arch();
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, arch, {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  const size_t tensors = g.tensors.size();
+  const codegen::Kernel unpacked = codegen::lower_kernel(g, s.kernels[0], arch);
+  codegen::verify(unpacked);
+  EXPECT_EQ(g.tensors.size(), tensors);
+  EXPECT_EQ(std::count(unpacked.var_names.begin(), unpacked.var_names.end(), "pa"), 1);
+  const codegen::KernelPacks packs = codegen::pack_constant_operands(g, s.kernels[0], arch);
+  ASSERT_GE(packs.float_gemm.a, 0);
+  EXPECT_EQ(packs.int_gemm.panels, -1);
+  EXPECT_EQ(g.tensors.size(), tensors + 1);
+  const codegen::Kernel packed = codegen::lower_kernel(g, s.kernels[0], arch, packs);
+  codegen::verify(packed);
+  EXPECT_EQ(std::count(packed.var_names.begin(), packed.var_names.end(), "pa"), 0);
 }
 
 // The For loops over var `name` anywhere in s.
@@ -328,6 +358,29 @@ TEST(FloatGemm, TurnedOffTheScheduleIsUntouched) {
   EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, false).float_gemms, 0);
   EXPECT_EQ(s.kernels.size(), kernels);
   for (const scheduler::KernelSchedule& k : s.kernels) EXPECT_NE(k.kind, scheduler::KernelKind::kFloatGemm);
+}
+
+// The cost model's view of a conv on the float micro-kernel: its GEMM's
+// operations, the activations' panels packed at run time (the weights at
+// compile time), its inputs and output once through memory.
+TEST(FloatGemm, UkernelFeaturesCountTheGemmAndItsRunTimePacking) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 5, 12, 12}).output("y");
+  b.initializer_f("w", {16, 5, 3, 3}, ramp(16 * 45));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  Graph g = import_and_optimize(b, "ukernel_features");
+  const scheduler::ArchSpec arch = scheduler::host_arch();
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, arch, {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const scheduler::KernelFeatures f = scheduler::ukernel_features(g, s.kernels[0], arch);
+  EXPECT_DOUBLE_EQ(f.ukernel_flops, 2.0 * 16 * 144 * 45);       // rows 16 filters, cols 144 pixels, K 45
+  EXPECT_EQ(f.packed_bytes, 144 * 45 * 4);                      // B once: A's panels fit the L2
+  EXPECT_EQ(f.dram_bytes, (5 * 144 + 16 * 45 + 16 * 144) * 4);  // x, w, y
+  EXPECT_EQ(f.blocks, arch.compute_units);
+  scheduler::estimate_ukernel_kernels(g, s, arch);
+  EXPECT_GT(s.kernels[0].estimate.ukernel_seconds, 0);
+  EXPECT_GT(s.kernels[0].estimate.pack_seconds, 0);
+  EXPECT_EQ(s.kernels[0].features.ukernel_flops, f.ukernel_flops);
 }
 
 }  // namespace
