@@ -28,10 +28,13 @@ FloatGemmBlocking float_gemm_blocking(const Gemm& m, int mr, int nr, const ArchS
   int64_t inner = 1;
   for (int a = b.k_axis + 1; a < axes; ++a) inner *= m.k_extents[static_cast<size_t>(a)];
 
-  // kc: a B block within half the L1 (32 KB when the arch does not say).
+  // kc: where a whole B panel (K x NR) overflows the L1 (32 KB when the
+  // arch does not say), blocks of it within half the L1. A panel that fits
+  // stays there as it is (ResNet-50's K = 256 1x1 convs, a 32 KB panel
+  // against a 48 KB L1, ran 8% slower in blocks: the C tiles' round trips).
   const int64_t l1 = arch.l1_bytes > 0 ? arch.l1_bytes : (32 << 10);
   const int64_t kc_max = std::max<int64_t>(l1 / 2 / (nr * kFloatBytes), 1);
-  if (k > kc_max && extent > 1) {
+  if (k * nr * kFloatBytes > l1 && extent > 1) {
     const int64_t most_slices = std::max<int64_t>(kc_max / std::max<int64_t>(inner, 1), 1);
     b.k_blocks = ceil_div(extent, most_slices);
     b.axis_step = ceil_div(extent, b.k_blocks);  // even blocks: a tail only where they cannot be

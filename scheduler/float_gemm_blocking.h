@@ -1,11 +1,12 @@
 // Cache blocking of a float32 GEMM on the micro-kernel (codegen/ukernels/
 // sgemm_*.h, lowered by codegen/lowering/lower_float_gemm_kernel.h), from the
 // arch's cache sizes:
-//   * kc: K is cut into blocks so that one block of a B panel (kc x NR
-//     floats) fills at most half the L1 (ArchSpec::l1_bytes). The MR-row A
-//     panels that stream past it (kc x MR each) then reuse it from L1 instead
-//     of rereading a K x NR panel from L2 for every MR rows: a 3x3 conv over
-//     256 channels has K = 2304, a 295 KB B panel against a 48 KB L1.
+//   * kc: where a B panel (K x NR floats) overflows the L1
+//     (ArchSpec::l1_bytes), K is cut into blocks so that one block of it
+//     (kc x NR) fills at most half the L1. The MR-row A panels that stream
+//     past it (kc x MR each) then reuse it from L1 instead of rereading a
+//     K x NR panel from L2 for every MR rows: a 3x3 conv over 256 channels
+//     has K = 2304, a 295 KB B panel against a 48 KB L1.
 //   * mc: a row block's packed A panels (all of K) and its C tiles (one per
 //     row panel while the k blocks accumulate) fit in half the L2
 //     (ArchSpec::l2_bytes), so every column panel rereads them from L2.

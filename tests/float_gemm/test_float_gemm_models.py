@@ -128,14 +128,15 @@ def convs_odd(path):
 
 
 def k_blocks(path):
-    # With 32 k values per block (_small_l1_spec): K = 101 (blocks of 26, the last 23) with a
-    # bias + Relu epilogue, then K = 45 (23, 22); q @ k^T of two activations, K = 67 (23, 23,
-    # 21); a padded 3x3 conv over 41 channels, K = 369 (14 blocks of 3 channels, the last 2)
-    # with a 1x1 conv (K = 41: 21, 20) as its residual; K = 13 in one block.
+    # With 32 k values per block where K > 64 (_small_l1_spec): K = 101 (blocks of 26, the
+    # last 23) with a bias + Relu epilogue, then K = 45 (one block: its B panel fits the L1);
+    # q @ k^T of two activations, K = 67 (23, 23, 21); a padded 3x3 conv over 71 channels,
+    # K = 639 (24 blocks of 3 channels, the last 2) with a 1x1 conv (K = 71: 24, 24, 23) as
+    # its residual; K = 13 in one block.
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 7, 101])
     q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [2, 9, 67])
     k = helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, 21, 67])
-    img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 41, 14, 13])
+    img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 71, 14, 13])
     z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [5, 13])
     outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y2", "y3", "y4", "y5")]
     nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]),
@@ -150,8 +151,8 @@ def k_blocks(path):
              helper.make_node("Relu", ["s"], ["y4"]),
              helper.make_node("MatMul", ["z", "w5"], ["y5"])]
     _save(path, nodes, [x, q, k, img, z], outs,
-          [_w("w1", 101, 45), _w("b1", 45), _w("w2", 45, 9), _w("wc", 17, 41, 3, 3), _w("bc", 17),
-           _w("wp", 17, 41, 1, 1), _w("w5", 13, 20)])
+          [_w("w1", 101, 45), _w("b1", 45), _w("w2", 45, 9), _w("wc", 17, 71, 3, 3), _w("bc", 17),
+           _w("wp", 17, 71, 1, 1), _w("w5", 13, 20)])
 
 
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd}
@@ -203,7 +204,8 @@ NR = {"scalar": 8, "avx2": 16, "avx512": 32}
 
 
 def _small_l1_spec(path, variant):
-    """A host spec whose L1 is 2 x 32 x NR floats: kc = 32 (scheduler/float_gemm_blocking.h)."""
+    """A host spec whose L1 is 2 x 32 x NR floats: B panels of K > 64 are split into blocks of
+    at most 32 k values (scheduler/float_gemm_blocking.h)."""
     spec = {"name": "host", "target": "cpu", "description": "the host CPU with a small L1 (k blocks test)",
             "isa": "x86-64", "compute_units": os.cpu_count() or 1, "warp_size": 1, "max_threads_per_block": 1,
             "max_threads_per_unit": 1, "max_blocks_per_unit": 1, "shared_bytes_per_block": 1 << 20,
@@ -236,9 +238,9 @@ def test_k_blocks_accumulate_on_the_micro_kernel(variant, tmp_path):
     assert tune.returncode == 0, tune.stdout[-3000:]
     manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
     params = [k["ukernel_params"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
-    # (kc, k_blocks) of the six GEMMs, in any order: K = 101, 45, 67, 369, 41, 13
+    # (kc, k_blocks) of the six GEMMs, in any order: K = 101, 45, 67, 639, 71, 13
     assert sorted((p["kc"], p["k_blocks"]) for p in params) == \
-        sorted([(26, 4), (23, 2), (23, 3), (27, 14), (21, 2), (13, 1)]), params
+        sorted([(26, 4), (45, 1), (23, 3), (27, 24), (24, 3), (13, 1)]), params
     assert all(p["nr"] == NR[variant] for p in params)
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)

@@ -1,5 +1,5 @@
 // The float GEMM's cache blocking (scheduler/float_gemm_blocking.h): kc from
-// the L1, whole slices of the first non-unit reduce axis per block, evenly
+// the L1 where a B panel overflows it, whole slices of the first non-unit reduce axis per block, evenly
 // spread, and the row block's size from the L2.
 #include "scheduler/float_gemm_blocking.h"
 
@@ -44,6 +44,17 @@ TEST(FloatGemmBlocking, KWithinTheBlockIsOneBlockAsBefore) {
   EXPECT_EQ(b.kc, 144);
   EXPECT_EQ(b.axis_step, 16);
   EXPECT_EQ(b.max_row_panels, (1 << 20) / (144 * 8 * 4));  // no C tiles wait for later blocks
+}
+
+TEST(FloatGemmBlocking, APanelThatFitsTheL1StaysWhole) {
+  // K = 256 at NR 32: a 32 KB B panel in a 48 KB L1: one block. K = 512
+  // (64 KB) overflows it: 3 blocks within 24 KB (192 k values), of 171, 171, 170.
+  const FloatGemmBlocking whole = float_gemm_blocking(gemm_with_k({256}), 8, 32, caches(48 << 10, 2 << 20));
+  EXPECT_EQ(whole.k_blocks, 1);
+  EXPECT_EQ(whole.kc, 256);
+  const FloatGemmBlocking split = float_gemm_blocking(gemm_with_k({512}), 8, 32, caches(48 << 10, 2 << 20));
+  EXPECT_EQ(split.k_blocks, 3);
+  EXPECT_EQ(split.kc, 171);
 }
 
 TEST(FloatGemmBlocking, AMatMulSplitsKEvenlyWithATail) {

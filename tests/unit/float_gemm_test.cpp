@@ -271,11 +271,11 @@ TEST(FloatGemm, ConvKBlocksPackEachBlockAndFillTheColumnTableOncePerPanel) {
 }
 
 // Weights packed at compile time as B (x @ W): the k blocks read them at
-// the block's offset; K = 64 splits in two even blocks of 32, no tail.
+// the block's offset; K = 96 splits in three even blocks of 32, no tail.
 TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {9, 64}).output("y");
-  b.initializer_f("w", {64, 20}, ramp(64 * 20));
+  b.input("x", 1, {9, 96}).output("y");
+  b.initializer_f("w", {96, 20}, ramp(96 * 20));
   b.node("MatMul", {"x", "w"}, {"y"});
   Graph g = import_and_optimize(b, "matmul_k_blocks");
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
@@ -285,7 +285,7 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   ASSERT_GE(packs.b, 0);
   const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, host_with_small_l1());
   EXPECT_EQ(ukernel_param(kernel, "kc"), 32);
-  EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 2);
+  EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 3);
   std::vector<codegen::Stmt> k_loop, pack, calls;
   loops_named(kernel, kernel.body, "kcb", &k_loop);
   loops_named(kernel, kernel.body, "jb", &pack);
@@ -298,11 +298,12 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   EXPECT_EQ(k, 32);
 }
 
-// Without k blocks (K within the L1's block) the tile call never accumulates.
+// Without k blocks (a B panel, 64 x 8 floats, that fits the L1) the tile
+// call never accumulates.
 TEST(FloatGemm, OneKBlockStartsEveryTile) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {9, 24}).output("y");
-  b.initializer_f("w", {24, 20}, ramp(24 * 20));
+  b.input("x", 1, {9, 64}).output("y");
+  b.initializer_f("w", {64, 20}, ramp(64 * 20));
   b.node("MatMul", {"x", "w"}, {"y"});
   Graph g = import_and_optimize(b, "matmul_one_k_block");
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
@@ -311,7 +312,7 @@ TEST(FloatGemm, OneKBlockStartsEveryTile) {
   const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
   const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, host_with_small_l1());
   EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 1);
-  EXPECT_EQ(ukernel_param(kernel, "kc"), 24);
+  EXPECT_EQ(ukernel_param(kernel, "kc"), 64);
   std::vector<codegen::Stmt> k_loop, calls;
   loops_named(kernel, kernel.body, "kcb", &k_loop);
   EXPECT_TRUE(k_loop.empty());
