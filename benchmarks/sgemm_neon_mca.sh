@@ -4,13 +4,13 @@
 #
 #   bash benchmarks/sgemm_neon_mca.sh          # needs aarch64-linux-gnu-g++ and llvm-mca-15
 #
-# Compiles a call of tg_sgemm::tile with -O3, extracts the inner k loop (the backward
+# Compiles a call of tg_sgemm::tile with -O3, extracts the inner k loop (the shortest backward
 # branch whose body holds the 24 FMLA), and prints cycles per k step and % of peak.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-printf '#include "sgemm_neon.h"\nvoid run(int64_t k, const float* a, const float* b, float* c) { tg_sgemm::tile(k, a, b, c); }\n' > "$tmp/s.cpp"
+printf '#include "sgemm_neon.h"\nvoid run(int64_t k, const float* a, const float* b, float* c, bool acc) { tg_sgemm::tile(k, a, b, c, acc); }\n' > "$tmp/s.cpp"
 aarch64-linux-gnu-g++ -O3 -march=armv8.2-a -I"$here/codegen/ukernels" -S "$tmp/s.cpp" -o "$tmp/s.s"
 python3 - "$tmp/s.s" "$tmp/loop.s" <<'PY'
 import re, sys
@@ -21,7 +21,9 @@ for i, l in enumerate(lines):
     m = re.match(r"\s+(?:b(?:\.\w+|ne|eq|gt|ge|lt|le|hi|hs|lo|ls|cc|cs)?|cbn?z\s+\w+,)\s*(\.L\w+)", l)
     if m and m.group(1) in labels and labels[m.group(1)] < i:
         body = lines[labels[m.group(1)] + 1:i + 1]
-        if sum("fmla" in x for x in body) >= 24:
+        # The innermost such loop: a backward jump to before it (the zeroing
+        # path of tile(..., accumulate = false) rejoining) also spans 24 FMLA.
+        if sum("fmla" in x for x in body) >= 24 and (loop is None or len(body) < len(loop)):
             loop = body
 if loop is None:
     sys.exit("no k loop with 24 FMLA found")

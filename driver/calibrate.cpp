@@ -149,7 +149,7 @@ double sgemm_flops(int threads) {
     alignas(64) static thread_local float a[k * tg_sgemm::kMR], b[k * tg_sgemm::kNR], c[tg_sgemm::kMR * tg_sgemm::kNR];
     for (int64_t i = 0; i < k * tg_sgemm::kMR; ++i) a[i] = 0.5f;
     for (int64_t i = 0; i < k * tg_sgemm::kNR; ++i) b[i] = 0.25f;
-    for (int64_t r = 0; r < reps; ++r) tg_sgemm::tile(k, a, b, c);
+    for (int64_t r = 0; r < reps; ++r) tg_sgemm::tile(k, a, b, c, false);
     if (c[0] == -1) g_sink_f = c[0];
   });
 }

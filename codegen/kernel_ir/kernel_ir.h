@@ -53,6 +53,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/expr.h"
@@ -143,6 +144,8 @@ struct Kernel {
   scheduler::KernelSchedule schedule;
   int64_t flops = 0;                      // arithmetic per run (rough; for explain/stats)
   std::string ukernel;                    // the micro-kernel it calls ("qgemm_avx2"), if any
+  // The blocking of the loops around it (tile shape, cache blocks: "mr", "kc", ...), for the manifest.
+  std::vector<std::pair<std::string, int64_t>> ukernel_params;
   // Block/thread kernels (a kBlocks loop at the top): launch shape.
   int64_t grid = 0;                       // blocks (0: not a block kernel)
   int threads = 1;                        // threads per block

@@ -10,6 +10,7 @@
 #include "compiler/ir/evaluate.h"
 #include "compiler/ir/flops.h"
 #include "compiler/ir/simplify.h"
+#include "scheduler/float_gemm_blocking.h"
 #include "scheduler/int_gemm.h"
 
 namespace tilegraph::codegen {
@@ -28,24 +29,22 @@ constexpr double kRuntimeBPanelCost = 4;
 struct FloatGeometry {
   scheduler::Gemm m;
   FloatGemmVariant v;
+  scheduler::FloatGemmBlocking blocking;  // kc and the row block's size, from the arch's caches
   int64_t col_panels = 0;      // ceil(N / NR)
   int64_t panels = 0;          // ceil(M / MR)
   int64_t a_panel = 0;         // floats of one packed A panel (MR rows x K)
   int64_t b_panel = 0;         // floats of one packed B panel (K x NR)
-  int64_t max_row_panels = 0;  // A panels a row block may hold
+  int64_t b_block = 0;         // floats of one k block of a B panel packed at run time (kc x NR)
 
-  FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, int64_t l2_bytes)
-      : m(gemm), v(variant) {
+  FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, const scheduler::ArchSpec& arch)
+      : m(gemm), v(variant), blocking(scheduler::float_gemm_blocking(gemm, variant.mr, variant.nr, arch)) {
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     panels = (m.rows() + v.mr - 1) / v.mr;
     a_panel = round_up(m.k * v.mr, kPanelAlign);
     b_panel = round_up(m.k * v.nr, kPanelAlign);
-    // A row block's panels within half the L2 (the rest for the B panel
-    // streaming through and the output), so every column panel rereads them
-    // from L2, not DRAM. (1 MiB when the arch does not say.)
-    const int64_t budget = (l2_bytes > 0 ? l2_bytes : (2 << 20)) / 2;
-    max_row_panels = std::max<int64_t>(budget / (a_panel * 4), 1);
+    b_block = round_up(blocking.kc * v.nr, kPanelAlign);
   }
+  bool k_blocked() const { return blocking.k_blocks > 1; }
 };
 
 Op gemm_phase(const Graph& g, const scheduler::KernelSchedule& ks, std::vector<Op>* phases) {
@@ -105,7 +104,7 @@ FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSche
   std::vector<Op> phases;
   const Op gemm = gemm_phase(g, ks, &phases);
   const scheduler::Gemm m = float_gemm_of(g, gemm);
-  const FloatGeometry geo(m, variant, 0);
+  const FloatGeometry geo(m, variant, scheduler::ArchSpec{});  // whole-K panels: no cache sizes involved
   FloatGemmPacks packs;
   if (scheduler::reads_only_constants(g, gemm, m.a)) packs.a = pack_constant_operand(g, gemm, m, geo, true);
   if (scheduler::reads_only_constants(g, gemm, m.b)) packs.b = pack_constant_operand(g, gemm, m, geo, false);
@@ -118,8 +117,8 @@ class FloatGemmLowering : KernelBuilder {
  public:
   FloatGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
                     const FloatGemmPacks& packed, const scheduler::ArchSpec& arch)
-      : KernelBuilder(g), gemm_(gemm_phase(g, ks, &phases_)), geo_(float_gemm_of(g, gemm_), v, arch.l2_bytes),
-        grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.max_row_panels, geo_.col_panels,
+      : KernelBuilder(g), gemm_(gemm_phase(g, ks, &phases_)), geo_(float_gemm_of(g, gemm_), v, arch),
+        grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.blocking.max_row_panels, geo_.col_panels,
                                      packed.b >= 0 ? 0.0 : kRuntimeBPanelCost, std::max(1, arch.cores))) {
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
     if (packed.a >= 0) packed_a_ = add_global(packed.a, false);
@@ -130,53 +129,93 @@ class FloatGemmLowering : KernelBuilder {
   Kernel build() {
     const scheduler::Gemm& m = geo_.m;
     const FloatGemmVariant& v = geo_.v;
+    const scheduler::FloatGemmBlocking& kb = geo_.blocking;
     kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
+    kernel_.ukernel_params = {{"mr", v.mr}, {"nr", v.nr}, {"kc", kb.kc}, {"k_blocks", kb.k_blocks},
+                              {"row_panels", grid_.row_panels}, {"chunk_panels", grid_.chunk_panels}};
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     // One scratch buffer (a thread has one arena): the row block's A panels
-    // unless A is packed at compile time, then the run-time B panel unless B is.
+    // unless A is packed at compile time, then the run-time B panel (one k
+    // block of it) unless B is, then with k blocks the row block's C tiles,
+    // whose sums wait there for the last block.
     const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * geo_.a_panel;
-    const int panels =
-        add_local("panels", DType::kF32, a_floats + (packed_b_ >= 0 ? 0 : geo_.b_panel), kUkernelAlignment);
+    const int64_t b_floats = packed_b_ >= 0 ? 0 : geo_.b_block;
+    const int64_t tile_floats = int64_t{v.mr} * v.nr;
+    const int64_t c_floats = geo_.k_blocked() ? grid_.row_panels * tile_floats : 0;
+    const int panels = add_local("panels", DType::kF32, a_floats + b_floats + c_floats, kUkernelAlignment);
     kernel_.buffers[static_cast<size_t>(panels)].scratch = true;
-    const int ctile = add_local("c_tile", DType::kF32, v.mr * v.nr, kUkernelAlignment);
+    const int ctile = geo_.k_blocked() ? -1 : add_local("c_tile", DType::kF32, tile_floats, kUkernelAlignment);
 
     const int64_t chunk_panels = grid_.chunk_panels;
     const int vc = new_var("nc", grid_.chunks);
     const int vnl = new_var("nb", chunk_panels);
     const Expr nb = var(vc) * chunk_panels + var(vnl);
+    const Expr b_panel_at = (var(vb) * geo_.col_panels + nb) * geo_.b_panel;
+    auto a_at = [&](int vp) {
+      return packed_a_ >= 0 ? CallArg{packed_a_, (var(vb) * geo_.panels + var(vm) * grid_.row_panels + var(vp)) * geo_.a_panel}
+                            : CallArg{panels, var(vp) * geo_.a_panel};
+    };
+    auto row_panel_in_range = [&](int vp) { return lt(row0 + var(vp) * v.mr, int_imm(m.rows())); };
     std::vector<Stmt> panel_body;
-    CallArg b_arg;
-    if (packed_b_ >= 0) {
-      b_arg = {packed_b_, (var(vb) * geo_.col_panels + nb) * geo_.b_panel};
+    if (!geo_.k_blocked()) {
+      CallArg b_arg;
+      if (packed_b_ >= 0) {
+        b_arg = {packed_b_, b_panel_at};
+      } else {
+        panel_body.push_back(pack_b(vb, nb, panels, a_floats, -1).whole());
+        b_arg = {panels, int_imm(a_floats)};
+      }
+      const int vp = new_var("p", grid_.row_panels);
+      const Stmt tile_loops = store_tile(vb, row0 + var(vp) * v.mr, nb, ctile, int_imm(0));
+      const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
+                                                     {-1, const_of(0, DType::kBool)}});
+      const Stmt panel = make_if(row_panel_in_range(vp), {call, tile_loops});
+      panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
     } else {
-      panel_body.push_back(pack_b(vb, nb, panels, a_floats));
-      b_arg = {panels, int_imm(a_floats)};
+      // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
+      // panel, each block's B rows are packed (or read from the packed
+      // weights) once and stay in L1 while every row panel's A block streams
+      // past them; the first block starts each C tile, the later ones add
+      // to it, and the epilogue stores the tiles after the last.
+      const int vk = new_var("kcb", kb.k_blocks);
+      const Expr k0 = var(vk) * kb.kc;
+      const Expr k_here = m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
+      std::vector<Stmt> block_body;
+      BPanelPacking b_pack;
+      CallArg b_arg;
+      if (packed_b_ >= 0) {
+        b_arg = {packed_b_, b_panel_at + k0 * v.nr};
+      } else {
+        b_pack = pack_b(vb, nb, panels, a_floats, vk);
+        block_body.push_back(b_pack.pack);
+        b_arg = {panels, int_imm(a_floats)};
+      }
+      const int64_t c_offset = a_floats + b_floats;
+      const int vp = new_var("p", grid_.row_panels);
+      CallArg a_arg = a_at(vp);
+      a_arg.value = a_arg.value + k0 * v.mr;
+      const Stmt call = make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, b_arg,
+                                                     {panels, int_imm(c_offset) + var(vp) * tile_floats},
+                                                     {-1, lt(int_imm(0), var(vk))}});
+      block_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial,
+                                    {make_if(row_panel_in_range(vp), {call})}));
+      // A conv's column table is filled once per panel, for every block.
+      std::vector<Stmt> blocks = b_pack.fill;
+      blocks.push_back(make_for(vk, int_imm(kb.k_blocks), LoopKind::kSerial, block_body));
+      panel_body.push_back(b_pack.table >= 0 ? make_allocate(b_pack.table, blocks) : make_seq(blocks));
+      const int ve = new_var("pe", grid_.row_panels);
+      const Stmt tile_loops =
+          store_tile(vb, row0 + var(ve) * v.mr, nb, panels, int_imm(c_offset) + var(ve) * tile_floats);
+      panel_body.push_back(make_for(ve, int_imm(grid_.row_panels), LoopKind::kSerial,
+                                    {make_if(row_panel_in_range(ve), {tile_loops})}));
     }
-    const int vp = new_var("p", grid_.row_panels), vi = new_var("i", v.mr), vj = new_var("j", v.nr);
-    const Expr row = row0 + var(vp) * v.mr + var(vi), col = nb * v.nr + var(vj);
-    const Expr acc = load(ctile, DType::kF32, {var(vi) * v.nr + var(vj)});
-    const Stmt store = gemm_output_store(g_, phases_, m, epilogue_buffers_, output_, bounds_, var(vb), row, col, acc);
-    // The last panel's column loop stops at the last column: a bound, not a
-    // guard per column, so the epilogue still vectorizes.
-    const Expr columns_here = m.cols() % v.nr == 0 ? int_imm(v.nr)
-                                                   : simplify(min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr), bounds_);
-    const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
-    const Stmt tile_loops =
-        make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
-    const CallArg a_arg =
-        packed_a_ >= 0
-            ? CallArg{packed_a_, (var(vb) * geo_.panels + var(vm) * grid_.row_panels + var(vp)) * geo_.a_panel}
-            : CallArg{panels, var(vp) * geo_.a_panel};
-    const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_arg, b_arg, {ctile, int_imm(0)}});
-    const Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
-    panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
     const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
                                                               : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
     const Stmt column_panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
     std::vector<Stmt> block;
     if (packed_a_ < 0) block.push_back(pack_a(vb, row0, panels));
-    block.push_back(make_allocate(ctile, {column_panels}));
+    block.push_back(ctile >= 0 ? make_allocate(ctile, {column_panels}) : column_panels);
     Stmt body = make_allocate(panels, block);
     // Chunks outside row blocks: a static split of (batch, chunk, row block)
     // gives each core whole chunks of every row block (int_gemm_task_grid.h).
@@ -226,8 +265,45 @@ class FloatGemmLowering : KernelBuilder {
     return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
   }
 
-  // panels[offset + k * NR + j] = B(k, nb*NR + j), 0 past N.
-  Stmt pack_b(int vb, const Expr& nb, int panels, int64_t offset) {
+  // The output stores of one MR x NR tile, whose first row is `row`, from
+  // c_buffer[c_offset + i * NR + j] through the fused epilogue.
+  Stmt store_tile(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset) {
+    const scheduler::Gemm& m = geo_.m;
+    const FloatGemmVariant& v = geo_.v;
+    const int vi = new_var("i", v.mr), vj = new_var("j", v.nr);
+    int64_t first = -1;
+    const Expr at = is_const_int(c_offset, &first) && first == 0 ? var(vi) * v.nr + var(vj)
+                                                                  : c_offset + var(vi) * v.nr + var(vj);
+    const Expr acc = load(c_buffer, DType::kF32, {at});
+    const Stmt store = gemm_output_store(g_, phases_, m, epilogue_buffers_, output_, bounds_, var(vb),
+                                         row + var(vi), nb * v.nr + var(vj), acc);
+    // The last panel's column loop stops at the last column: a bound, not a
+    // guard per column, so the epilogue still vectorizes.
+    const Expr columns_here = m.cols() % v.nr == 0 ? int_imm(v.nr)
+                                                   : simplify(min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr), bounds_);
+    const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
+    return make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row + var(vi), int_imm(m.rows())), {cols})});
+  }
+
+  // Packing one B panel: the column table's fill (once per panel) and the
+  // packing loops.
+  struct BPanelPacking {
+    int table = -1;          // the column table's buffer, -1: none
+    std::vector<Stmt> fill;  // fills it
+    Stmt pack;
+    // Both, for a panel packed whole.
+    Stmt whole() const {
+      if (table < 0) return pack;
+      std::vector<Stmt> all = fill;
+      all.push_back(pack);
+      return make_allocate(table, all);
+    }
+  };
+
+  // panels[offset + k * NR + j] = B(k, nb*NR + j), 0 past N: over all of K
+  // (vk < 0), or over k block vk (k = vk * kc + the index packed at k),
+  // stepping the blocked reduce axis from vk * axis_step.
+  BPanelPacking pack_b(int vb, const Expr& nb, int panels, int64_t offset, int vk) {
     const FloatGemmVariant& v = geo_.v;
     std::vector<Expr> ks;
     Expr k;
@@ -282,13 +358,26 @@ class FloatGemmLowering : KernelBuilder {
         f = make_for(fill_vars[w], int_imm(geo_.m.k_extents[t.window_axes[w]]), LoopKind::kSerial, {f});
       fill.push_back(f);
     }
+    // In a k block the blocked axis's loop var counts from the block's
+    // first index: the value reads at their sum, the panel stores from 0.
+    const scheduler::FloatGemmBlocking& kb = geo_.blocking;
+    const size_t ax = static_cast<size_t>(kb.k_axis);
+    std::vector<Expr> extents;
+    for (int64_t e : geo_.m.k_extents) extents.push_back(int_imm(e));
+    if (vk >= 0) {
+      const Expr first = var(vk) * kb.axis_step;
+      std::vector<Expr> at;
+      for (size_t i = 0; i < bounds_.size(); ++i) at.push_back(var(static_cast<int>(i)));
+      at[static_cast<size_t>(k_vars[ax])] = first + var(k_vars[ax]);
+      value = simplify(substitute_vars(value, at), bounds_);
+      extents[ax] = geo_.m.k_extents[ax] % kb.axis_step == 0
+                        ? int_imm(kb.axis_step)
+                        : simplify(min(int_imm(kb.axis_step), int_imm(geo_.m.k_extents[ax]) - first), bounds_);
+    }
     Stmt s = make_store(panels, finalize_indices(int_imm(offset) + k * v.nr + var(vj), bounds_), value);
     s = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {s});
-    for (size_t i = k_vars.size(); i-- > 0;)
-      s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
-    if (table < 0) return s;
-    fill.push_back(s);
-    return make_allocate(table, fill);
+    for (size_t i = k_vars.size(); i-- > 0;) s = make_for(k_vars[i], extents[i], LoopKind::kSerial, {s});
+    return {table, fill, s};
   }
 
   // The B panel's table layout: the reduce axes it is indexed by (the

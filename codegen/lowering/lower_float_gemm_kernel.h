@@ -12,9 +12,14 @@
 //     panels; a 1x1 conv's B panel reads NR contiguous pixels per channel).
 //   * Each tile() call leaves an MR x NR tile in L1, which the fused epilogue
 //     (bias, activation, residual add) turns into the output.
-// Panels hold all of K: the row block is sized so its A panels fit in half
-// of the arch's L2 (ArchSpec::l2_bytes), and a B panel (K x NR) streams
-// from L2 while MR rows reuse each of its loads.
+// The cache blocking comes from scheduler/float_gemm_blocking.h: a row
+// block's A panels (all of K) fit in half of the arch's L2, and where a B
+// panel (K x NR) would overflow half the L1, K runs in blocks of kc: per
+// column panel, each block's B rows (packed at run time, or the prepacked
+// weights' rows) stay in L1 while every row panel's A block streams past
+// them into that row panel's C tile (the first block starts it, the later
+// ones accumulate: tile(..., accumulate)); the epilogue runs on the tiles
+// after the last block.
 #pragma once
 #include "codegen/lowering/int_gemm_variant.h"
 #include "codegen/kernel_ir/kernel_ir.h"

@@ -131,6 +131,7 @@ nlohmann::json manifest_json(const Graph& g, const std::vector<Kernel>& kernels,
     for (int op : k.schedule.ops) int8_matmul |= scheduler::is_int8_contraction(g, g.ops[static_cast<size_t>(op)]);
     ks.back()["int8_matmul"] = int8_matmul;
     if (!k.ukernel.empty()) ks.back()["ukernel"] = k.ukernel;
+    for (const auto& [param, value] : k.ukernel_params) ks.back()["ukernel_params"][param] = value;
     if (!k.schedule.measured_seconds.empty()) {  // --profile-topk: every candidate's time, in candidate order
       nlohmann::json profile = nlohmann::json::array();
       for (size_t c = 0; c < k.schedule.candidates.size(); ++c)

@@ -28,17 +28,18 @@ constexpr const char* kVariant = "avx2";
 constexpr int kMR = 6;
 constexpr int kNR = 16;
 
-// c[r * kNR + j] = sum over k' < k of A(r, k') * B(k', j).
+// c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
 // Not inlined: see sgemm_avx512.h.
-__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c) {
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
   constexpr int kVecs = kNR / 8;  // ymm per row
   __m256 acc[kMR][kVecs];
 #pragma GCC unroll 6
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_ps();
+    for (int v = 0; v < kVecs; ++v)
+      acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * kNR + 8 * v) : _mm256_setzero_ps();
 
   for (int64_t kk = 0; kk < k; ++kk) {
     __m256 bv[kVecs];

@@ -9,7 +9,8 @@
 //     ports have room, and 16 independent chains cover the FMA latency
 //     (4 cycles x 2 ports). B, the panel that streams from L2 when K is large,
 //     is read once per 8 rows: 16 bytes per cycle at peak.
-//   * The accumulators are stored once, after the k loop.
+//   * The accumulators start at zero or, to continue a sum over an earlier
+//     k block, at c (loaded once); they are stored once, after the k loop.
 // Same shape as the int8 qgemm_avx512vnni.h, so that a mixed model packs
 // alike; 12 x 32 would reuse B more but wastes more rows in M tails (a 7 x 7
 // feature map: 49 rows).
@@ -34,18 +35,19 @@ constexpr const char* kVariant = "avx512";
 constexpr int kMR = 8;
 constexpr int kNR = 32;
 
-// c[r * kNR + j] = sum over k' < k of A(r, k') * B(k', j).
+// c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
 // Not inlined: inside a big generated loop nest GCC 12 shuffles the
 // accumulators between registers every iteration; alone it keeps them put.
-__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c) {
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
   constexpr int kVecs = kNR / 16;  // zmm per row
   __m512 acc[kMR][kVecs];
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
+    for (int v = 0; v < kVecs; ++v)
+      acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * kNR + 16 * v) : _mm512_setzero_ps();
 
   for (int64_t kk = 0; kk < k; ++kk) {
     __m512 bv[kVecs];

@@ -27,16 +27,20 @@ constexpr const char* kVariant = "neon";
 constexpr int kMR = 8;
 constexpr int kNR = 12;
 
-// c[r * kNR + j] = sum over k' < k of A(r, k') * B(k', j).
+// c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
 // Not inlined: inside a big generated loop nest GCC shuffles the
 // accumulators between registers every iteration; alone it keeps them put.
-__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c) {
-  float32x4_t c00 = vdupq_n_f32(0), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00;
-  float32x4_t c20 = c00, c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
-  float32x4_t c40 = c00, c41 = c00, c42 = c00, c50 = c00, c51 = c00, c52 = c00;
-  float32x4_t c60 = c00, c61 = c00, c62 = c00, c70 = c00, c71 = c00, c72 = c00;
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  // Accumulator q register i (row i / 3, columns 4 * (i % 3)...) starts at
+  // c[4 * i...] when continuing an earlier k block.
+  const float32x4_t zero = vdupq_n_f32(0);
+  auto start = [&](int i) { return accumulate ? vld1q_f32(c + 4 * i) : zero; };
+  float32x4_t c00 = start(0), c01 = start(1), c02 = start(2), c10 = start(3), c11 = start(4), c12 = start(5);
+  float32x4_t c20 = start(6), c21 = start(7), c22 = start(8), c30 = start(9), c31 = start(10), c32 = start(11);
+  float32x4_t c40 = start(12), c41 = start(13), c42 = start(14), c50 = start(15), c51 = start(16), c52 = start(17);
+  float32x4_t c60 = start(18), c61 = start(19), c62 = start(20), c70 = start(21), c71 = start(22), c72 = start(23);
   for (int64_t kk = 0; kk < k; ++kk) {
     const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
     const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8);

@@ -19,11 +19,13 @@ constexpr const char* kVariant = "scalar";
 constexpr int kMR = 4;
 constexpr int kNR = 8;
 
-// c[r * kNR + j] = sum over k' < k of A(r, k') * B(k', j), summed in k' order.
+// c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of
+// A(r, k') * B(k', j), summed in k' order.
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
-inline void tile(int64_t k, const float* a, const float* b, float* c) {
-  float acc[kMR * kNR] = {};
+inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  float acc[kMR * kNR];
+  for (int i = 0; i < kMR * kNR; ++i) acc[i] = accumulate ? c[i] : 0.0f;
   for (int64_t kk = 0; kk < k; ++kk) {
     for (int r = 0; r < kMR; ++r)
       for (int j = 0; j < kNR; ++j) acc[r * kNR + j] += a[r] * b[j];

@@ -2,7 +2,9 @@
 // against a double-precision reference GEMM, through a driver that packs odd
 // shapes as the generated code does (rows past M repeat the last row, columns
 // past N are zero): tails in M, N and K, k = 0 and 1, a large K, and integer
-// values where the result must be exact. Cross-compiled and run under
+// values where the result must be exact; K split into kc blocks that
+// accumulate onto the tile (tails, K < kc) must give the one-block result bit
+// for bit. Cross-compiled and run under
 // qemu-aarch64 by run_sgemm_arm_test.sh. Prints one line per failure and a
 // summary; exits non-zero on any failure.
 #include "sgemm_neon.h"
@@ -33,16 +35,26 @@ Problem random_problem(int64_t m, int64_t n, int64_t k, uint32_t seed, bool inte
   return p;
 }
 
-void check(const Problem& p, bool exact) {
+// Through the kernel in blocks of kc k values (0: one block), the later
+// blocks accumulating; every result is checked against the reference and,
+// when `whole` is given, must equal it bit for bit (then it is not written).
+void check(const Problem& p, bool exact, int64_t kc = 0, std::vector<float>* whole = nullptr) {
   alignas(64) static float a_panel[4096 * kMR], b_panel[4096 * kNR];
   float tile[kMR * kNR];
+  const bool compare = whole != nullptr && !whole->empty();
+  size_t at = 0;
   for (int64_t n0 = 0; n0 < p.n; n0 += kNR) {
     for (int64_t kk = 0; kk < p.k; ++kk)
       for (int j = 0; j < kNR; ++j) b_panel[kk * kNR + j] = n0 + j < p.n ? p.b[kk * p.n + n0 + j] : 0.0f;
     for (int64_t m0 = 0; m0 < p.m; m0 += kMR) {
       for (int64_t kk = 0; kk < p.k; ++kk)
         for (int r = 0; r < kMR; ++r) a_panel[kk * kMR + r] = p.a[std::min<int64_t>(m0 + r, p.m - 1) * p.k + kk];
-      tg_sgemm::neon::tile(p.k, a_panel, b_panel, tile);
+      if (kc <= 0 || p.k == 0) {
+        tg_sgemm::neon::tile(p.k, a_panel, b_panel, tile, false);
+      } else {
+        for (int64_t k0 = 0; k0 < p.k; k0 += kc)
+          tg_sgemm::neon::tile(std::min(kc, p.k - k0), a_panel + k0 * kMR, b_panel + k0 * kNR, tile, k0 > 0);
+      }
       for (int r = 0; r < kMR && m0 + r < p.m; ++r)
         for (int j = 0; j < kNR && n0 + j < p.n; ++j) {
           double want = 0, magnitude = 0;
@@ -52,6 +64,15 @@ void check(const Problem& p, bool exact) {
             magnitude += std::fabs(prod);
           }
           const double got = tile[r * kNR + j];
+          if (whole != nullptr) {
+            if (!compare) {
+              whole->push_back(tile[r * kNR + j]);
+            } else if ((*whole)[at++] != tile[r * kNR + j] && failures++ < 10) {
+              std::printf("FAIL m=%lld n=%lld k=%lld kc=%lld at (%lld, %lld): %.9g, one block gave %.9g\n",
+                          (long long)p.m, (long long)p.n, (long long)p.k, (long long)kc, (long long)(m0 + r),
+                          (long long)(n0 + j), got, (double)(*whole)[at - 1]);
+            }
+          }
           const double tolerance = exact ? 0.0 : 1e-6 + magnitude * 2e-7 * static_cast<double>(p.k + 1);
           ++checks;
           if (std::fabs(got - want) > tolerance && failures++ < 10)
@@ -71,6 +92,12 @@ int main() {
       check(random_problem(m, n, 13, static_cast<uint32_t>(m * 1000 + n), false), false);
   check(random_problem(67, 99, 1153, 7, false), false);
   check(random_problem(kMR + 2, kNR + 3, 41, 3, true), true);
+  for (int64_t k : {1, 13, 100, 769}) {
+    const Problem p = random_problem(kMR + 3, 2 * kNR + 1, k, static_cast<uint32_t>(100 + k), false);
+    std::vector<float> whole;
+    check(p, false, 0, &whole);
+    for (int64_t kc : {1, 3, 7, 64, 192, 1000}) check(p, false, kc, &whole);
+  }
   std::printf("sgemm %s %dx%d: %d checks, %d failures\n", tg_sgemm::neon::kVariant, kMR, kNR, checks, failures);
   return failures == 0 ? 0 : 1;
 }

@@ -5,6 +5,9 @@ aarch64-toolchain.cmake), `tilegraph run` runs its main_test under
 aarch64 library here, so it falls back to that CLI) matches onnxruntime.
 
 * a small float model (models/bert_small) for neoverse-n2;
+* float GEMMs and convs whose K runs in kc blocks on the NEON float micro-kernel
+  (neoverse-n2 with a small L1 through --arch-file; the model and block sizes of
+  tests/float_gemm/test_float_gemm_models.py's k_blocks);
 * onnxruntime-quantized attention blocks (tests/quantized/make_quantized_models.py)
   on each ARM int8 micro-kernel: neoverse-n2 and cortex-a715 (i8mm), cortex-a76
   (dotprod), cortex-a72 (NEON only); every int8 matmul kernel of manifest.json
@@ -24,7 +27,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-for p in (REPO / "python", REPO / "tests" / "quantized"):
+for p in (REPO / "python", REPO / "tests" / "quantized", REPO / "tests" / "float_gemm"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
@@ -104,6 +107,32 @@ def test_bert_small_neoverse_n2(tmp_path):
     if not NATIVE:
         assert "qemu-aarch64" in run.stdout and "not real-time" in run.stdout, run.stdout
 
+    _test_acc(prefix, "neoverse-n2", env)
+
+
+def test_float_k_blocks_on_neon(tmp_path):
+    from test_float_gemm_models import k_blocks
+
+    exe = _exe()
+    env = _env(exe)
+    env.pop("TILEGRAPH_SGEMM_VARIANT", None)  # the arch's isa must choose: neon (8 x 12)
+    prefix = tmp_path / "k_blocks"
+    k_blocks(prefix)
+    # neoverse-n2 with an L1 of 2 x 32 x 12 floats: B panels of K > 64 in blocks of <= 32 k values.
+    spec = json.loads((REPO / "scheduler" / "arch" / "neoverse-n2.json").read_text())
+    for level in spec["levels"]:
+        if level["name"] == "l1":
+            level["capacity_bytes"] = 2 * 32 * 12 * 4
+    spec_path = tmp_path / "n2_small_l1.json"
+    spec_path.write_text(json.dumps(spec))
+    tune = _run([exe, "tune", prefix, "--arch-file", spec_path], env)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    project = prefix / "tilegraph_rt" / "neoverse-n2"
+    assert elf_machine(project / "build" / "libmodel.so") == "aarch64"
+    manifest = json.loads((project / "manifest.json").read_text())
+    params = [k["ukernel_params"] for k in manifest["kernels"] if k.get("ukernel") == "sgemm_neon"]
+    assert sorted((p["kc"], p["k_blocks"]) for p in params) == \
+        sorted([(26, 4), (45, 1), (23, 3), (27, 24), (24, 3), (13, 1)]), params
     _test_acc(prefix, "neoverse-n2", env)
 
 

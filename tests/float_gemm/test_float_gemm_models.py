@@ -8,7 +8,10 @@
 * every kernel whose op is such a contraction runs on the micro-kernel
   (manifest.json: `ukernel` is sgemm_<variant>) and outputs match onnxruntime;
 * every x86 variant the CPU can run (TILEGRAPH_SGEMM_VARIANT), and
-  --no-float-ukernels turns the path off.
+  --no-float-ukernels turns the path off;
+* K in kc blocks (the accumulating micro-kernel): a host spec (--arch-file)
+  whose L1 holds a B block of 32 k values, and GEMMs and convs whose K spans
+  several blocks with a shorter last one, splits evenly, or fits one block.
 """
 import json
 import os
@@ -124,6 +127,34 @@ def convs_odd(path):
                                   _w("w2", 9, 14, 1, 3)])
 
 
+def k_blocks(path):
+    # With 32 k values per block where K > 64 (_small_l1_spec): K = 101 (blocks of 26, the
+    # last 23) with a bias + Relu epilogue, then K = 45 (one block: its B panel fits the L1);
+    # q @ k^T of two activations, K = 67 (23, 23, 21); a padded 3x3 conv over 71 channels,
+    # K = 639 (24 blocks of 3 channels, the last 2) with a 1x1 conv (K = 71: 24, 24, 23) as
+    # its residual; K = 13 in one block.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 7, 101])
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [2, 9, 67])
+    k = helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, 21, 67])
+    img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 71, 14, 13])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [5, 13])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y2", "y3", "y4", "y5")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]),
+             helper.make_node("Add", ["m1", "b1"], ["h1"]),
+             helper.make_node("Relu", ["h1"], ["y1"]),
+             helper.make_node("MatMul", ["y1", "w2"], ["y2"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["y3"]),
+             helper.make_node("Conv", ["img", "wc", "bc"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["img", "wp"], ["c2"]),
+             helper.make_node("Add", ["c1", "c2"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y4"]),
+             helper.make_node("MatMul", ["z", "w5"], ["y5"])]
+    _save(path, nodes, [x, q, k, img, z], outs,
+          [_w("w1", 101, 45), _w("b1", 45), _w("w2", 45, 9), _w("wc", 17, 71, 3, 3), _w("bc", 17),
+           _w("wp", 17, 71, 1, 1), _w("w5", 13, 20)])
+
+
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd}
 
 
@@ -166,3 +197,52 @@ def test_no_float_ukernels_keeps_the_loop_nests(tmp_path):
     manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
     assert not [k for k in manifest["kernels"] if k.get("ukernel", "").startswith("sgemm")]
     assert not (prefix / "tilegraph_rt" / "host" / "sgemm_avx512.h").exists()
+
+
+# Columns of each variant's register tile (sgemm_<variant>.h kNR).
+NR = {"scalar": 8, "avx2": 16, "avx512": 32}
+
+
+def _small_l1_spec(path, variant):
+    """A host spec whose L1 is 2 x 32 x NR floats: B panels of K > 64 are split into blocks of
+    at most 32 k values (scheduler/float_gemm_blocking.h)."""
+    spec = {"name": "host", "target": "cpu", "description": "the host CPU with a small L1 (k blocks test)",
+            "isa": "x86-64", "compute_units": os.cpu_count() or 1, "warp_size": 1, "max_threads_per_block": 1,
+            "max_threads_per_unit": 1, "max_blocks_per_unit": 1, "shared_bytes_per_block": 1 << 20,
+            "shared_bytes_per_unit": 1 << 20, "registers_per_unit": 256, "max_registers_per_thread": 256,
+            "kernel_launch_seconds": 2e-6, "peak_fp32_flops": 1e11, "peak_fp16_flops": 1e11,
+            "peak_int8_ops": 4e11, "vector_bytes": 32,
+            "levels": [
+                {"name": "dram", "scope": "device", "capacity_bytes": 1 << 32, "bandwidth_bytes_per_s": 1e10,
+                 "transaction_bytes": 64},
+                {"name": "l2", "scope": "block", "capacity_bytes": 1 << 20, "bandwidth_bytes_per_s": 1e11,
+                 "transaction_bytes": 64},
+                {"name": "l1", "scope": "block", "capacity_bytes": 2 * 32 * NR[variant] * 4,
+                 "bandwidth_bytes_per_s": 2e11, "transaction_bytes": 64},
+                {"name": "registers", "scope": "thread", "capacity_bytes": 1024, "bandwidth_bytes_per_s": 1e12,
+                 "transaction_bytes": 32}]}
+    path.write_text(json.dumps(spec))
+    return path
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_k_blocks_accumulate_on_the_micro_kernel(variant, tmp_path):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "k_blocks"
+    k_blocks(prefix)
+    spec = _small_l1_spec(tmp_path / "small_l1.json", variant)
+    env = dict(os.environ, TILEGRAPH_SGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
+    tune = _tune(exe, prefix, env, "--arch-file", str(spec))
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    params = [k["ukernel_params"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
+    # (kc, k_blocks) of the six GEMMs, in any order: K = 101, 45, 67, 639, 71, 13
+    assert sorted((p["kc"], p["k_blocks"]) for p in params) == \
+        sorted([(26, 4), (45, 1), (23, 3), (27, 24), (24, 3), (13, 1)]), params
+    assert all(p["nr"] == NR[variant] for p in params)
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout
+    assert acc.stdout.count("  ok ") == 4, acc.stdout

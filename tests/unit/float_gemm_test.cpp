@@ -1,6 +1,7 @@
 // Float32 GEMMs: the shared matcher's axis roles for matmuls and convs, the
 // rule that keeps column-starved contractions (depthwise) off the
-// micro-kernel, and epilogue fusion in the CPU schedule.
+// micro-kernel, the lowered loops (packing, column tables, k blocks), and
+// epilogue fusion in the CPU schedule.
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -236,6 +237,120 @@ TEST(FloatGemm, MatMulPanelsNeedNoColumnTable) {
   loops_named(kernel, kernel.body, "jt", &fill);
   EXPECT_EQ(pack.size(), 1u);
   EXPECT_TRUE(fill.empty());
+}
+
+// The calls of `callee` anywhere in s.
+void calls_in(const codegen::Stmt& s, const std::string& callee, std::vector<codegen::Stmt>* found) {
+  if (!s) return;
+  if (s->kind == codegen::StmtKind::kCall && s->callee == callee) found->push_back(s);
+  for (const codegen::Stmt& c : s->body) calls_in(c, callee, found);
+}
+
+int64_t ukernel_param(const codegen::Kernel& k, const std::string& name) {
+  for (const auto& [param, value] : k.ukernel_params)
+    if (param == name) return value;
+  ADD_FAILURE() << "no ukernel param " << name;
+  return -1;
+}
+
+// The host with an L1 that holds a B block of 32 k values for the scalar
+// variant (8 columns): half of it is 32 x 8 floats.
+scheduler::ArchSpec host_with_small_l1() {
+  scheduler::ArchSpec a = scheduler::host_arch();
+  a.l1_bytes = 2 * 32 * 8 * 4;
+  return a;
+}
+
+// K = 23 channels x 9 window positions = 207 > kc: blocks of 3 channels (27
+// k values), the last of 2. The column table is filled once per panel,
+// outside the k-block loop; the B panel is packed per block inside it, and
+// the tile call accumulates after the first block.
+TEST(FloatGemm, ConvKBlocksPackEachBlockAndFillTheColumnTableOncePerPanel) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 23, 14, 13}).output("y");
+  b.initializer_f("w", {16, 23, 3, 3}, ramp(16 * 23 * 9));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  Graph g = import_and_optimize(b, "conv_k_blocks");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, host_with_small_l1());
+  EXPECT_EQ(ukernel_param(kernel, "kc"), 27);
+  EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 8);
+  std::vector<codegen::Stmt> k_loop, fill, pack_in_block, fill_in_block, calls;
+  loops_named(kernel, kernel.body, "kcb", &k_loop);
+  loops_named(kernel, kernel.body, "jt", &fill);
+  ASSERT_EQ(k_loop.size(), 1u);
+  EXPECT_EQ(fill.size(), 1u);
+  loops_named(kernel, k_loop[0], "jb", &pack_in_block);
+  loops_named(kernel, k_loop[0], "jt", &fill_in_block);
+  EXPECT_EQ(pack_in_block.size(), 1u);
+  EXPECT_TRUE(fill_in_block.empty());
+  EXPECT_EQ(divisions_in(pack_in_block[0]), 0);
+  calls_in(k_loop[0], "tg_sgemm::tile", &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  ASSERT_EQ(calls[0]->args.size(), 5u);
+  EXPECT_FALSE(is_const(calls[0]->args[0].value)) << "the last block is shorter: 2 channels";
+  EXPECT_FALSE(is_const(calls[0]->args[4].value)) << "accumulate after the first block";
+  // The blocked channel loop stops at the channels left.
+  std::vector<codegen::Stmt> channels;
+  loops_named(kernel, k_loop[0], "kb0", &channels);
+  ASSERT_EQ(channels.size(), 1u);
+  EXPECT_FALSE(is_const(channels[0]->extent));
+}
+
+// Weights packed at compile time as B (x @ W): the k blocks read them at
+// the block's offset; K = 96 splits in three even blocks of 32, no tail.
+TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {9, 96}).output("y");
+  b.initializer_f("w", {96, 20}, ramp(96 * 20));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  Graph g = import_and_optimize(b, "matmul_k_blocks");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  ASSERT_GE(packs.b, 0);
+  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, host_with_small_l1());
+  EXPECT_EQ(ukernel_param(kernel, "kc"), 32);
+  EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 3);
+  std::vector<codegen::Stmt> k_loop, pack, calls;
+  loops_named(kernel, kernel.body, "kcb", &k_loop);
+  loops_named(kernel, kernel.body, "jb", &pack);
+  ASSERT_EQ(k_loop.size(), 1u);
+  EXPECT_TRUE(pack.empty());
+  calls_in(k_loop[0], "tg_sgemm::tile", &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  int64_t k = 0;
+  EXPECT_TRUE(is_const_int(calls[0]->args[0].value, &k));
+  EXPECT_EQ(k, 32);
+}
+
+// Without k blocks (a B panel, 64 x 8 floats, that fits the L1) the tile
+// call never accumulates.
+TEST(FloatGemm, OneKBlockStartsEveryTile) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {9, 64}).output("y");
+  b.initializer_f("w", {64, 20}, ramp(64 * 20));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  Graph g = import_and_optimize(b, "matmul_one_k_block");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, host_with_small_l1());
+  EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 1);
+  EXPECT_EQ(ukernel_param(kernel, "kc"), 64);
+  std::vector<codegen::Stmt> k_loop, calls;
+  loops_named(kernel, kernel.body, "kcb", &k_loop);
+  EXPECT_TRUE(k_loop.empty());
+  calls_in(kernel.body, "tg_sgemm::tile", &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  int64_t accumulate = -1;
+  EXPECT_TRUE(is_const_int(calls[0]->args[4].value, &accumulate));
+  EXPECT_EQ(accumulate, 0);
 }
 
 // Under 128 output pixels (a ViT patch embedding: 7 x 7) the filters stay

@@ -2,7 +2,8 @@
 // variant built into this binary, on panels packed with the layout README.md
 // states, against a double-precision reference GEMM. A driver packs odd shapes
 // the way the generated code does (rows past M repeat the last row, columns
-// past N are zero), so tails in M, N and K, k = 1 and large K are covered. A
+// past N are zero), so tails in M, N and K, k = 1 and large K are covered, and
+// K split into kc blocks that accumulate onto the tile (tails, K < kc). A
 // variant the CPU cannot run is skipped.
 #include "codegen/lowering/int_gemm_variant.h"
 #include "codegen/ukernels/sgemm_scalar.h"
@@ -65,8 +66,10 @@ Problem random_problem(int64_t m, int64_t n, int64_t k, uint32_t seed) {
   return p;
 }
 
-// C = A * B through the micro-kernel, blocked and padded as the generated code does it.
-std::vector<float> ukernel_gemm(const SGemmVariantInfo& v, const Problem& p) {
+// C = A * B through the micro-kernel, blocked and padded as the generated code
+// does it: K in blocks of kc (0: one block), the first block starting the
+// tile, the later ones accumulating onto it.
+std::vector<float> ukernel_gemm(const SGemmVariantInfo& v, const Problem& p, int64_t kc = 0) {
   std::vector<float> c(p.m * p.n, 0.0f);
   AlignedFloats a_panel(static_cast<size_t>(std::max<int64_t>(p.k, 1) * v.mr));
   AlignedFloats b_panel(static_cast<size_t>(std::max<int64_t>(p.k, 1) * v.nr));
@@ -78,7 +81,12 @@ std::vector<float> ukernel_gemm(const SGemmVariantInfo& v, const Problem& p) {
       for (int64_t kk = 0; kk < p.k; ++kk)
         for (int r = 0; r < v.mr; ++r)
           a_panel.data()[kk * v.mr + r] = p.a[std::min(m0 + r, p.m - 1) * p.k + kk];
-      v.tile(p.k, a_panel.data(), b_panel.data(), tile.data());
+      if (kc <= 0 || p.k == 0) {
+        v.tile(p.k, a_panel.data(), b_panel.data(), tile.data(), false);
+      } else {
+        for (int64_t k0 = 0; k0 < p.k; k0 += kc)
+          v.tile(std::min(kc, p.k - k0), a_panel.data() + k0 * v.mr, b_panel.data() + k0 * v.nr, tile.data(), k0 > 0);
+      }
       for (int r = 0; r < v.mr && m0 + r < p.m; ++r)
         for (int j = 0; j < v.nr && n0 + j < p.n; ++j) c[(m0 + r) * p.n + n0 + j] = tile[r * v.nr + j];
     }
@@ -88,8 +96,8 @@ std::vector<float> ukernel_gemm(const SGemmVariantInfo& v, const Problem& p) {
 
 // Every element within float rounding of the double-precision sum: a bound
 // of K roundings of the largest partial sum (|a||b| summed).
-void expect_matches_reference(const SGemmVariantInfo& v, const Problem& p) {
-  const std::vector<float> c = ukernel_gemm(v, p);
+void expect_matches_reference(const SGemmVariantInfo& v, const Problem& p, int64_t kc = 0) {
+  const std::vector<float> c = ukernel_gemm(v, p, kc);
   for (int64_t i = 0; i < p.m; ++i)
     for (int64_t j = 0; j < p.n; ++j) {
       double exact = 0, magnitude = 0;
@@ -100,7 +108,7 @@ void expect_matches_reference(const SGemmVariantInfo& v, const Problem& p) {
       }
       const double tolerance = 1e-6 + magnitude * 2e-7 * static_cast<double>(p.k + 1);
       ASSERT_NEAR(c[i * p.n + j], exact, tolerance)
-          << v.name << " m=" << p.m << " n=" << p.n << " k=" << p.k << " at (" << i << ", " << j << ")";
+          << v.name << " m=" << p.m << " n=" << p.n << " k=" << p.k << " kc=" << kc << " at (" << i << ", " << j << ")";
     }
 }
 
@@ -127,14 +135,55 @@ TEST_P(SGemmVariantTest, TailsInMAndN) {
 TEST_P(SGemmVariantTest, LargeOddShape) {
   const SGemmVariantInfo& v = GetParam();
   expect_matches_reference(v, random_problem(67, 99, 1153, 7));
+  expect_matches_reference(v, random_problem(67, 99, 1153, 7), 192);
 }
 
 TEST_P(SGemmVariantTest, KZeroGivesZeros) {
   const SGemmVariantInfo& v = GetParam();
   std::vector<float> tile(v.mr * v.nr, NAN);
   AlignedFloats panel(16);
-  v.tile(0, panel.data(), panel.data(), tile.data());
+  v.tile(0, panel.data(), panel.data(), tile.data(), false);
   for (float x : tile) EXPECT_EQ(x, 0.0f);
+}
+
+TEST_P(SGemmVariantTest, AccumulateAddsOntoC) {
+  // accumulate: the tile starts at c's values (here i + 0.5); with k = 0 it
+  // keeps them.
+  const SGemmVariantInfo& v = GetParam();
+  const Problem p = random_problem(v.mr, v.nr, 5, 11);
+  AlignedFloats a(static_cast<size_t>(5 * v.mr)), b(static_cast<size_t>(5 * v.nr));
+  for (int64_t kk = 0; kk < 5; ++kk) {
+    for (int r = 0; r < v.mr; ++r) a.data()[kk * v.mr + r] = p.a[r * 5 + kk];
+    for (int j = 0; j < v.nr; ++j) b.data()[kk * v.nr + j] = p.b[kk * v.nr + j];
+  }
+  std::vector<float> tile(v.mr * v.nr), start(v.mr * v.nr);
+  for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<float>(i) + 0.5f;
+  tile = start;
+  v.tile(0, a.data(), b.data(), tile.data(), true);
+  EXPECT_EQ(tile, start);
+  v.tile(5, a.data(), b.data(), tile.data(), true);
+  for (int r = 0; r < v.mr; ++r)
+    for (int j = 0; j < v.nr; ++j) {
+      double want = start[r * v.nr + j];
+      for (int64_t kk = 0; kk < 5; ++kk) want += static_cast<double>(p.a[r * 5 + kk]) * p.b[kk * v.nr + j];
+      EXPECT_NEAR(tile[r * v.nr + j], want, 1e-4) << v.name << " at (" << r << ", " << j << ")";
+    }
+}
+
+TEST_P(SGemmVariantTest, KBlocksGiveTheUnblockedSumsExactly) {
+  // Blocks of kc continue each element's sum in k order from the stored
+  // float, so any split of K (tails, K < kc, kc = 1) gives the one-block
+  // result bit for bit.
+  const SGemmVariantInfo& v = GetParam();
+  for (int64_t k : {1, 13, 100, 769}) {
+    const Problem p = random_problem(v.mr + 3, 2 * v.nr + 1, k, static_cast<uint32_t>(100 + k));
+    const std::vector<float> whole = ukernel_gemm(v, p);
+    for (int64_t kc : {1, 3, 7, 64, 192, 1000}) {
+      const std::vector<float> blocked = ukernel_gemm(v, p, kc);
+      ASSERT_EQ(blocked, whole) << v.name << " k=" << k << " kc=" << kc;
+    }
+    expect_matches_reference(v, p);
+  }
 }
 
 TEST_P(SGemmVariantTest, ExactOnSmallIntegers) {

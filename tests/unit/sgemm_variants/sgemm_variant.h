@@ -10,7 +10,7 @@ struct SGemmVariantInfo {
   const char* name;  // the header's kVariant
   int mr;            // kMR
   int nr;            // kNR
-  void (*tile)(int64_t k, const float* a, const float* b, float* c);
+  void (*tile)(int64_t k, const float* a, const float* b, float* c, bool accumulate);
   bool (*supported)();  // whether this CPU can run tile
 };
 

@@ -1,0 +1,37 @@
+// Cache blocking of a float32 GEMM on the micro-kernel (codegen/ukernels/
+// sgemm_*.h, lowered by codegen/lowering/lower_float_gemm_kernel.h), from the
+// arch's cache sizes:
+//   * kc: where a B panel (K x NR floats) overflows the L1
+//     (ArchSpec::l1_bytes), K is cut into blocks so that one block of it
+//     (kc x NR) fills at most half the L1. The MR-row A panels that stream
+//     past it (kc x MR each) then reuse it from L1 instead of rereading a
+//     K x NR panel from L2 for every MR rows: a 3x3 conv over 256 channels
+//     has K = 2304, a 295 KB B panel against a 48 KB L1.
+//   * mc: a row block's packed A panels (all of K) and its C tiles (one per
+//     row panel while the k blocks accumulate) fit in half the L2
+//     (ArchSpec::l2_bytes), so every column panel rereads them from L2.
+// Blocks are whole slices of one reduce axis (the first of extent > 1: a
+// conv's input channels, with every window position (kh, kw) of a channel
+// in the same block), so the packing loops stay affine per axis and a conv's
+// per-column coordinate table serves every block. The slices are spread
+// evenly over the blocks; the last may hold fewer (a tail).
+#pragma once
+#include <cstdint>
+
+#include "scheduler/arch_spec.h"
+#include "scheduler/int_gemm.h"
+
+namespace tilegraph::scheduler {
+
+struct FloatGemmBlocking {
+  int k_axis = 0;             // the reduce axis (index into Gemm::k_extents) the blocks split
+  int64_t axis_step = 1;      // its indices per block (the last block: what is left)
+  int64_t kc = 0;             // k values per block: axis_step x the later axes' extents (== K: one block)
+  int64_t k_blocks = 1;       // ceil(k_extents[k_axis] / axis_step)
+  int64_t max_row_panels = 1; // A panels (MR rows each) one row block may hold
+};
+
+// The blocking of GEMM m for a micro-kernel of mr x nr tiles on arch.
+FloatGemmBlocking float_gemm_blocking(const Gemm& m, int mr, int nr, const ArchSpec& arch);
+
+}  // namespace tilegraph::scheduler

@@ -1,0 +1,99 @@
+// The float GEMM's cache blocking (scheduler/float_gemm_blocking.h): kc from
+// the L1 where a B panel overflows it, whole slices of the first non-unit reduce axis per block, evenly
+// spread, and the row block's size from the L2.
+#include "scheduler/float_gemm_blocking.h"
+
+#include <gtest/gtest.h>
+
+namespace tilegraph::scheduler {
+namespace {
+
+Gemm gemm_with_k(std::vector<int64_t> k_extents) {
+  Gemm m;
+  m.element = DType::kF32;
+  m.k_extents = std::move(k_extents);
+  m.k = 1;
+  for (int64_t e : m.k_extents) m.k *= e;
+  return m;
+}
+
+ArchSpec caches(int64_t l1, int64_t l2) {
+  ArchSpec a;
+  a.l1_bytes = l1;
+  a.l2_bytes = l2;
+  return a;
+}
+
+TEST(FloatGemmBlocking, A3x3ConvOver256ChannelsSplitsChannelsToFitHalfTheL1) {
+  // avx512 (8 x 32), 48 KB L1: a B block of at most 24 KB = 192 k values;
+  // 9 window positions per channel: at most 21 channels, so 13 blocks,
+  // evened out to 20 channels (180 k values) each, the last 16.
+  const FloatGemmBlocking b = float_gemm_blocking(gemm_with_k({256, 3, 3}), 8, 32, caches(48 << 10, 2 << 20));
+  EXPECT_EQ(b.k_axis, 0);
+  EXPECT_EQ(b.axis_step, 20);
+  EXPECT_EQ(b.kc, 180);
+  EXPECT_EQ(b.k_blocks, 13);
+  EXPECT_LE(b.kc * 32 * 4, 24 << 10);
+  // A panels (2304 x 8 floats) and C tiles (8 x 32) of a row block in 1 MiB.
+  EXPECT_EQ(b.max_row_panels, (1 << 20) / ((2304 * 8 + 256) * 4));
+}
+
+TEST(FloatGemmBlocking, KWithinTheBlockIsOneBlockAsBefore) {
+  const FloatGemmBlocking b = float_gemm_blocking(gemm_with_k({16, 3, 3}), 8, 32, caches(48 << 10, 2 << 20));
+  EXPECT_EQ(b.k_blocks, 1);
+  EXPECT_EQ(b.kc, 144);
+  EXPECT_EQ(b.axis_step, 16);
+  EXPECT_EQ(b.max_row_panels, (1 << 20) / (144 * 8 * 4));  // no C tiles wait for later blocks
+}
+
+TEST(FloatGemmBlocking, APanelThatFitsTheL1StaysWhole) {
+  // K = 256 at NR 32: a 32 KB B panel in a 48 KB L1: one block. K = 512
+  // (64 KB) overflows it: 3 blocks within 24 KB (192 k values), of 171, 171, 170.
+  const FloatGemmBlocking whole = float_gemm_blocking(gemm_with_k({256}), 8, 32, caches(48 << 10, 2 << 20));
+  EXPECT_EQ(whole.k_blocks, 1);
+  EXPECT_EQ(whole.kc, 256);
+  const FloatGemmBlocking split = float_gemm_blocking(gemm_with_k({512}), 8, 32, caches(48 << 10, 2 << 20));
+  EXPECT_EQ(split.k_blocks, 3);
+  EXPECT_EQ(split.kc, 171);
+}
+
+TEST(FloatGemmBlocking, AMatMulSplitsKEvenlyWithATail) {
+  // scalar (4 x 8), 1 KB L1: at most 16 k values; K = 101: 7 blocks of 15, the last 11.
+  const FloatGemmBlocking b = float_gemm_blocking(gemm_with_k({101}), 4, 8, caches(1024, 1 << 20));
+  EXPECT_EQ(b.kc, 15);
+  EXPECT_EQ(b.k_blocks, 7);
+  EXPECT_EQ(101 - 6 * b.kc, 11);
+}
+
+TEST(FloatGemmBlocking, LeadingUnitAxesAreSkipped) {
+  const FloatGemmBlocking b = float_gemm_blocking(gemm_with_k({1, 1, 100}), 4, 8, caches(1024, 1 << 20));
+  EXPECT_EQ(b.k_axis, 2);
+  EXPECT_EQ(b.kc, 15);  // 100 = 7 blocks: 6 of 15, one of 10
+  EXPECT_EQ(b.k_blocks, 7);
+}
+
+TEST(FloatGemmBlocking, AWindowLargerThanTheBlockTakesOneChannelPerBlock) {
+  // 5 channels of an 11 x 11 window against 16 k values: one channel (121) per block.
+  const FloatGemmBlocking b = float_gemm_blocking(gemm_with_k({5, 11, 11}), 4, 8, caches(1024, 1 << 20));
+  EXPECT_EQ(b.axis_step, 1);
+  EXPECT_EQ(b.kc, 121);
+  EXPECT_EQ(b.k_blocks, 5);
+}
+
+TEST(FloatGemmBlocking, UnknownCachesFallBackToDefaults) {
+  // No L1 size: 32 KB (16 KB of B: 128 k values at NR 32); no L2: 2 MiB.
+  const FloatGemmBlocking b = float_gemm_blocking(gemm_with_k({1000}), 8, 32, caches(0, 0));
+  EXPECT_EQ(b.k_blocks, 8);
+  EXPECT_EQ(b.kc, 125);
+  EXPECT_EQ(b.max_row_panels, (1 << 20) / ((8000 + 256) * 4));
+}
+
+TEST(FloatGemmBlocking, ATinyL1StillMakesProgress) {
+  const FloatGemmBlocking b = float_gemm_blocking(gemm_with_k({7}), 8, 32, caches(16, 1 << 20));
+  EXPECT_EQ(b.kc, 1);
+  EXPECT_EQ(b.k_blocks, 7);
+  EXPECT_GE(b.max_row_panels, 1);
+}
+
+}  // namespace
+}  // namespace tilegraph::scheduler
