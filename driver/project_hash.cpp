@@ -41,6 +41,7 @@ std::string project_hash(const CompileOptions& o, const Graph& g, const codegen:
   h.add(str_cat("tilegraph ", kTilegraphVersion, "\narch ", o.arch, "\ncpu_features ", o.cpu_features, "\ntopk ",
                 o.topk, "\nfusion ", fusion_hash_text(o.fusion), "\nprofile_topk ", o.profile_topk, "\nfp16 ", o.fp16, "\nemulate ",
                 o.emulate, "\nsanitize ", o.sanitize, "\nskip_dot ", o.skip_dot, "\nbuild_gpu ", o.build_gpu, "\n"));
+  if (!o.tensor_cores) h.add("tensor_cores 0\n");  // absent by default: existing hashes unchanged
   if (!o.arch_file.empty()) h.add("arch_file " + scheduler::arch_to_json(scheduler::arch_from_file(o.arch_file)));
   for (const auto& [name, shape] : o.input_shapes) h.add(str_cat("input_shape ", name, "=", shape_to_string(shape), "\n"));
   for (const auto& [name, t] : o.frozen_inputs) {
