@@ -28,8 +28,10 @@ if ((${#missing[@]})); then
 fi
 
 step 2/4 "Debian 12 (bookworm) base with mmdebstrap from $MIRROR"
-if [ ! -s "$WORK/debian12.tar" ]; then
-  mmdebstrap --variant=minbase --include=ca-certificates bookworm "$WORK/debian12.tar.part" "$MIRROR" \
+if [ ! -f "$WORK/debian12.tar" ]; then
+  rm -f "$WORK/debian12.tar.part"  # a killed run's leftovers (a file: --format=tar)
+  # --format=tar: the output's name (.part) would otherwise make it a directory
+  mmdebstrap --variant=minbase --format=tar --include=ca-certificates bookworm "$WORK/debian12.tar.part" "$MIRROR" \
     >"$WORK/mmdebstrap.log" 2>&1 || fail "mmdebstrap (log: $WORK/mmdebstrap.log)"
   mv "$WORK/debian12.tar.part" "$WORK/debian12.tar"
 fi
