@@ -5,7 +5,9 @@
 # Opt-in (not CI): it downloads Debian packages and pip packages and takes long.
 #   bash docker/build_cpu_image.sh [WORK_DIR]      # default WORK_DIR: /tmp/tilegraph-image
 # Env: MIRROR (default http://deb.debian.org/debian), TAG (default tilegraph:cpu),
-#      PODMAN_FLAGS (extra podman global flags, e.g. "--storage-driver vfs").
+#      PODMAN_FLAGS (extra podman global flags, e.g. "--storage-driver vfs"),
+#      BUILD_FLAGS (extra podman build flags; "--isolation=chroot" where the OCI runtime
+#      cannot create containers, e.g. "cgroups in hybrid mode not supported" inside a container).
 # Needs root (apt-get, mmdebstrap, podman); installs mmdebstrap and podman when missing.
 # Prints "step N/4: ..." before each step and, on failure, which step failed.
 set -uo pipefail
@@ -14,6 +16,7 @@ WORK=${1:-/tmp/tilegraph-image}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 TAG=${TAG:-tilegraph:cpu}
 read -r -a PODMAN <<<"podman ${PODMAN_FLAGS:-}"
+read -r -a BUILD <<<"${BUILD_FLAGS:-}"
 STEP=""
 step() { STEP=$1; echo "step $1: $2 ($(date -u +%H:%M:%S))"; }
 fail() { echo "build_cpu_image: failed at step $STEP: $1" >&2; exit 1; }
@@ -41,6 +44,6 @@ step 3/4 "import it into podman as docker.io/library/debian:12 (what FROM debian
   || fail "podman import (log: $WORK/import.log)"
 
 step 4/4 "podman build -f docker/Dockerfile.cpu -t $TAG (never pulls; runs install_deps, build, quickstart)"
-"${PODMAN[@]}" build --pull=never --network=host -f docker/Dockerfile.cpu -t "$TAG" . >"$WORK/build.log" 2>&1 \
+"${PODMAN[@]}" build --pull=never --network=host "${BUILD[@]}" -f docker/Dockerfile.cpu -t "$TAG" . >"$WORK/build.log" 2>&1 \
   || fail "podman build (log: $WORK/build.log; its last lines: $(tail -n 3 "$WORK/build.log" | tr '\n' ' '))"
 echo "built $TAG from a local Debian 12 base; run it: podman run --rm -it $TAG bash artifacts/run_all.sh --quick"
