@@ -16,19 +16,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import cli  # noqa: E402
-from common.gpu_only import skip_section  # noqa: E402
-
-PAPER = ("V100 fp16 on tensor cores, geomean speedup of Welder: bs 1 7.18x over PyTorch, 3.08x over onnxruntime, "
-         "1.53x over TensorRT; bs 64 1.98x / 2.13x / 1.16x.")
+from common.gpu_only import skip_experiment  # noqa: E402
 
 
 def main(argv=None) -> int:
     cli.parse(__doc__, argv)  # --quick / --threads change nothing here
-    skip_section("fig10", "Fig. 10 — end-to-end latency, fp16 tensor cores (GPU)", paper=PAPER,
-                 needs=[("tilegraph CUDA fp16 (tensor cores)", "gpu"),
-                        ("PyTorch eager / torch.compile", "torch-cuda"), ("TensorRT", "trtexec")],
-                 not_yet=[("all columns on a GPU machine", "this script only reports yet; the bench suite's "
-                           "cuda preset times tilegraph and PyTorch there")])
+    skip_experiment("fig10", needs=[("tilegraph CUDA fp16 (tensor cores)", "gpu"),
+                                    ("PyTorch eager / torch.compile", "torch-cuda"), ("TensorRT", "trtexec")],
+                    not_yet=[("all columns on a GPU machine", "this script only reports yet; the bench suite's "
+                              "cuda preset times tilegraph and PyTorch there")])
     return 0
 
 

@@ -29,9 +29,10 @@ export ARTIFACTS_OUT=$OUT TILEGRAPH_BIN=${TILEGRAPH_BIN:-$PWD/build/bin/tilegrap
 rm -rf "$OUT"
 mkdir -p "$OUT"
 python3 -c "import sys; sys.path.insert(0, 'artifacts'); from common import report; report.start('$MODE, $THREADS thread(s)')"
-# Fig. 9 first: Fig. 13 and Table 5 reuse the projects it compiled.
-for script in fig02_matmul_softmax fig09_end_to_end_cpu fig10_fp16_tensor_cores fig11_no_tensor_cores \
-              fig13_fusion_ablation table5_compile_time table7_memory_scaleup; do
+# Fig. 9 first: Fig. 1, Fig. 13 and Tables 3 and 5 reuse the projects it compiled.
+for script in fig09_end_to_end_cpu fig01_peer_efficiency fig02_matmul_softmax fig10_fp16_tensor_cores \
+              fig11_no_tensor_cores fig13_fusion_ablation table3_transformers table5_compile_time table6_cnns \
+              table7_memory_scaleup; do
   echo "== $script"
   start=$(date +%s)
   python3 "artifacts/$script.py" "${ARGS[@]}"

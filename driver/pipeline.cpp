@@ -217,6 +217,10 @@ ResolvedTarget resolve_target(const CompileOptions& options) {
                                      : scheduler::arch_from_file(options.arch_file);
   scheduler::apply_cpu_features(t.arch, options.cpu_features);
   t.gpu = t.arch.is_gpu();
+  if (!options.tensor_cores) {
+    if (!t.gpu) throw UserError(str_cat("--no-tensor-cores is for GPU archs; --arch ", t.arch.name, " is not a GPU"));
+    t.arch = scheduler::without_tensor_cores(t.arch);
+  }
   if (options.skip_dot && t.arch.target != "cuda")
     throw UserError(str_cat("--skip-dot sends GEMMs to cuBLASLt, for CUDA archs; --arch ", t.arch.name, " is ",
                             t.gpu ? "a HIP GPU (no hipBLASLt path)" : "not a GPU"));
@@ -384,6 +388,7 @@ void emit_stage(const CompileOptions& options, const ResolvedTarget& target, con
     info.compile_stats["fusion_level"] = scheduler::fusion_level_name(options.fusion);
   if (!fit.stats.is_null()) info.compile_stats["memory_budget"] = fit.stats;  // absent without --memory-budget
   info.batch_chunks = fit.chunks;
+  if (!options.tensor_cores) info.compile_stats["tensor_cores"] = false;  // likewise absent by default
   info.explain = s.explain;
   if (s.ukernels.int_gemms > 0) info.int_gemm = codegen::int_gemm_variant_for(arch);
   if (s.ukernels.float_gemms > 0) info.float_gemm = codegen::float_gemm_variant_for(arch);

@@ -25,6 +25,7 @@ struct CompileOptions {
   // NVIDIA GPU is present (and the project is built); "on": also on the host
   // CPU, an error where the device is absent; "off": the cost model decides.
   std::string profile_topk = "auto";
+  bool tensor_cores = true;                    // GPU archs: --no-tensor-cores clears it (scheduler::without_tensor_cores)
   bool fp16 = false;                           // --fp16: float32 tensors stored in half (passes/to_half_precision.h)
   bool emulate = false;                        // GPU archs: also write + build the CPU emulation
   bool sanitize = false;                       // with emulate: the emulation checks every access (codegen/sanitizer)

@@ -43,6 +43,7 @@ std::string project_hash(const CompileOptions& o, const Graph& g, const codegen:
                 o.emulate, "\nsanitize ", o.sanitize, "\nskip_dot ", o.skip_dot, "\nbuild_gpu ", o.build_gpu, "\n"));
   // Only when given, so projects without a budget keep their hashes.
   if (o.memory_budget > 0) h.add(str_cat("memory_budget ", o.memory_budget, "\n"));
+  if (!o.tensor_cores) h.add("tensor_cores 0\n");  // absent by default: existing hashes unchanged
   if (!o.arch_file.empty()) h.add("arch_file " + scheduler::arch_to_json(scheduler::arch_from_file(o.arch_file)));
   for (const auto& [name, shape] : o.input_shapes) h.add(str_cat("input_shape ", name, "=", shape_to_string(shape), "\n"));
   for (const auto& [name, t] : o.frozen_inputs) {

@@ -65,6 +65,16 @@ class FieldReader {
   }
 
   // An optional number (>= 0): `fallback` when the key is absent.
+  bool optional_bool(const char* key, bool fallback) {
+    if (!object_.contains(key)) {
+      read_.insert(key);
+      return fallback;
+    }
+    const json& v = field(key);
+    if (!v.is_boolean()) fail(key, str_cat("must be true or false, got ", v.dump()));
+    return v.get<bool>();
+  }
+
   double optional_number(const char* key, double fallback) {
     if (!object_.contains(key)) {
       read_.insert(key);
@@ -256,6 +266,7 @@ ArchSpec parse_arch_json(const std::string& text, const std::string& origin) {
   a.peak_fp32_flops = r.number("peak_fp32_flops");
   a.peak_fp16_flops = r.number("peak_fp16_flops");
   a.peak_int8_ops = r.number("peak_int8_ops");
+  a.tensor_cores = r.optional_bool("tensor_cores", true);
   a.vector_bytes = r.small_integer("vector_bytes");
   if (a.shared_bytes_per_block > a.shared_bytes_per_unit)
     r.fail("shared_bytes_per_block", "exceeds shared_bytes_per_unit");
@@ -396,6 +407,12 @@ std::vector<std::string> known_arch_names() {
 
 namespace tilegraph::scheduler {
 
+ArchSpec without_tensor_cores(ArchSpec arch) {
+  arch.tensor_cores = false;
+  arch.peak_fp16_flops = arch.peak_fp32_flops;
+  return arch;
+}
+
 ArchSpec arch_from_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError("--arch-file '" + path + "': cannot open it");
@@ -412,7 +429,7 @@ std::string arch_to_json(const ArchSpec& a) {
                       {"capacity_bytes", l.capacity_bytes},
                       {"bandwidth_bytes_per_s", l.bandwidth_bytes_per_s},
                       {"transaction_bytes", l.transaction_bytes}});
-  const json j = {{"name", a.name},
+  json j = {{"name", a.name},
                   {"target", a.target},
                   {"description", a.description},
                   {"isa", a.isa},
@@ -436,6 +453,7 @@ std::string arch_to_json(const ArchSpec& a) {
                   {"peak_int8_ops", a.peak_int8_ops},
                   {"vector_bytes", a.vector_bytes},
                   {"levels", levels}};
+  if (!a.tensor_cores) j["tensor_cores"] = false;  // absent by default: default specs' text (cache keys) unchanged
   return j.dump(2) + "\n";
 }
 

@@ -62,6 +62,11 @@ struct ArchSpec {
   double peak_fp32_flops = 0;
   double peak_fp16_flops = 0;          // tensor cores / matrix cores where present
   double peak_int8_ops = 0;
+  // Whether the schedules may use the matrix units (tensor cores) that
+  // peak_fp16_flops counts. Optional JSON key "tensor_cores" (default true;
+  // written only when false). tune --no-tensor-cores clears it: see
+  // without_tensor_cores.
+  bool tensor_cores = true;
 
   // Memory levels from DRAM (first) inwards to registers (last).
   std::vector<MemoryLevel> levels;
@@ -82,6 +87,13 @@ struct ArchSpec {
   // DRAM is levels.front().
   const MemoryLevel& dram() const { return levels.front(); }
 };
+
+// ARCH with its tensor cores off (tune --no-tensor-cores, the paper's Fig. 11):
+// no matmul phase is planned on them (scheduler/mma_plan.h) and fp16 is
+// priced at the CUDA-core rate, which is the fp32 one because half operands
+// are widened and accumulate in float. The spec names the change in its JSON
+// (and so in the schedule cache's key).
+ArchSpec without_tensor_cores(ArchSpec arch);
 
 // The machine tilegraph runs on (cores from the OS, caches from sysfs).
 ArchSpec host_arch();

@@ -5,7 +5,7 @@
 namespace tilegraph::scheduler {
 
 bool has_mma_m16n8k16(const ArchSpec& arch) {
-  if (arch.target != "cuda" || arch.isa.rfind("sm_", 0) != 0) return false;
+  if (!arch.tensor_cores || arch.target != "cuda" || arch.isa.rfind("sm_", 0) != 0) return false;
   return std::stoi(arch.isa.substr(3)) >= 80;
 }
 

@@ -1,6 +1,7 @@
 // The `tilegraph` command line: tune (compile a model into a project and build
 // it), run (benchmark / run it via main_test), explain (the tile-graph
-// schedule of a tuned model), archs (known targets), ops (supported ONNX ops).
+// schedule of a tuned model), calibrate (measure the host), arch (one
+// target's resolved spec), archs (known targets), ops (supported ONNX ops).
 #include <pthread.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/aarch64_target.h"
+#include "driver/arch_summary.h"
 #include "driver/calibrate.h"
 #include "driver/explain.h"
 #include "driver/measured_kernels.h"
@@ -82,7 +84,7 @@ struct TuneFlags {
   std::string model;
   int topk = 20, jobs = 0;
   std::string cpu_features;
-  bool no_build = false, no_fusion = false, no_float_ukernels = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
+  bool no_build = false, no_fusion = false, no_tensor_cores = false, no_float_ukernels = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::string profile_topk = "auto";
   std::string fusion_level;  // empty: full, or none under --no-fusion
   std::string arch_file;
@@ -99,25 +101,30 @@ scheduler::FusionLevel fusion_level_of(const TuneFlags& f) {
   return level;
 }
 
+// The arch --arch-file (when given) or --arch names: the file's arch must be
+// a known one, since it picks the code generator and the project's folder
+// (tilegraph_rt/<name>), which run and explain find. ARCH_GIVEN: --arch was
+// on the command line (then it must agree with the file).
+scheduler::ArchSpec resolve_arch(const std::string& arch, bool arch_given, const std::string& arch_file) {
+  if (arch_file.empty()) return scheduler::arch_by_name(arch);
+  const scheduler::ArchSpec spec = scheduler::arch_from_file(arch_file);
+  std::string named;
+  try {
+    named = canonical_arch(spec.name);
+  } catch (const UserError&) {
+    throw UserError("--arch-file '" + arch_file + "': name \"" + spec.name +
+                    "\" is not a known arch (see `tilegraph archs`; a calibrated host spec is named \"host\")");
+  }
+  if (arch_given && canonical_arch(arch) != named)
+    throw UserError("--arch-file '" + arch_file + "' describes " + spec.name + ", not --arch " + arch);
+  if (scheduler::arch_by_name(named).target != spec.target)
+    throw UserError("--arch-file '" + arch_file + "': target \"" + spec.target + "\" is not " + named + "'s");
+  return spec;
+}
+
 int tune(const std::string& prefix, std::string arch, bool arch_given, const TuneFlags& f) {
   const std::string& model = f.model;
-  if (!f.arch_file.empty()) {
-    // The file's arch must be a known one: it picks the code generator and
-    // the project's folder (tilegraph_rt/<name>), which run and explain find.
-    const scheduler::ArchSpec spec = scheduler::arch_from_file(f.arch_file);
-    std::string named;
-    try {
-      named = canonical_arch(spec.name);
-    } catch (const UserError&) {
-      throw UserError("--arch-file '" + f.arch_file + "': name \"" + spec.name +
-                      "\" is not a known arch (see `tilegraph archs`; a calibrated host spec is named \"host\")");
-    }
-    if (arch_given && canonical_arch(arch) != named)
-      throw UserError("--arch-file '" + f.arch_file + "' describes " + spec.name + ", not --arch " + arch);
-    if (scheduler::arch_by_name(named).target != spec.target)
-      throw UserError("--arch-file '" + f.arch_file + "': target \"" + spec.target + "\" is not " + named + "'s");
-    arch = named;
-  }
+  if (!f.arch_file.empty()) arch = canonical_arch(resolve_arch(arch, arch_given, f.arch_file).name);
   driver::CompileOptions o;
   o.arch = canonical_arch(arch);  // a bad --arch is reported before anything else
   o.model_path = model.empty() ? (fs::path(prefix) / "model.onnx").string() : model;
@@ -131,6 +138,7 @@ int tune(const std::string& prefix, std::string arch, bool arch_given, const Tun
   o.fusion = fusion_level_of(f);
   o.float_ukernels = !f.no_float_ukernels;
   o.fp16 = f.fp16;
+  o.tensor_cores = !f.no_tensor_cores;
   o.profile_topk = f.profile_topk;
   o.emulate = f.emulate;
   o.sanitize = f.sanitize;
@@ -341,6 +349,9 @@ int cli_main(int argc, char** argv) {
                      "CPU targets: float32 matmuls and convolutions keep the generated loop nests instead of the "
                      "float GEMM micro-kernel (sgemm_*), for comparison");
   tune_cmd->add_flag("--fp16", f.fp16, "compute an fp32 model in half precision: float32 weights and activations are stored as float16 (inputs and outputs stay float32; arithmetic, reductions, softmax and layer norm accumulate in float32). test_acc then uses the fp16 tolerance");
+  tune_cmd->add_flag("--no-tensor-cores", f.no_tensor_cores,
+                     "GPU archs: schedule without the tensor cores (no mma.sync; fp16 matmuls and convolutions run "
+                     "on the CUDA cores, accumulating in float), for comparison (the Welder paper's Fig. 11)");
   tune_cmd->add_option("--profile-topk", f.profile_topk,
                        "time each kernel's --topk best tile configs on this machine's device and keep the fastest "
                        "(cached in profile_cache.json): auto = on for a CUDA arch when an NVIDIA GPU is present; "
@@ -406,6 +417,16 @@ int cli_main(int argc, char** argv) {
                             "instead of running main_test");
   calibrate_cmd->add_option("--iters", calibrate_flags.iters, "with --refine: profiled iterations")->capture_default_str();
 
+  std::string spec_arch = "host", spec_arch_file;
+  bool spec_json = false;
+  auto* arch_cmd = app.add_subcommand(
+      "arch", "print an arch's resolved spec as tune uses it: peak FLOP/s per data type, each memory level's "
+              "capacity and bandwidth, compute units (the host's as read from this machine)");
+  arch_cmd->add_option("--arch", spec_arch, "target: " + arch_names)->capture_default_str();
+  arch_cmd->add_option("--arch-file", spec_arch_file,
+                       "an arch spec file (as tune --arch-file takes it): print it as tune would read it");
+  arch_cmd->add_flag("--json", spec_json, "print the spec as one JSON object (the format of scheduler/arch/*.json)");
+
   auto* archs_cmd = app.add_subcommand("archs", "list the known --arch targets");
   auto* ops_cmd = app.add_subcommand("ops", "list the ONNX operators tilegraph lowers");
 
@@ -419,6 +440,12 @@ int cli_main(int argc, char** argv) {
     if (*run_cmd) return run(run_prefix, run_arch, run_cmd->remaining());
     if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_flags);
     if (*calibrate_cmd) return calibrate(calibrate_flags);
+    if (*arch_cmd) {
+      const scheduler::ArchSpec spec =
+          resolve_arch(spec_arch, arch_cmd->get_option("--arch")->count() > 0, spec_arch_file);
+      std::cout << (spec_json ? scheduler::arch_to_json(spec) : driver::arch_summary(spec));
+      return 0;
+    }
     if (*archs_cmd) {
       for (const std::string& name : scheduler::known_arch_names()) {
         const scheduler::ArchSpec a = scheduler::arch_by_name(name);

@@ -19,10 +19,14 @@ WELDER_MODELS = {
 }
 # --quick: the few that compile fastest yet cover attention, windows and convolutions.
 QUICK_MODELS = ("bert", "vit", "swin_transformer", "NAFNet")
+# Table 6's CNNs (Table 7 scales UNet and VGG-16 up); None: no committed small export.
+CNN_MODELS = {"resnet18": "resnet18_small", "resnet50": None, "unet": "unet_small", "vgg16": "vgg16_small"}
 
 
-def small_source(model: str) -> Path:
-    return paths.MODELS / WELDER_MODELS[model]
+def small_source(model: str) -> Path | None:
+    """models/<MODEL>_small, or None where none is committed."""
+    folder = WELDER_MODELS.get(model) or CNN_MODELS.get(model)
+    return paths.MODELS / folder if folder else None
 
 
 def export_full(model: str) -> Path:

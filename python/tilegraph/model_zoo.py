@@ -26,6 +26,10 @@ def entries(models_dir: str = "models") -> dict:
     for m in WELDER_SET:
         impl = [] if m == "mobilenet" else ["--impl", "own"]
         out[f"{m}_small"] = [m, "--prefix", f"{models_dir}/{m}_small", "--small", *impl]
+    # Table 6's CNNs (Table 7 scales UNet and VGG-16 up): the small configs' own
+    # definitions (resnet18 and vgg16 full-size are torchvision's)
+    for m in ("resnet18", "vgg16", "unet"):
+        out[f"{m}_small"] = [m, "--prefix", f"{models_dir}/{m}_small", "--small"]
     # today's exporter defaults on library models: opset 17, constant folding
     out["bert_small_opset17"] = ["bert", "--prefix", f"{models_dir}/bert_small_opset17", "--small",
                                  "--opset", "17", "--constant-folding", "--impl", "lib"]

@@ -3,8 +3,8 @@
     python -m tilegraph.torch2onnx MODEL --prefix PREFIX [--bs 1] [--fp16] [--opset 11]
         [--small] [--constant-folding] [--impl auto|own|lib] [--seed 0] [--no-check]
 
-MODEL is one of: bert, vit (ViT-S/32, Welder's), vit_b16, swin_transformer, mobilenet, resnet50,
-mobilevit, NAFNet, BSRN, Restormer, Conformer, NeRF (case-insensitive). Defaults follow Welder's
+MODEL is one of: bert, vit (ViT-S/32, Welder's), vit_b16, swin_transformer, mobilenet, resnet18,
+resnet50, vgg16, unet, mobilevit, NAFNet, BSRN, Restormer, Conformer, NeRF (case-insensitive). Defaults follow Welder's
 ``torch2onnx.py``: opset 11, ``do_constant_folding=False``, eval mode, the
 TorchScript exporter (``dynamo=False``), ``torch.manual_seed(seed)`` before the
 model is built. ``--small`` builds a tiny configuration of the same architecture

@@ -9,7 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "artifacts"))
 
-from common import charts, report, tables  # noqa: E402
+from common import charts, gpu_only, report, tables  # noqa: E402
 from common.machine import Machine, detect  # noqa: E402
 
 
@@ -58,3 +58,18 @@ def test_missing_columns_name_their_reason():
                    trtexec="/usr/bin/trtexec")
     assert all(full.missing(n) is None for n in ("gpu", "onnxruntime", "torch", "torch-cuda", "trtexec"))
     assert detect().cores >= 1  # the host CPU is always there
+
+
+def test_a_gpu_only_section_takes_title_and_quote_from_the_table(out, monkeypatch):
+    assert {"fig10", "fig11", "table7"} <= set(gpu_only.EXPERIMENTS)
+    monkeypatch.setattr(gpu_only, "detect", lambda: Machine(cpu="c", cores=2))
+    assert gpu_only.skip_experiment("table7", needs=[("UNet beyond the GPU's memory", "gpu")],
+                                    not_yet=[("tier", "not yet")])
+    text = (out / "report.md").read_text()
+    e = gpu_only.EXPERIMENTS["table7"]
+    assert f"## {e.title}" in text and f"Paper: {e.paper}" in text
+    assert "- skipped: UNet beyond the GPU's memory: no NVIDIA GPU" in text and "- skipped: tier: not yet" in text
+    # everything present and nothing pending: the caller measures, no section is written
+    monkeypatch.setattr(gpu_only, "detect", lambda: Machine(cpu="c", cores=2, gpus=["H200"]))
+    assert not gpu_only.skip_experiment("fig10", needs=[("x", "gpu")])
+    assert "<!-- section: fig10 -->" not in (out / "report.md").read_text()

@@ -19,13 +19,18 @@ pytestmark = pytest.mark.skipif(not Path(TILEGRAPH).exists(), reason="tilegraph 
 
 # CSV -> the columns that must be a positive finite number in every row.
 MEASURED = {
+    "fig01_peer_efficiency": ["gflop", "mb_unfused", "onnxruntime_ms", "onnxruntime_compute_pct",
+                              "onnxruntime_memory_pct", "tilegraph_compute_pct"],
     "fig02_matmul_softmax": ["median_ms"],
     "fig09_end_to_end_cpu": ["tilegraph_ms", "onnxruntime_ms", "speedup_vs_onnxruntime", "kernels"],
     "fig13_fusion_ablation": ["median_ms", "kernels", "dram_bytes_predicted", "intermediate_bytes"],
+    "fig11_no_tensor_cores": ["kernels", "predicted_ms"],
+    "table3_transformers": ["tilegraph_ms", "fastest_peer_ms", "speedup_vs_fastest_peer"],
     "table5_compile_time": ["total_s", "schedule_s", "kernels", "candidates_kept"],
+    "table6_cnns": ["tilegraph_ms", "onnxruntime_ms", "fastest_peer_ms", "speedup_vs_fastest_peer"],
     "table7_memory_scaleup": ["untiled_peak_bytes", "tiled_peak_bytes", "measured_peak_bytes", "tilegraph_ms"],
 }
-SKIP_ONLY = ("fig10", "fig11")
+SKIP_ONLY = ("fig10",)
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +109,30 @@ def test_report_has_every_section(out):
         assert "- skipped: " in text, section
     if not shutil.which("nvidia-smi"):
         assert report.count("no NVIDIA GPU") >= len(SKIP_ONLY) + 2  # fig02 and fig09's GPU columns too
+
+
+def test_fig09_has_int8_rows_against_onnxruntime(out):
+    int8 = [r for r in rows(out, "fig09_end_to_end_cpu") if r["precision"] == "int8"]
+    assert [r["model"] for r in int8] == ["bert"]
+    assert float(int8[0]["onnxruntime_ms"]) > 0 and float(int8[0]["speedup_vs_onnxruntime"]) > 0
+
+
+def test_fig01_fractions_are_below_the_peak(out):
+    for r in rows(out, "fig01_peer_efficiency"):
+        assert 0 < float(r["onnxruntime_compute_pct"]) < 100 and 0 < float(r["tilegraph_compute_pct"]) < 100, r
+        assert float(r["mb_fused"]) <= float(r["mb_unfused"]), r  # fusion never adds predicted traffic
+
+
+def test_fig11_turns_the_tensor_cores_off(out):
+    table = rows(out, "fig11_no_tensor_cores")
+    on = [r for r in table if r["mode"] == "tensor cores"]
+    off = [r for r in table if r["mode"] == "no tensor cores"]
+    assert on and len(on) == len(off)
+    assert sum(int(r["kernels_on_tensor_cores"]) for r in on) > 0
+    assert all(int(r["kernels_on_tensor_cores"]) == 0 for r in off)
+
+
+def test_table6_has_the_small_cnns(out):
+    assert {r["model"] for r in rows(out, "table6_cnns")} == {"resnet18", "unet", "vgg16"}
+    section = (out / "report.md").read_text().split("<!-- section: table6 -->")[1]
+    assert "- skipped: resnet50: no committed small export" in section.split("<!-- end: table6 -->")[0]

@@ -245,4 +245,25 @@ TEST(ArchSpec, LevelOrderIsChecked) {
 }
 
 }  // namespace
+
+// tune --no-tensor-cores: the spec says so in its JSON (the schedule cache's key
+// changes with it), reads back the same, and prices fp16 at the fp32 rate.
+TEST(ArchSpec, WithoutTensorCoresIsItsOwnSpec) {
+  const ArchSpec h100 = arch_by_name("H100");
+  EXPECT_TRUE(h100.tensor_cores);
+  const ArchSpec off = without_tensor_cores(h100);
+  EXPECT_FALSE(off.tensor_cores);
+  EXPECT_EQ(off.peak_fp16_flops, h100.peak_fp32_flops);
+  EXPECT_EQ(off.peak_fp32_flops, h100.peak_fp32_flops);
+  const std::string text = arch_to_json(off);
+  EXPECT_NE(text, arch_to_json(h100));
+  EXPECT_EQ(arch_to_json(h100).find("tensor_cores"), std::string::npos);
+  const ArchSpec back = parse_arch_json(text, "off.json");
+  EXPECT_FALSE(back.tensor_cores);
+  EXPECT_EQ(arch_to_json(back), text);
+  nlohmann::json j = nlohmann::json::parse(text);
+  j["tensor_cores"] = "no";
+  EXPECT_EQ(error_for(j), "toy.json: field 'tensor_cores' must be true or false, got \"no\"");
+}
+
 }  // namespace tilegraph::scheduler

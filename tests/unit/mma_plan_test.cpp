@@ -71,6 +71,8 @@ TEST(MmaPlan, HalfMatmulOnSm80AndLaterDealsTilesToWarps) {
   EXPECT_FALSE(plan_mma(g, op, region({1, 32, 32}), 128, 32, arch("V100")));
   EXPECT_FALSE(plan_mma(g, op, region({1, 32, 32}), 128, 32, arch("MI250")));  // HIP
   EXPECT_FALSE(plan_mma(g, op, region({1, 32, 32}), 128, 32, arch("host")));
+  // tune --no-tensor-cores
+  EXPECT_FALSE(plan_mma(g, op, region({1, 32, 32}), 128, 32, without_tensor_cores(arch("H100"))));
 }
 
 TEST(MmaPlan, RejectsShapesTheFragmentsDoNotTile) {
