@@ -9,10 +9,13 @@
 #include "codegen/lowering/lower_library_gemm.h"
 #include "compiler/ir/error.h"
 #include "scheduler/block_plan.h"
+#include "scheduler/cost_model.h"
 
 namespace tilegraph::codegen {
 
-Kernel lower_kernel(Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+namespace {
+
+Kernel lower_by_kind(Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
   switch (ks.kind) {
     case scheduler::KernelKind::kLoopNest:
       return lower_cpu_kernel(g, ks);
@@ -34,6 +37,16 @@ Kernel lower_kernel(Graph& g, const scheduler::KernelSchedule& ks, const schedul
       return lower_library_gemm_kernel(g, ks);
   }
   TG_CHECK(false, "unknown kernel kind ", static_cast<int>(ks.kind));
+}
+
+}  // namespace
+
+Kernel lower_kernel(Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+  Kernel k = lower_by_kind(g, ks, arch);
+  // Kernels without an estimate (0) split.
+  const double seconds = ks.estimate.seconds;
+  k.single_thread = !arch.is_gpu() && seconds > 0 && seconds < scheduler::min_parallel_seconds(arch);
+  return k;
 }
 
 }  // namespace tilegraph::codegen
