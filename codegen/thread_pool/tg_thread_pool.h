@@ -21,12 +21,6 @@
 //    spins for the same time, then sleeps on a futex until that thread
 //    leaves: its core goes idle, and the kernel's scheduler can run the late
 //    thread there instead of leaving it queued behind the other process;
-//  - a pool thread that finds itself on the caller's core when it joins a
-//    loop moves to another core of its affinity mask first. Linux wakes a
-//    sleeping thread on its waker's core when the core it last ran on is
-//    busy (another process holds it), and the load balancer then sees two
-//    threads on one core and one on the other as balanced: the pool's two
-//    threads would share a core for good, one thread's speed.
 // A loop started from inside a pool task, or while another thread of the
 // process runs a loop, runs on its calling thread alone.
 //
@@ -113,7 +107,6 @@ class Pool {
     ctx_ = ctx;
     n_ = n;
     grain_ = (n + chunks - 1) / chunks;
-    caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
     participants_.store(threads - 1, std::memory_order_relaxed);
     next_.store(0, std::memory_order_relaxed);
     epoch_ += 1;
@@ -142,9 +135,6 @@ class Pool {
   static constexpr int kEpochShift = 32;
   static constexpr uint64_t kOpen = uint64_t{1} << 31;
   static constexpr uint64_t kActiveMask = kOpen - 1;
-  // A pool thread moves off the caller's core at most this often (each move
-  // is two system calls and a migration).
-  static constexpr auto kMinMoveInterval = std::chrono::milliseconds(1);
 
   Pool() {
     const char* spin = std::getenv("TG_POOL_SPIN_US");
@@ -210,20 +200,11 @@ class Pool {
   void worker_loop(int index) {
     in_task() = true;
     uint64_t seen = 0;
-    Clock::time_point last_move{};
     for (;;) {
       uint64_t s = wait_for_epoch_after(seen);
       if (stop_.load()) return;
       const uint64_t epoch = s >> kEpochShift;
       if (index < participants_.load(std::memory_order_relaxed)) {
-        if (sched_getcpu() == caller_cpu_.load(std::memory_order_relaxed)) {
-          const Clock::time_point now = Clock::now();
-          if (now - last_move >= kMinMoveInterval) {
-            last_move = now;
-            move_off_cpu(caller_cpu_.load(std::memory_order_relaxed));
-            s = state_.load(std::memory_order_acquire);
-          }
-        }
         // Join while the loop is open; a closed one is skipped: the caller
         // does not wait for it.
         while ((s >> kEpochShift) == epoch && (s & kOpen)) {
@@ -236,18 +217,6 @@ class Pool {
       }
       seen = epoch;
     }
-  }
-
-  // Moves this thread to another core of its affinity mask (when it has one
-  // and the pool has no more threads than the mask has cores), keeping the
-  // mask: the scheduler may move it again later.
-  void move_off_cpu(int cpu) {
-    cpu_set_t mask;
-    if (cpu < 0 || sched_getaffinity(0, sizeof mask, &mask) != 0 || threads() > CPU_COUNT(&mask)) return;
-    cpu_set_t away = mask;
-    CPU_CLR(cpu, &away);
-    if (CPU_COUNT(&away) == 0) return;
-    if (sched_setaffinity(0, sizeof away, &away) == 0) sched_setaffinity(0, sizeof mask, &mask);
   }
 
   // Spins for spin_us_, then sleeps, until the epoch differs from `seen`.
@@ -275,7 +244,6 @@ class Pool {
   void* ctx_ = nullptr;
   int64_t n_ = 0, grain_ = 1;
   std::atomic<int> participants_{0};  // pool threads allowed to join (threads - 1)
-  std::atomic<int> caller_cpu_{-1};   // the core the caller started the loop on
   uint64_t epoch_ = 0;
   std::atomic<int64_t> next_{0};
   // epoch << 32 | kOpen (joinable) | threads inside the loop.
