@@ -209,6 +209,7 @@ struct ResolvedTarget {
   bool cross = false;        // an AArch64 arch on another host: cross-compiled
   bool profile = false;      // --profile-topk runs here
   int steps = 4;             // progress steps
+  int build_jobs = 1;        // parallel build jobs (--jobs, 0: this machine's cores)
 };
 
 ResolvedTarget resolve_target(const CompileOptions& options) {
@@ -232,6 +233,7 @@ ResolvedTarget resolve_target(const CompileOptions& options) {
   if (t.cross && options.build) require_aarch64_cross_compiler(t.arch);
   t.profile = profiles_topk(options, t.arch, t.build_gpu, t.cross);
   t.steps = t.build_any ? 5 : 4;
+  t.build_jobs = options.build_jobs > 0 ? options.build_jobs : scheduler::host_arch().cores;
   return t;
 }
 
@@ -267,8 +269,7 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
                                           : s.schedule;
   cache.save(cache_path);
   if (target.profile) {
-    const int jobs = options.build_jobs > 0 ? options.build_jobs : scheduler::host_arch().cores;
-    s.profiled = profile_topk(g, s.schedule, arch, options.topk, tg_options.search_budget, out_dir, jobs);
+    s.profiled = profile_topk(g, s.schedule, arch, options.topk, tg_options.search_budget, out_dir, target.build_jobs);
     report.profiled_kernels = s.profiled.kernels;
     std::cerr << "      top-" << options.topk << " profiling: " << s.profiled.kernels << " kernels ("
               << s.profiled.problems << " distinct, " << s.profiled.cache_hits << " from profile_cache.json), "
@@ -404,11 +405,11 @@ void emit_stage(const CompileOptions& options, const ResolvedTarget& target, con
       }
       codegen::ProjectInfo emulation_info = info;
       emulation_info.arch = arch.name + "-emulation";
+      emulation_info.gpu_emulation = true;
       if (options.sanitize) emulation_info.sanitizer_warp_size = arch.warp_size;
       codegen::emit_cpu_project(g, emulated, plan, emulation_info, emulation_dir(out_dir));
     }
   } else {
-    info.thread_pool = true;
     codegen::emit_cpu_project(g, kernels, plan, info, out_dir);
   }
   report.num_kernels = static_cast<int>(kernels.size());
@@ -416,7 +417,7 @@ void emit_stage(const CompileOptions& options, const ResolvedTarget& target, con
 
 void build_stage(const CompileOptions& options, const ResolvedTarget& target, const std::string& out_dir,
                  Clock::time_point start) {
-  const int jobs = options.build_jobs > 0 ? options.build_jobs : scheduler::host_arch().cores;
+  const int jobs = target.build_jobs;
   if (!target.gpu || target.build_gpu) {
     const std::string toolchain = target.cross ? codegen::kAarch64ToolchainFile : "";
     progress(5, target.steps,

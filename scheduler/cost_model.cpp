@@ -241,4 +241,9 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
   return c;
 }
 
+double min_parallel_seconds(const ArchSpec& arch) {
+  const double cores = std::max(2, arch.cores);
+  return arch.parallel_region_seconds * cores / (cores - 1);
+}
+
 }  // namespace tilegraph::scheduler

@@ -60,6 +60,13 @@ struct CostEstimate {
 
 CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch);
 
+// CPU: the estimated time below which a kernel's parallel loop runs on the
+// calling thread. Spreading a kernel over c cores saves the caller about
+// (c - 1) / c of its time and costs a parallel region, so the split pays
+// above parallel_region_seconds * c / (c - 1) (c at least 2: the project
+// may run more threads than the spec's cores).
+double min_parallel_seconds(const ArchSpec& arch);
+
 // Bytes moved to read (or write) the box [lo, lo + extent) of a row-major
 // tensor of `shape` with `element_bytes` per element, in whole transactions
 // of `transaction_bytes` aligned to the tensor's start (coalescing: a

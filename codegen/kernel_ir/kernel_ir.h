@@ -146,6 +146,9 @@ struct Kernel {
   std::string ukernel;                    // the micro-kernel it calls ("qgemm_avx2"), if any
   // The blocking of the loops around it (tile shape, cache blocks: "mr", "kc", ...), for the manifest.
   std::vector<std::pair<std::string, int64_t>> ukernel_params;
+  // CPU: too small for a split to pay (the cost model's min_parallel_seconds):
+  // the thread pool's dialect runs its parallel loop on the calling thread.
+  bool single_thread = false;
   // Block/thread kernels (a kBlocks loop at the top): launch shape.
   int64_t grid = 0;                       // blocks (0: not a block kernel)
   int threads = 1;                        // threads per block

@@ -7,20 +7,14 @@
 #include "codegen/lowering/lower_library_gemm.h"
 #include "compiler/ir/error.h"
 #include "scheduler/block_plan.h"
+#include "scheduler/cost_model.h"
 
 namespace tilegraph::codegen {
 
-KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
-  KernelPacks packs;
-  if (ks.kind == scheduler::KernelKind::kIntGemm)
-    packs.int_gemm = prepack_int_gemm_weights(g, ks, int_gemm_variant_for(arch));
-  if (ks.kind == scheduler::KernelKind::kFloatGemm)
-    packs.float_gemm = prepack_float_gemm_operands(g, ks, float_gemm_variant_for(arch));
-  return packs;
-}
+namespace {
 
-Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
-                    const KernelPacks& packs) {
+Kernel lower_by_kind(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
+                     const KernelPacks& packs) {
   switch (ks.kind) {
     case scheduler::KernelKind::kLoopNest:
       return lower_cpu_kernel(g, ks);
@@ -36,6 +30,26 @@ Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const s
       return lower_library_gemm_kernel(g, ks);
   }
   TG_CHECK(false, "unknown kernel kind ", static_cast<int>(ks.kind));
+}
+
+}  // namespace
+
+KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+  KernelPacks packs;
+  if (ks.kind == scheduler::KernelKind::kIntGemm)
+    packs.int_gemm = prepack_int_gemm_weights(g, ks, int_gemm_variant_for(arch));
+  if (ks.kind == scheduler::KernelKind::kFloatGemm)
+    packs.float_gemm = prepack_float_gemm_operands(g, ks, float_gemm_variant_for(arch));
+  return packs;
+}
+
+Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
+                    const KernelPacks& packs) {
+  Kernel k = lower_by_kind(g, ks, arch, packs);
+  // Kernels without an estimate (0) split.
+  const double seconds = ks.estimate.seconds;
+  k.single_thread = !arch.is_gpu() && seconds > 0 && seconds < scheduler::min_parallel_seconds(arch);
+  return k;
 }
 
 }  // namespace tilegraph::codegen

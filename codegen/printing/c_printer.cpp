@@ -427,19 +427,9 @@ class Printer {
     for (size_t i = loops.size(); i-- > 0;) out << std::string((depth + i) * 2, ' ') << "}\n";
   }
 
-  // Below this estimated time a kernel runs on the calling thread. Splitting
-  // a kernel of estimate t (all cores busy) over c cores saves about
-  // t * (c - 1) of the caller's time and costs a parallel region, which the
-  // host arch spec puts at 2 us (kernel_launch_seconds, itself inside t);
-  // on 2 cores a split pays above about 4 us. A constant until the cost
-  // model (scheduler/cost_model.h) has a parallel-region term the printer
-  // can read; kernels without an estimate (0) split.
-  static constexpr double kMinParallelSeconds = 5e-6;
-
-  bool splits_pay() const {
-    const double seconds = k_.schedule.estimate.seconds;
-    return !(seconds > 0 && seconds < kMinParallelSeconds);
-  }
+  // A kernel the cost model finds too small to split (Kernel::single_thread)
+  // runs its parallel loop on the calling thread.
+  bool splits_pay() const { return !k_.single_thread; }
 
   // A collapsed parallel loop nest (outermost first) as a tg_parallel_for
   // over its flattened iterations. The body is a lambda that takes the

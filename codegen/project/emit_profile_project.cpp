@@ -97,7 +97,7 @@ std::string cmake_file(const std::vector<std::string>& sources, const ProjectTar
 void emit_profile_project(const std::vector<Kernel>& variants, const std::string& cuda_arch,
                           const std::string& dir) {
   const bool cuda = !cuda_arch.empty();
-  const ProjectTarget t = cuda ? gpu_project_target("sm_" + cuda_arch) : cpu_project_target(cpu_dialect(), "native");
+  const ProjectTarget t = cuda ? gpu_project_target("sm_" + cuda_arch) : cpu_profile_target();
   fs::create_directories(dir);
   write_profile_timing(dir);
   if (cuda) write_device_shim(t, dir);

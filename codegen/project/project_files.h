@@ -30,10 +30,9 @@ struct ProjectInfo {
   // A GPU arch's CPU emulation tuned with --sanitize: the emulated warp size
   // (the kernels check every access: codegen/sanitizer/tg_sanitizer.h); 0: off.
   int sanitizer_warp_size = 0;
-  // CPU: the kernels' parallel loops run on one thread pool shared by the
-  // whole inference (codegen/thread_pool/tg_thread_pool.h) instead of an
-  // OpenMP fork/join each. Host-arch projects; GPU emulations keep OpenMP.
-  bool thread_pool = false;
+  // A GPU arch's kernels emulated on the CPU (emit_cpu_project; the project
+  // target follows: cpu_emulation_target, else cpu_model_target).
+  bool gpu_emulation = false;
   // 16 hex digits naming this compile (the driver hashes the model, the
   // flags and the tilegraph version): weights.bin's header, model.cpp's
   // kProjectHash and the manifest carry it; the model refuses a weights.bin

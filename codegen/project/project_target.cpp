@@ -17,11 +17,19 @@ bool is_isa(const std::string& s, const std::string& prefix) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; });
 }
 
-}  // namespace
-
-ProjectTarget cpu_project_target(const Dialect& d, const std::string& march) {
+ProjectTarget cpu_target(const Dialect& d, const std::string& march) {
   return {ProjectLanguage::kCpu, d, ".cpp", march, "", "cpu"};
 }
+
+}  // namespace
+
+ProjectTarget cpu_model_target(const std::string& march) { return cpu_target(cpu_pool_dialect(), march); }
+
+ProjectTarget cpu_emulation_target(int sanitizer_warp_size, const std::string& march) {
+  return cpu_target(sanitizer_warp_size > 0 ? sanitizer_dialect(sanitizer_warp_size) : cpu_dialect(), march);
+}
+
+ProjectTarget cpu_profile_target() { return cpu_target(cpu_dialect(), "native"); }
 
 ProjectTarget gpu_project_target(const std::string& gpu_isa) {
   if (is_isa(gpu_isa, "sm_"))

@@ -26,11 +26,23 @@ struct ProjectTarget {
   std::string name;
 
   bool gpu() const { return language != ProjectLanguage::kCpu; }
+  // CPU: the kernels' loops run on the project's thread pool.
+  bool thread_pool() const { return dialect.pool_parallel_loops; }
 };
 
-// A CPU project's kernels in dialect d (the CPU, or the GPU emulation's),
-// compiled with -march=<march>.
-ProjectTarget cpu_project_target(const Dialect& d, const std::string& march);
+// A model's CPU project, compiled with -march=<march>: its kernels' parallel
+// loops run on the project's one thread pool (cpu_pool_dialect,
+// codegen/thread_pool/tg_thread_pool.h), which model.cpp's runtime then
+// sizes (TG_THREAD_POOL).
+ProjectTarget cpu_model_target(const std::string& march);
+
+// A GPU arch's kernels emulated on the CPU: a parallel loop is an OpenMP
+// `parallel for` (cpu_dialect); with `sanitizer_warp_size` > 0 every access
+// is checked and blocks run in turn (sanitizer_dialect).
+ProjectTarget cpu_emulation_target(int sanitizer_warp_size, const std::string& march);
+
+// The top-k profiling harness's CPU variants (OpenMP loops, -march=native).
+ProjectTarget cpu_profile_target();
 
 // The GPU target of an arch spec's ISA: "sm_NN" is CUDA, "gfxNNN" HIP;
 // anything else is a UserError naming it.

@@ -14,9 +14,13 @@
 //    caller has done its share (at most one chunk is late, not a whole
 //    static share);
 //  - idle threads spin for a short time (the gap between two kernels of one
-//    inference is microseconds), then sleep on a condition variable, so a
-//    model that is not running does not hold cores. TG_POOL_SPIN_US
-//    overrides the spin time (default 100 us).
+//    inference is microseconds), then sleep on a futex, so a model that is
+//    not running does not hold cores. TG_POOL_SPIN_US overrides the spin
+//    time (default 100 us);
+//  - a caller whose joined thread is late (it lost its core inside a chunk)
+//    spins for the same time, then sleeps on a futex until that thread
+//    leaves: its core goes idle, and the kernel's scheduler can run the late
+//    thread there instead of leaving it queued behind the other process;
 // A loop started from inside a pool task, or while another thread of the
 // process runs a loop, runs on its calling thread alone.
 //
@@ -31,18 +35,21 @@
 // dynamically (not a static share per thread): a static share held by a
 // descheduled thread keeps the caller waiting for all of it.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
-#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
+#include <linux/futex.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -61,7 +68,22 @@ inline void cpu_relax() {
 #endif
 }
 
+// A futex on a std::atomic<uint32_t> (one plain 32-bit word on Linux): a
+// wake-up is one system call, and none when nobody sleeps.
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word is one 32-bit integer");
+
+// Sleeps while word holds `expected` (returns at once if it does not, and
+// spuriously at times: callers check again).
+inline void futex_wait(std::atomic<uint32_t>& word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+
+inline void futex_wake_all(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
 using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
+using Clock = std::chrono::steady_clock;
 
 class Pool {
  public:
@@ -89,27 +111,22 @@ class Pool {
     next_.store(0, std::memory_order_relaxed);
     epoch_ += 1;
     state_.store(epoch_ << kEpochShift | kOpen, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
-      { std::lock_guard<std::mutex> lock(sleep_mutex_); }
-      wake_.notify_all();
-    }
+    // Sleeping threads wait on the epoch's low 32 bits (state_'s top half).
+    wake_word_.store(static_cast<uint32_t>(epoch_), std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(wake_word_);
     in_task() = true;
     work();
     in_task() = false;
     // Close the loop to latecomers, then wait for the threads inside it.
-    uint64_t s = state_.fetch_and(~kOpen, std::memory_order_acq_rel) & ~kOpen;
-    for (int spins = 0; (s & kActiveMask) != 0; ++spins) {
-      if (spins < 4096) cpu_relax();
-      else sched_yield();  // a joined thread lost its core: give it ours
-      s = state_.load(std::memory_order_acquire);
-    }
+    const uint64_t s = state_.fetch_and(~kOpen, std::memory_order_acq_rel) & ~kOpen;
+    if ((s & kActiveMask) != 0) wait_for_joined();
     run_mutex_.unlock();
   }
 
   ~Pool() {
     stop_.store(true);
-    { std::lock_guard<std::mutex> lock(sleep_mutex_); }
-    wake_.notify_all();
+    wake_word_.fetch_add(1);
+    futex_wake_all(wake_word_);
     for (std::thread& t : workers_) t.join();
   }
 
@@ -145,6 +162,34 @@ class Pool {
     }
   }
 
+  // The caller, after closing the loop: spins for spin_us_, then sleeps
+  // until the last joined thread leaves (leave() wakes it).
+  void wait_for_joined() {
+    const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+    for (int i = 1;; ++i) {
+      if ((state_.load(std::memory_order_acquire) & kActiveMask) == 0) return;
+      cpu_relax();
+      if ((i & 255) == 0 && Clock::now() > deadline) break;
+    }
+    for (;;) {
+      caller_sleeps_.store(1, std::memory_order_seq_cst);
+      if ((state_.load(std::memory_order_seq_cst) & kActiveMask) == 0) break;
+      futex_wait(caller_sleeps_, 1);
+    }
+    caller_sleeps_.store(0, std::memory_order_relaxed);
+  }
+
+  // A pool thread leaves the loop it joined; the last one out of a closed
+  // loop wakes a sleeping caller. (A thread of an earlier loop may wake the
+  // caller of a later one: it checks again and sleeps on.)
+  void leave() {
+    const uint64_t s = state_.fetch_sub(1, std::memory_order_seq_cst) - 1;
+    if ((s & (kOpen | kActiveMask)) == 0 && caller_sleeps_.load(std::memory_order_seq_cst) != 0) {
+      caller_sleeps_.store(0, std::memory_order_relaxed);
+      futex_wake_all(caller_sleeps_);
+    }
+  }
+
   void start_workers(int count) {
     while (static_cast<int>(workers_.size()) < count) {
       const int index = static_cast<int>(workers_.size());
@@ -159,14 +204,15 @@ class Pool {
       uint64_t s = wait_for_epoch_after(seen);
       if (stop_.load()) return;
       const uint64_t epoch = s >> kEpochShift;
-      // Join while the loop is open; a closed one (or one this thread is not
-      // counted in) is skipped: the caller does not wait for it.
-      while ((s >> kEpochShift) == epoch && (s & kOpen) &&
-             index < participants_.load(std::memory_order_relaxed)) {
-        if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
-          work();
-          state_.fetch_sub(1, std::memory_order_release);
-          break;
+      if (index < participants_.load(std::memory_order_relaxed)) {
+        // Join while the loop is open; a closed one is skipped: the caller
+        // does not wait for it.
+        while ((s >> kEpochShift) == epoch && (s & kOpen)) {
+          if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
+            work();
+            leave();
+            break;
+          }
         }
       }
       seen = epoch;
@@ -175,20 +221,18 @@ class Pool {
 
   // Spins for spin_us_, then sleeps, until the epoch differs from `seen`.
   uint64_t wait_for_epoch_after(uint64_t seen) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us_);
-    for (int i = 0;; ++i) {
+    const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+    for (int i = 1;; ++i) {
       const uint64_t s = state_.load(std::memory_order_acquire);
       if ((s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed)) return s;
       cpu_relax();
-      if ((i & 255) == 255 && std::chrono::steady_clock::now() > deadline) break;
+      if ((i & 255) == 0 && Clock::now() > deadline) break;
     }
-    std::unique_lock<std::mutex> lock(sleep_mutex_);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    uint64_t s;
-    while (((s = state_.load(std::memory_order_seq_cst)) >> kEpochShift) == seen && !stop_.load())
-      wake_.wait(lock);
+    while (wake_word_.load(std::memory_order_seq_cst) == static_cast<uint32_t>(seen) && !stop_.load())
+      futex_wait(wake_word_, static_cast<uint32_t>(seen));
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
-    return s;
+    return state_.load(std::memory_order_acquire);
   }
 
   std::atomic<int> threads_{1};
@@ -204,10 +248,10 @@ class Pool {
   std::atomic<int64_t> next_{0};
   // epoch << 32 | kOpen (joinable) | threads inside the loop.
   std::atomic<uint64_t> state_{0};
-  std::atomic<int> sleepers_{0};
+  std::atomic<uint32_t> wake_word_{0};     // the epoch's low 32 bits, for sleeping pool threads
+  std::atomic<int> sleepers_{0};           // pool threads asleep on wake_word_
+  std::atomic<uint32_t> caller_sleeps_{0};  // 1 while the caller sleeps in wait_for_joined
   std::atomic<bool> stop_{false};
-  std::mutex sleep_mutex_;
-  std::condition_variable wake_;
 };
 
 template <typename F>

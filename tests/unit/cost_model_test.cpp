@@ -505,6 +505,23 @@ TEST(CostModel, CpuMicroKernelsRunAtTheirRatesAfterPacking) {
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).seconds, 1e-3 + 2e-3);
 }
 
+TEST(CostModel, ASplitPaysAboveTheParallelRegionsShareOfTheSavedTime) {
+  ArchSpec cpu = cpu_spec();
+  cpu.parallel_region_seconds = 3e-7;
+  // Over c cores a split saves (c - 1) / c of the kernel: it pays above
+  // region * c / (c - 1).
+  cpu.cores = 2;
+  EXPECT_DOUBLE_EQ(min_parallel_seconds(cpu), 6e-7);
+  cpu.cores = 4;
+  EXPECT_DOUBLE_EQ(min_parallel_seconds(cpu), 4e-7);
+  // A one-core spec still runs a project with more threads: counted as 2.
+  cpu.cores = 1;
+  EXPECT_DOUBLE_EQ(min_parallel_seconds(cpu), 6e-7);
+  // The calibrated region cost scales it.
+  cpu.parallel_region_seconds = 2e-6;
+  EXPECT_DOUBLE_EQ(min_parallel_seconds(cpu), 4e-6);
+}
+
 TEST(CostModel, PaddedTilesCostACpuTheirOverhangButNotAGpu) {
   // 197 rows in tiles of 128: 256 computed for 197 needed.
   KernelFeatures f = memory_bound(16, 1, 1 << 30);

@@ -18,6 +18,7 @@
 #include "codegen/project/emit_cuda_project.h"
 #include "codegen/kernel_ir/emulate_threads.h"
 #include "codegen/lowering/lower_block_kernel.h"
+#include "codegen/lowering/lower_kernel.h"
 #include "codegen/lowering/lower_int_gemm_kernel.h"
 #include "codegen/lowering/lower_library_gemm.h"
 #include "codegen/project/memory_plan.h"
@@ -26,6 +27,7 @@
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
 #include "scheduler/block_plan.h"
+#include "scheduler/cost_model.h"
 #include "scheduler/graph_connecting.h"
 #include "scheduler/int_gemm.h"
 #include "tests/unit/golden_file.h"
@@ -94,15 +96,35 @@ TEST(GoldenKernels, BlockKernelOnTheCpu) {
   const codegen::Kernel k = only_block_kernel(softmax_graph(), fixed_host(), {1, 40});
   EXPECT_EQ(k.threads, 1);
   EXPECT_TRUE(matches_golden("softmax_block_kernel.cpu.txt", codegen::print_kernel(k, codegen::cpu_dialect())));
-  // The host project's dialect: a kernel this short (cost model) runs on the
-  // calling thread; a long one runs its block loop on the thread pool.
-  EXPECT_LT(k.schedule.estimate.seconds, 5e-6);
+  // The host project's dialect: a kernel too short to split (lower_kernel's
+  // single_thread) runs on the calling thread; a long one runs its block
+  // loop on the thread pool.
+  codegen::Kernel short_kernel = k;
+  short_kernel.single_thread = true;
   EXPECT_TRUE(matches_golden("softmax_block_kernel.pool_short.txt",
-                             codegen::print_kernel(k, codegen::cpu_pool_dialect())));
-  codegen::Kernel long_kernel = k;
-  long_kernel.schedule.estimate.seconds = 1e-3;
-  EXPECT_TRUE(matches_golden("softmax_block_kernel.pool.txt",
-                             codegen::print_kernel(long_kernel, codegen::cpu_pool_dialect())));
+                             codegen::print_kernel(short_kernel, codegen::cpu_pool_dialect())));
+  ASSERT_FALSE(k.single_thread);
+  EXPECT_TRUE(matches_golden("softmax_block_kernel.pool.txt", codegen::print_kernel(k, codegen::cpu_pool_dialect())));
+}
+
+// lower_kernel marks a CPU kernel whose estimate is below the cost model's
+// min_parallel_seconds single-threaded; one without an estimate, a longer
+// one and a GPU kernel split.
+TEST(GoldenKernels, ShortCpuKernelsRunOnOneThread) {
+  Graph g = softmax_graph();
+  const scheduler::ArchSpec host = fixed_host();
+  const double threshold = scheduler::min_parallel_seconds(host);
+  scheduler::KernelSchedule k = scheduler::schedule_tile_graph(g, host, {}).kernels.at(0);
+  const auto single_thread = [&](double seconds, const scheduler::ArchSpec& arch) {
+    k.estimate.seconds = seconds;
+    return codegen::lower_kernel(g, k, arch).single_thread;
+  };
+  EXPECT_TRUE(single_thread(threshold * 0.9, host));
+  EXPECT_FALSE(single_thread(threshold * 1.1, host));
+  EXPECT_FALSE(single_thread(0, host));
+  const scheduler::ArchSpec h100 = scheduler::arch_by_name("H100");
+  k = scheduler::schedule_tile_graph(g, h100, {}).kernels.at(0);
+  EXPECT_FALSE(single_thread(1e-9, h100));
 }
 
 TEST(GoldenKernels, BlockKernelInHip) {
@@ -166,12 +188,9 @@ TEST(GoldenKernels, IntGemmOnTheCpu) {
   codegen::verify(k);
   EXPECT_EQ(k.ukernel, "qgemm_avx2");
   EXPECT_TRUE(matches_golden("qlinear_matmul_int_gemm.cpu.txt", codegen::print_kernel(k, codegen::cpu_dialect())));
-  // The host project's dialect: the collapsed task grid on the thread pool
-  // (as if the cost model found it long enough to split).
-  codegen::Kernel long_kernel = k;
-  long_kernel.schedule.estimate.seconds = 1e-3;
-  EXPECT_TRUE(matches_golden("qlinear_matmul_int_gemm.pool.txt",
-                             codegen::print_kernel(long_kernel, codegen::cpu_pool_dialect())));
+  // The host project's dialect: the collapsed task grid on the thread pool.
+  ASSERT_FALSE(k.single_thread);
+  EXPECT_TRUE(matches_golden("qlinear_matmul_int_gemm.pool.txt", codegen::print_kernel(k, codegen::cpu_pool_dialect())));
 }
 
 // ---------------------------------------------------------------- library GEMM

@@ -1,7 +1,8 @@
 // The host project's thread pool (codegen/thread_pool/tg_thread_pool.h), the
 // header generated kernels include, exercised directly: every iteration runs
 // exactly once at every thread count, nested and concurrent loops stay
-// correct, and the pool's threads do take part.
+// correct, the pool's threads do take part (also after sleeping), and a
+// thread that stalls inside a chunk makes the caller wait, never skip it.
 #include "codegen/thread_pool/tg_thread_pool.h"
 
 #include <atomic>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -90,6 +92,90 @@ TEST(ThreadPool, ManyShortLoopsAndConcurrentCallers) {
   a.join();
   b.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// A thread that loses its core inside a chunk (here: sleeps 50 ms, far past
+// the caller's spin) keeps its chunk: the caller runs every other chunk,
+// sleeps until that thread leaves, and returns only after the chunk is done.
+TEST(ThreadPool, CallerWaitsForAJoinedThreadThatStalls) {
+  for (int threads : {2, 4}) {
+    PoolThreads pool(threads);
+    const std::thread::id caller = std::this_thread::get_id();
+    constexpr int64_t n = 64;
+    std::vector<std::atomic<int>> runs(n);
+    std::atomic<bool> stalled{false}, stall_done{false};
+    tg_parallel_for(n, [&](int64_t begin, int64_t end) {
+      if (std::this_thread::get_id() != caller) {
+        if (!stalled.exchange(true)) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          stall_done = true;
+        }
+      } else {
+        // The caller's chunks wait (at most 10 s) until a pool thread stalls.
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!stalled && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+      }
+      for (int64_t i = begin; i < end; ++i) runs[static_cast<size_t>(i)].fetch_add(1);
+    });
+    ASSERT_TRUE(stalled) << threads << " threads: no pool thread joined";
+    // The stalled chunk finished before tg_parallel_for returned.
+    EXPECT_TRUE(stall_done) << threads << " threads";
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(runs[static_cast<size_t>(i)].load(), 1) << threads << " threads, i " << i;
+  }
+}
+
+// Pool threads that fell asleep (no loop for far longer than their spin)
+// are woken by the next loop and take part in it.
+TEST(ThreadPool, SleepingThreadsWakeForTheNextLoop) {
+  PoolThreads pool(2);
+  tg_parallel_for(4, [](int64_t, int64_t) {});  // starts the pool's thread
+  for (int round = 0; round < 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    tg_parallel_for(64, [&](int64_t, int64_t) {
+      { std::lock_guard<std::mutex> lock(m); ids.insert(std::this_thread::get_id()); }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (std::chrono::steady_clock::now() < deadline) {
+        { std::lock_guard<std::mutex> lock(m); if (ids.size() >= 2) return; }
+        std::this_thread::yield();
+      }
+    });
+    EXPECT_EQ(ids.size(), 2u) << "round " << round;
+  }
+}
+
+// One thread: the loop runs on the caller, in one call over all of it.
+TEST(ThreadPool, OneThreadRunsTheWholeLoopOnTheCaller) {
+  PoolThreads pool(1);
+  std::vector<std::pair<int64_t, int64_t>> calls;
+  std::set<std::thread::id> ids;
+  tg_parallel_for(1000, [&](int64_t begin, int64_t end) {
+    calls.emplace_back(begin, end);
+    ids.insert(std::this_thread::get_id());
+  });
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0], std::make_pair(int64_t{0}, int64_t{1000}));
+  EXPECT_EQ(ids, std::set<std::thread::id>{std::this_thread::get_id()});
+}
+
+// Loops back to back whose chunks now and then stall (a thread descheduled
+// at a random point): no chunk is lost or run twice, at 2 and 4 threads.
+TEST(ThreadPool, BackToBackLoopsWithStallingChunks) {
+  for (int threads : {2, 4}) {
+    PoolThreads pool(threads);
+    int wrong = 0;
+    for (int round = 0; round < 300; ++round) {
+      const int64_t n = 1 + (round * 7) % 97;
+      std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
+      tg_parallel_for(n, [&](int64_t begin, int64_t end) {
+        if ((begin * 31 + round) % 53 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+        for (int64_t i = begin; i < end; ++i) runs[static_cast<size_t>(i)].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i) wrong += runs[static_cast<size_t>(i)].load() != 1;
+    }
+    EXPECT_EQ(wrong, 0) << threads << " threads";
+  }
 }
 
 }  // namespace
