@@ -1,4 +1,4 @@
-"""`run --executor ray` on a local two-node Ray cluster, and sccache through tune.
+"""`run --executor ray` on a local two-node Ray cluster, and sccache through tune (about 5 minutes).
 
 The cluster (farm_testlib.Cluster): a head with 1 CPU and no custom resource, and a
 worker node with 1 CPU and the resource ``x86_64-test``. The x86_64 preset's
@@ -88,7 +88,8 @@ def local_and_farm(cluster, configs, tmp_path_factory):
     local_s = time.monotonic() - t
     assert local.returncode == 0, local.stderr[-3000:]
     t = time.monotonic()
-    farm = ray_run(cluster, configs, d / "farm.json", d / "farm-work")
+    # Both nodes are this machine: host-arch projects may compile on either.
+    farm = ray_run(cluster, configs, d / "farm.json", d / "farm-work", "--compile-anywhere")
     farm_s = time.monotonic() - t
     assert farm.returncode == 0, farm.stderr[-3000:]
     print(f"\nwall time of {len(MODELS)} models of the x86_64 preset: local {local_s:.0f} s, "
@@ -175,6 +176,7 @@ def test_absent_device_is_skipped_within_the_wait(cluster, configs, tmp_path):
     results = json.loads((tmp_path / "r.json").read_text())
     (record,) = results["benchmarks"].values()
     assert record["status"] == "skipped: no worker with resource 'gpu-H900' (waited 5 s)"
+    assert record["run_config"]["id"] == "cpu-1t" and record["worker"] is None  # a local skip's fields
     (compiled,) = results["compile"].values()
     assert compiled["status"] == "ok" and compiled["built"] is False  # nothing could run it: not built
     assert took < 300  # generous: a compile without build, plus connecting; a hang would be caught here
@@ -213,6 +215,9 @@ def test_killed_worker_task_is_retried(cluster, configs, tmp_path):
     (ran,) = results["benchmarks"].values()
     assert compiled["status"] == "ok" and ran["status"] == "ok"
     assert compiled["worker"]["pid"] != killed[0]  # the retry's record, from another worker process
+    # Without --compile-anywhere a host-arch project compiles where its runs go (-march=native).
+    worker_nodes = {n for n, r in cluster.node_resources().items() if r.get(WORKER_RESOURCE)}
+    assert compiled["worker"]["node_id"] in worker_nodes and ran["worker"]["node_id"] in worker_nodes
 
 
 @needs_sccache

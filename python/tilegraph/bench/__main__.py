@@ -78,7 +78,7 @@ def cmd_run(args) -> int:
         options = ray_executor.FarmOptions(
             address=args.address, device_resources=resources.parse_overrides(args.device_resource),
             device_wait_s=args.device_wait, max_retries=args.max_retries,
-            artifact_limit_bytes=args.artifact_limit_mb << 20, env=env)
+            artifact_limit_bytes=args.artifact_limit_mb << 20, compile_anywhere=args.compile_anywhere, env=env)
         results = ray_executor.run_suite_on_ray(suite, compile_settings, run_settings, Path(args.out), options,
                                                 preset=data.get("preset", ""))
     else:
@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-retries", type=int, default=3, help="ray: re-runs of a step whose worker died")
     r.add_argument("--artifact-limit-mb", type=int, default=1024,
                    help="ray: largest compiled project passed through the object store")
+    r.add_argument("--compile-anywhere", action="store_true",
+                   help="ray: the workers' CPUs are alike, so a host-arch project (-march=native) may compile on "
+                        "any node, not only on one with its run steps' resource")
     r.add_argument("--compiler-launcher", help="tune --compiler-launcher (e.g. sccache)")
     r.add_argument("--sccache-dir", help="SCCACHE_DIR for the compiles (a folder every worker shares)")
     r.set_defaults(fn=cmd_run)

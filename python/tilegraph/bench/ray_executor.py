@@ -39,13 +39,14 @@ from . import devices
 from . import results as res
 from . import workspace as ws
 from .compile_step import CompileSettings, compile_benchmark
-from .definitions import CompileBenchmark, RunBenchmark
+from .definitions import CompileBenchmark, RunBenchmark, to_dict
 from .resources import resource_for
 from .run import summary, write
-from .run_step import RunSettings, run_benchmark
+from .run_step import RunSettings, base_record, run_benchmark
 from .suite import Suite
 
 DIGEST_FILE = ".farm-artifact-sha256"
+HOST_COMPILE_SHARE = 0.01  # of a device resource, taken by a host-arch compile (see compile_resources)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class FarmOptions:
     max_retries: int = 3                  # re-runs of a task whose worker died
     artifact_limit_bytes: int = 1 << 30   # largest compiled project sent through the object store
     compile_cpus: float = 1.0             # Ray CPUs a compile task takes
+    compile_anywhere: bool = False        # host-arch compiles need not run where their runs will
     env: dict[str, str] = field(default_factory=dict)  # set in every worker (SCCACHE_DIR ...)
 
 
@@ -94,6 +96,7 @@ def _compile_task(build: CompileBenchmark, settings: CompileSettings, build_proj
 
 
 def _run_task(bench: RunBenchmark, compile_record: dict, artifact: bytes | None, settings: RunSettings) -> dict:
+    start = time.perf_counter()
     settings = _here(settings)
     try:
         if artifact is not None:
@@ -101,7 +104,7 @@ def _run_task(bench: RunBenchmark, compile_record: dict, artifact: bytes | None,
         record = run_benchmark(bench, compile_record, settings)
     except Exception as e:  # noqa: BLE001
         record = {"name": bench.name, "status": f"failed: internal error: {type(e).__name__}: {e}"}
-    return {**record, "worker": devices.worker_info(_node_id())}
+    return {**record, "worker": devices.worker_info(_node_id()), "farm_seconds": time.perf_counter() - start}
 
 
 def _digest(data: bytes) -> str:
@@ -149,7 +152,7 @@ class _Head:
         self.total = len(suite.compile_benchmarks) + len(suite.run_benchmarks)
         self.done = 0
         self.per_worker: Counter[str] = Counter()
-        self.pending: dict = {}       # object ref -> (kind, benchmark, resource or None, submitted)
+        self.pending: dict = {}       # object ref -> (kind, benchmark, the custom resource it needs or None)
         self.waiting: list = []       # (run benchmark, resource, deadline): no worker has the resource yet
         self.compiled: dict = {}      # compile id -> (record ref, artifact ref)
         opts = {"max_retries": options.max_retries, "retry_exceptions": False}
@@ -166,14 +169,27 @@ class _Head:
             runs = [r for r in self.suite.run_benchmarks if r.build.id == build.id]
             # As in a local run: build only what some worker can run (or a compile-only benchmark).
             build_project = not runs or any(self.resource(r) in available for r in runs)
-            record_ref, artifact_ref = self.compile_remote.remote(
+            needs = self.compile_resources(build, runs)
+            record_ref, artifact_ref = self.compile_remote.options(resources=needs).remote(
                 build, self.compile_settings, build_project, self.options.artifact_limit_bytes)
             self.compiled[build.id] = (record_ref, artifact_ref)
-            self.pending[record_ref] = ("compile", build, None)
+            self.pending[record_ref] = ("compile", build, next(iter(needs), None))
         deadline = time.monotonic() + self.options.device_wait_s
         for bench in self.suite.run_benchmarks:
             self.waiting.append((bench, self.resource(bench), deadline))
         self.place_waiting()
+
+    def compile_resources(self, build: CompileBenchmark, runs: list[RunBenchmark]) -> dict:
+        """A host-arch project is built for the CPU that compiles it (-march=native), so unless
+        the workers' CPUs are alike (compile_anywhere) it compiles on a node with its runs'
+        resource. A sliver of it, so compiles share the node, while a run (which takes all of
+        it) waits until that node compiles nothing and times a quiet machine."""
+        if build.compile.arch != "host" or self.options.compile_anywhere:
+            return {}
+        wanted = {self.resource(r) for r in runs}
+        if len(wanted) != 1 or next(iter(wanted)) not in self.resources():
+            return {}  # no single node kind to compile on, or none at all (the runs will be skipped)
+        return {next(iter(wanted)): HOST_COMPILE_SHARE}
 
     def resource(self, bench: RunBenchmark) -> str:
         return resource_for(bench.device, self.options.device_resources)
@@ -193,17 +209,19 @@ class _Head:
                 still.append((bench, resource, deadline))
         self.waiting = still
 
-    def skipped(self, bench: RunBenchmark, resource: str) -> dict:
-        return {"name": bench.name, "compile_id": bench.build.id, "model": bench.model.id, "tags": list(bench.tags),
-                "device": devices.device_info(bench.device),
-                "status": f"skipped: no worker with resource {resource!r} (waited {self.options.device_wait_s:g} s)",
-                "worker": None}
+    def skipped(self, bench, resource: str, kind: str = "run") -> dict:
+        status = f"skipped: no worker with resource {resource!r} (waited {self.options.device_wait_s:g} s)"
+        if kind == "compile":
+            return {"name": bench.name, "model": to_dict(bench.model), "compile_config": to_dict(bench.compile),
+                    "tags": list(bench.model.tags), "status": status, "worker": None}
+        return {**base_record(bench, self.run_settings), "status": status, "worker": None}
 
     def drop_orphans(self) -> None:
-        """Run steps queued for a resource no node offers any more: after the same wait, skipped."""
+        """Steps queued for a resource no node offers any more (its workers left): after the
+        same wait, cancelled and skipped, so the run ends."""
         available, now = self.resources(), time.monotonic()
         for ref, (kind, bench, resource) in list(self.pending.items()):
-            if kind != "run":
+            if resource is None:
                 continue
             if resource in available:
                 self.gone_since.pop(resource, None)
@@ -212,7 +230,7 @@ class _Head:
             if now - since >= self.options.device_wait_s:
                 self.ray.cancel(ref, force=True)
                 del self.pending[ref]
-                self.finish("run", bench, self.skipped(bench, resource))
+                self.finish(kind, bench, self.skipped(bench, resource, kind))
 
     def loop(self) -> None:
         while self.pending or self.waiting:
@@ -235,12 +253,11 @@ class _Head:
     def finish(self, kind: str, bench, record: dict) -> None:
         self.done += 1
         section = "compile" if kind == "compile" else "benchmarks"
-        record.pop("farm_seconds", None)
+        seconds = record.pop("farm_seconds", 0.0)  # the step's time on its worker (progress only)
         self.results[section][bench.id] = record
         worker = record.get("worker") or {}
         where = f"{worker.get('hostname')}/{(worker.get('node_id') or '')[:8]}" if worker else "-"
         self.per_worker[where] += 1
-        seconds = (record.get("seconds") or {}).get("total", 0.0) if kind == "compile" else 0.0
         self.log(f"[{self.done}/{self.total}] {kind} {bench.name} ({bench.id}) on {where} "
                  f"(#{self.per_worker[where]} there): {summary(record, seconds)}")
         write(self.results, self.out)
