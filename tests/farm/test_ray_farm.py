@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from farm_testlib import REPO, WORKER_RESOURCE, Cluster, processes, ray_cli
+from farm_testlib import REPO, WORKER_RESOURCE, Cluster, free_ports, processes, ray_cli
 
 sys.path.insert(0, str(REPO / "python"))
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
@@ -61,11 +61,14 @@ def ray_run(cluster: Cluster, configs: Path, out: Path, work: Path, *extra) -> s
 def cluster():
     if ray_cli() is None:
         pytest.skip("Ray not installed (scripts/install_deps.sh)")
-    c = Cluster(env())
+    # The workers' sccache server on a port of this cluster's own (not sccache's default 4226).
+    c = Cluster(env(SCCACHE_SERVER_PORT=str(free_ports(1)[0])))
     try:
         c.start()
         yield c
     finally:
+        if shutil.which("sccache"):
+            subprocess.run(["sccache", "--stop-server"], env=c.env, capture_output=True, timeout=60)
         c.stop()
 
 
@@ -218,6 +221,24 @@ def test_killed_worker_task_is_retried(cluster, configs, tmp_path):
     # Without --compile-anywhere a host-arch project compiles where its runs go (-march=native).
     worker_nodes = {n for n, r in cluster.node_resources().items() if r.get(WORKER_RESOURCE)}
     assert compiled["worker"]["node_id"] in worker_nodes and ran["worker"]["node_id"] in worker_nodes
+
+
+@needs_ray
+@needs_sccache
+def test_farm_compiles_share_the_sccache_dir(cluster, configs, tmp_path):
+    """The executor hands --sccache-dir to its workers: a second run's compile is all hits."""
+    only = json.loads(configs.read_text())["run_benchmarks"][0]["id"]
+    stats = []
+    for attempt in range(2):
+        out = ray_run(cluster, configs, tmp_path / f"r{attempt}.json", tmp_path / "work", "--only", only,
+                      "--compiler-launcher", "sccache", "--sccache-dir", tmp_path / "sccache")
+        assert out.returncode == 0, out.stderr[-3000:]
+        (compiled,) = json.loads((tmp_path / f"r{attempt}.json").read_text())["compile"].values()
+        assert compiled["status"] == "ok"
+        stats.append(compiled["compiler_launcher"])
+    assert stats[0]["program"] == "sccache" and stats[0]["misses"] > 0
+    assert stats[1]["misses"] == 0 and stats[1]["hits"] == stats[0]["misses"] + stats[0]["hits"]
+    assert any((tmp_path / "sccache").iterdir())  # the shared folder, not sccache's default
 
 
 @needs_sccache

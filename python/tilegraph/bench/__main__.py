@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-peers", action="store_true", help="do not time onnxruntime / PyTorch")
     r.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local (default): one step after another here; ray: on a Ray cluster (docs/farm.md)")
-    r.add_argument("--address", help="ray: the head node's HOST:PORT (default: a private one-node cluster here)")
+    r.add_argument("--address", help="ray: the head node's HOST:PORT (default: $RAY_ADDRESS, else a private one-node cluster here)")
     r.add_argument("--device-resource", action="append", metavar="DEVICE_ID=RESOURCE",
                    help="ray: the custom resource a device spec's run steps need (default: the head's CPU "
                         "architecture for cpu, gpu, arm64); repeatable")

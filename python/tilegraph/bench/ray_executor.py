@@ -25,6 +25,7 @@ import dataclasses
 import fcntl
 import hashlib
 import io
+import os
 import shutil
 import sys
 import tarfile
@@ -274,8 +275,9 @@ def run_suite_on_ray(suite: Suite, compile_settings: CompileSettings, run_settin
     overrides = {k: v for k, v in (("warmup", run_settings.warmup), ("iters", run_settings.iters)) if v is not None}
     results = res.new_results(preset, devices.machine_info(), compile_settings.work, overrides)
     runtime_env = {"env_vars": dict(options.env)} if options.env else None
-    if options.address:
-        ray.init(address=options.address, runtime_env=runtime_env, log_to_driver=False)
+    address = options.address or os.environ.get("RAY_ADDRESS")  # as Ray itself reads it
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
     else:
         from .resources import local_resources
         ray.init(resources=local_resources(), include_dashboard=False, runtime_env=runtime_env, log_to_driver=False)
