@@ -22,6 +22,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 WORKER_RESOURCE = "x86_64-test"
 OBJECT_STORE_BYTES = 200 << 20  # the small models' projects are a few MB
+# For the cluster and every driver that connects to it. Auth explicitly off: Ray
+# turns token auth on by itself where ~/.ray/auth_token exists (a private
+# `ray.init()` writes one), and the nodes and drivers must agree.
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 
 def ray_cli() -> str | None:
@@ -56,7 +60,7 @@ class Cluster:
         self.temp = Path(tempfile.mkdtemp(prefix="tgray-", dir="/tmp"))  # short: Ray's socket paths are limited
         self.port = free_ports(1)[0]
         self.address = f"127.0.0.1:{self.port}"
-        self.env = {**env, "RAY_USAGE_STATS_ENABLED": "0"}
+        self.env = {**env, **RAY_ENV}
         self.nodes: list[subprocess.Popen] = []
 
     def _start(self, args: list[str], log: str) -> subprocess.Popen:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from farm_testlib import REPO, WORKER_RESOURCE, Cluster, free_ports, processes, ray_cli
+from farm_testlib import RAY_ENV, REPO, WORKER_RESOURCE, Cluster, free_ports, processes, ray_cli
 
 sys.path.insert(0, str(REPO / "python"))
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
@@ -42,6 +42,7 @@ def env(**extra) -> dict:
     e = dict(os.environ)
     e["PYTHONPATH"] = os.pathsep.join([str(REPO / "python")] + [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p])
     e["TILEGRAPH_BIN"] = str(TILEGRAPH)
+    e.update(RAY_ENV)
     e.update(extra)
     return e
 

@@ -190,7 +190,14 @@ class _Head:
         wanted = {self.resource(r) for r in runs}
         if len(wanted) != 1 or next(iter(wanted)) not in self.resources():
             return {}  # no single node kind to compile on, or none at all (the runs will be skipped)
-        return {next(iter(wanted)): HOST_COMPILE_SHARE}
+        resource = next(iter(wanted))
+        nodes = [n["Resources"] for n in self.ray.nodes() if n.get("Alive")]
+        if not any(r.get(resource, 0) > 0 and r.get("CPU", 0) >= self.options.compile_cpus for r in nodes):
+            # Pinning would wait forever (e.g. device workers started with --num-cpus 0).
+            self.log(f"note: no node has both {resource!r} and a CPU to compile on: {build.name} compiles "
+                     "on any node (its CPU must be like the run nodes')")
+            return {}
+        return {resource: HOST_COMPILE_SHARE}
 
     def resource(self, bench: RunBenchmark) -> str:
         return resource_for(bench.device, self.options.device_resources)
