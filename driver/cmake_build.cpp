@@ -69,7 +69,8 @@ std::string cmake_path_of(const std::string& dir) {
 
 }  // namespace
 
-void build_project(const std::string& dir, int jobs, const std::string& toolchain_file) {
+void build_project(const std::string& dir, int jobs, const std::string& toolchain_file,
+                   const std::string& compiler_launcher) {
   const fs::path log = fs::path(dir) / "build.log";
   const std::string source = cmake_path_of(dir);
   const std::string build = source + "/build";
@@ -86,6 +87,14 @@ void build_project(const std::string& dir, int jobs, const std::string& toolchai
 
   std::vector<std::string> configure = {"cmake", "-S", source, "-B", build, "-DCMAKE_BUILD_TYPE=Release"};
   if (!toolchain.empty()) configure.push_back("-DCMAKE_TOOLCHAIN_FILE=" + toolchain);
+  // Only when given: without it, CMake's own CMAKE_CXX_COMPILER_LAUNCHER
+  // environment variable (ccache in scripts/test.sh) still applies.
+  if (!compiler_launcher.empty()) {
+    if (!cmake_safe(compiler_launcher))
+      throw InternalError(str_cat("compiler launcher '", compiler_launcher, "' was not validated"));
+    configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=" + compiler_launcher);
+    configure.push_back("-DCMAKE_CUDA_COMPILER_LAUNCHER=" + compiler_launcher);
+  }
   ProcessOptions to_log;
   to_log.stdout_path = to_log.stderr_path = log.string();
   bool ok = run_process(configure, to_log).ok();

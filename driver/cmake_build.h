@@ -18,6 +18,11 @@ namespace tilegraph::driver {
 // through an alias: a symlink with a plain name in a private per-user folder
 // ($TMPDIR/tilegraph-<uid>, mode 0700), named by a hash of the real path so
 // the next build finds the same CMake cache.
-void build_project(const std::string& dir, int jobs, const std::string& toolchain_file = "");
+//
+// A non-empty `compiler_launcher` (an absolute path, from
+// resolve_compiler_launcher) becomes CMAKE_CXX_COMPILER_LAUNCHER and
+// CMAKE_CUDA_COMPILER_LAUNCHER, so every compile runs through it (sccache).
+void build_project(const std::string& dir, int jobs, const std::string& toolchain_file = "",
+                   const std::string& compiler_launcher = "");
 
 }  // namespace tilegraph::driver

@@ -31,6 +31,7 @@
 #include "frontends/onnx/import.h"
 #include "driver/aarch64_target.h"
 #include "driver/cmake_build.h"
+#include "driver/compiler_launcher.h"
 #include "driver/process.h"
 #include "driver/profile_topk.h"
 #include "driver/project_hash.h"
@@ -269,7 +270,8 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
                                           : s.schedule;
   cache.save(cache_path);
   if (target.profile) {
-    s.profiled = profile_topk(g, s.schedule, arch, options.topk, tg_options.search_budget, out_dir, target.build_jobs);
+    s.profiled = profile_topk(g, s.schedule, arch, options.topk, tg_options.search_budget, out_dir, target.build_jobs,
+                              options.compiler_launcher);
     report.profiled_kernels = s.profiled.kernels;
     std::cerr << "      top-" << options.topk << " profiling: " << s.profiled.kernels << " kernels ("
               << s.profiled.problems << " distinct, " << s.profiled.cache_hits << " from profile_cache.json), "
@@ -425,17 +427,18 @@ void build_stage(const CompileOptions& options, const ResolvedTarget& target, co
                                   : std::string("building"),
                      " with cmake (-j ", jobs, "), log in ", out_dir, "/build.log"),
              start);
-    build_project(out_dir, jobs, toolchain);
+    build_project(out_dir, jobs, toolchain, options.compiler_launcher);
   }
   if (target.gpu && options.emulate) {
     const std::string dir = emulation_dir(out_dir);
     progress(5, target.steps, str_cat("building the CPU emulation (-j ", jobs, "), log in ", dir, "/build.log"), start);
-    build_project(dir, jobs);
+    build_project(dir, jobs, "", options.compiler_launcher);
   }
 }
 
 // compile_stats.json: timings vary run to run, so they stay out of the deterministic manifest.
-void write_compile_stats(const CompileReport& report, const ProfileReport& profiled, const BudgetFit& fit,
+void write_compile_stats(const CompileOptions& options, const CompileReport& report, const ProfileReport& profiled,
+                         const BudgetFit& fit,
                          const std::string& out_dir) {
   nlohmann::json stats = {{"kernels", report.num_kernels},
                           {"kernels_unfused", report.num_kernels_unfused},
@@ -451,6 +454,12 @@ void write_compile_stats(const CompileReport& report, const ProfileReport& profi
                                        {"codegen", report.seconds_codegen},
                                        {"build", report.seconds_build}}}};
   if (!fit.stats.is_null()) stats["memory_budget"] = fit.stats;
+  if (!options.compiler_launcher.empty()) {  // absent without a launcher: the file stays as it was
+    nlohmann::json& launcher = stats["compiler_launcher"];
+    launcher["program"] = fs::path(options.compiler_launcher).filename().string();
+    if (report.launcher_hits >= 0) launcher["hits"] = report.launcher_hits;
+    if (report.launcher_misses >= 0) launcher["misses"] = report.launcher_misses;
+  }
   replace_file(fs::path(out_dir) / "compile_stats.json", stats.dump(2) + "\n");
 }
 
@@ -463,6 +472,8 @@ CompileReport compile(const CompileOptions& options) {
   const ResolvedTarget target = resolve_target(options);
   const scheduler::ArchSpec& arch = target.arch;
   CompileReport report;
+  // Read before anything is compiled (the profiling harness included).
+  const std::optional<LauncherCounts> launcher_before = read_launcher_counts(options.compiler_launcher);
 
   const auto start = Clock::now();
   auto t = start;
@@ -504,7 +515,13 @@ CompileReport compile(const CompileOptions& options) {
   if (target.gpu && options.build && !target.build_gpu && options.build_gpu)
     std::cerr << "note: " << target.gpu_compiler << " not found: the " << arch.target
               << " project was written but not built\n";
-  write_compile_stats(report, scheduled.profiled, fit, out_dir);
+  if (launcher_before) {
+    if (const std::optional<LauncherCounts> after = read_launcher_counts(options.compiler_launcher)) {
+      report.launcher_hits = after->hits - launcher_before->hits;
+      report.launcher_misses = after->misses - launcher_before->misses;
+    }
+  }
+  write_compile_stats(options, report, scheduled.profiled, fit, out_dir);
   staging.commit();
   return report;
 }

@@ -37,6 +37,9 @@ struct CompileOptions {
   std::map<std::string, Tensor> frozen_inputs;  // --freeze-input
   bool build = true;                           // run cmake + build after emitting
   int build_jobs = 0;                          // 0: all cores
+  // --compiler-launcher: every compile of the project and of the profiling
+  // harness runs through it (an absolute path; driver/compiler_launcher.h)
+  std::string compiler_launcher;
   std::vector<std::string> dump_after;         // pass names ("import", "inline_index_maps", ...) or "all"
   bool verbose = false;
 };
@@ -49,6 +52,8 @@ struct CompileReport {
   double seconds_frontend = 0, seconds_passes = 0, seconds_schedule = 0, seconds_codegen = 0,
          seconds_build = 0;
   int profiled_kernels = 0;                        // configs chosen by --profile-topk
+  // The compiler launcher's cache hits / misses during this compile (sccache; -1: unknown)
+  long long launcher_hits = -1, launcher_misses = -1;
 };
 
 // Throws UserError for bad models/flags; prints progress to stderr.

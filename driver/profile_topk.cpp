@@ -106,7 +106,8 @@ size_t fastest(const std::vector<double>& measured) {
 bool nvidia_gpu_present() { return fs::exists("/dev/nvidia0") || fs::exists("/dev/nvidiactl"); }
 
 ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const scheduler::ArchSpec& arch,
-                           int topk, int search_budget, const std::string& work_dir, int jobs) {
+                           int topk, int search_budget, const std::string& work_dir, int jobs,
+                           const std::string& compiler_launcher) {
   const auto start = std::chrono::steady_clock::now();
   ProfileReport report;
   const std::string device = device_of(arch);
@@ -148,7 +149,7 @@ ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const 
     std::cerr << "      profiling " << variants.size() << " tile configs of " << problems.size() - report.cache_hits
               << " kernels on " << device << " (harness in " << dir.string() << ")" << std::endl;
     codegen::emit_profile_project(variants, arch.is_gpu() ? arch.isa.substr(3) : "", dir.string());
-    build_project(dir.string(), jobs);
+    build_project(dir.string(), jobs, "", compiler_launcher);
     const fs::path results = dir / "results.txt";
     ProcessOptions harness;
     harness.stdout_path = results.string();

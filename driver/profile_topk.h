@@ -34,9 +34,11 @@ struct ProfileReport {
 // features and estimate) to the fastest measured candidate and its
 // measured_seconds. `work_dir`: the harness and the cache live there.
 // `topk`/`search_budget` as given to schedule_tile_graph (they are part of
-// the tiling key). Throws UserError when the harness cannot be built.
+// the tiling key). `compiler_launcher`: as for build_project. Throws
+// UserError when the harness cannot be built.
 ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const scheduler::ArchSpec& arch,
-                           int topk, int search_budget, const std::string& work_dir, int jobs);
+                           int topk, int search_budget, const std::string& work_dir, int jobs,
+                           const std::string& compiler_launcher = "");
 
 // Whether an NVIDIA GPU is visible to this process (its device nodes).
 bool nvidia_gpu_present();

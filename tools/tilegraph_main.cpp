@@ -17,6 +17,7 @@
 #include "driver/aarch64_target.h"
 #include "driver/arch_summary.h"
 #include "driver/calibrate.h"
+#include "driver/compiler_launcher.h"
 #include "driver/explain.h"
 #include "driver/measured_kernels.h"
 #include "driver/refine_spec.h"
@@ -89,6 +90,7 @@ struct TuneFlags {
   std::string fusion_level;  // empty: full, or none under --no-fusion
   std::string arch_file;
   std::optional<std::string> memory_budget;  // absent: no budget (driver/memory_budget.h)
+  std::string compiler_launcher;
   std::vector<std::string> input_shapes, frozen_inputs, dump_after;
 };
 
@@ -149,6 +151,7 @@ int tune(const std::string& prefix, std::string arch, bool arch_given, const Tun
   o.frozen_inputs = read_frozen_inputs(f.frozen_inputs);
   o.build = !f.no_build;
   o.build_jobs = f.jobs;
+  o.compiler_launcher = driver::resolve_compiler_launcher(f.compiler_launcher);
   o.dump_after = f.dump_after;
   o.verbose = f.verbose;
   if (f.emulate && !scheduler::arch_by_name(arch).is_gpu())
@@ -369,6 +372,10 @@ int cli_main(int argc, char** argv) {
   tune_cmd->add_option("--freeze-input", f.frozen_inputs, "NAME=FILE.pb: bake an input's value (an onnx TensorProto file) into the model as a constant (repeatable)");
   tune_cmd->add_flag("--no-build", f.no_build, "write the project(s) but do not build them");
   tune_cmd->add_option("--jobs,-j", f.jobs, "parallel build jobs (default: all cores)");
+  tune_cmd->add_option("--compiler-launcher", f.compiler_launcher,
+                       "compile the generated project and the profiling harness through this program (a name on "
+                       "PATH or a path, e.g. sccache or ccache): CMAKE_CXX/CUDA_COMPILER_LAUNCHER; with sccache, "
+                       "compile_stats.json records its cache hits and misses");
   std::string dump_names;
   for (const std::string& p : driver::dump_points()) dump_names += p + ", ";
   tune_cmd->add_option("--dump-after", f.dump_after, "print the IR after a pass: " + dump_names + "all");

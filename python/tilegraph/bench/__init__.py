@@ -1,7 +1,7 @@
 """tilegraph's benchmark suite: stable IDs, presets, results, comparison, dashboard.
 
     python -m tilegraph.bench export --preset x86_64 > configs.json
-    python -m tilegraph.bench run configs.json --out results.json
+    python -m tilegraph.bench run configs.json --out results.json [--executor ray --address HOST:PORT]
     python -m tilegraph.bench compare base.json results.json
     python -m tilegraph.bench explain r-0123456789ab
     python -m tilegraph.bench dashboard results/*.json --out dashboard/
@@ -18,6 +18,7 @@ Modules, one concept each:
 * measure      -- child processes: latency statistics, peak host / device memory
 * peers        -- onnxruntime and PyTorch timed as peers
 * compile_step / run_step / run -- executing a suite into a results file
+* ray_executor / resources -- the same on a Ray cluster (`run --executor ray`, docs/farm.md)
 * results      -- the results file format and provenance (commit)
 * compare / explain / dashboard (+ dashboard_page) -- the other verbs
 """

@@ -1,7 +1,10 @@
-"""python -m tilegraph.bench VERB: export, run, compare, explain, dashboard.
+"""python -m tilegraph.bench VERB: export, run, compare, explain, dashboard, resources.
 
     python -m tilegraph.bench export [--preset x86_64] [--model ID]... [--benchmark ID]... [--shards N --shard K] > configs.json
     python -m tilegraph.bench run configs.json --out results.json [--work DIR] [--warmup N] [--iters N] [-j N] [--only ID]...
+                                  [--executor ray [--address HOST:PORT] [--device-resource DEVICE=RESOURCE]...]
+                                  [--compiler-launcher sccache [--sccache-dir DIR]]
+    python -m tilegraph.bench resources                                          # this machine's Ray resources (JSON)
     python -m tilegraph.bench compare BASE.json TARGET.json [--changed-only]     # exit 1 if anything regressed
     python -m tilegraph.bench explain BENCHMARK_ID [--configs FILE] [--results FILE] [--work DIR] [--json]
     python -m tilegraph.bench dashboard RESULTS.json... --out DIR                 # DIR/index.html
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,11 +70,30 @@ def cmd_run(args) -> int:
             raise UsageError(f"{args.configs} has no benchmark {', '.join(args.only)}")
     work = Path(args.work).resolve()
     tilegraph = _tilegraph_bin()
-    compile_settings = CompileSettings(tilegraph, work, args.jobs or usable_cpus())
+    compile_settings = CompileSettings(tilegraph, work, args.jobs or usable_cpus(), args.compiler_launcher or "")
     run_settings = RunSettings(tilegraph, work, args.warmup, args.iters, with_peers=not args.no_peers)
-    results = run.run_suite(suite, compile_settings, run_settings, Path(args.out), preset=data.get("preset", ""))
+    env = {"SCCACHE_DIR": str(Path(args.sccache_dir).resolve())} if args.sccache_dir else {}
+    if args.executor == "ray":
+        from . import ray_executor, resources
+        options = ray_executor.FarmOptions(
+            address=args.address, device_resources=resources.parse_overrides(args.device_resource),
+            device_wait_s=args.device_wait, max_retries=args.max_retries,
+            artifact_limit_bytes=args.artifact_limit_mb << 20, compile_anywhere=args.compile_anywhere, env=env)
+        results = ray_executor.run_suite_on_ray(suite, compile_settings, run_settings, Path(args.out), options,
+                                                preset=data.get("preset", ""))
+    else:
+        if args.address or args.device_resource:
+            raise UsageError("--address and --device-resource need --executor ray")
+        os.environ.update(env)  # tune's children inherit it (sccache reads SCCACHE_DIR when its server starts)
+        results = run.run_suite(suite, compile_settings, run_settings, Path(args.out), preset=data.get("preset", ""))
     print(f"wrote {args.out}", file=sys.stderr)
     return 1 if run.any_failed(results) else 0
+
+
+def cmd_resources(args) -> int:
+    from . import resources
+    sys.stdout.write(json.dumps(resources.local_resources(), sort_keys=True) + "\n")
+    return 0
 
 
 def cmd_compare(args) -> int:
@@ -126,6 +149,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-j", "--jobs", type=int, help="parallel build jobs for tune (default: all cores)")
     r.add_argument("--only", action="append", help="run only this benchmark ID (repeatable)")
     r.add_argument("--no-peers", action="store_true", help="do not time onnxruntime / PyTorch")
+    r.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local (default): one step after another here; ray: on a Ray cluster (docs/farm.md)")
+    r.add_argument("--address", help="ray: the head node's HOST:PORT (default: $RAY_ADDRESS, else a private one-node cluster here)")
+    r.add_argument("--device-resource", action="append", metavar="DEVICE_ID=RESOURCE",
+                   help="ray: the custom resource a device spec's run steps need (default: the head's CPU "
+                        "architecture for cpu, gpu, arm64); repeatable")
+    r.add_argument("--device-wait", type=float, default=60.0, metavar="S",
+                   help="ray: seconds a run step waits for a worker with its resource before it is skipped")
+    r.add_argument("--max-retries", type=int, default=3, help="ray: re-runs of a step whose worker died")
+    r.add_argument("--artifact-limit-mb", type=int, default=1024,
+                   help="ray: largest compiled project passed through the object store")
+    r.add_argument("--compile-anywhere", action="store_true",
+                   help="ray: the workers' CPUs are alike, so a host-arch project (-march=native) may compile on "
+                        "any node, not only on one with its run steps' resource")
+    r.add_argument("--compiler-launcher", help="tune --compiler-launcher (e.g. sccache)")
+    r.add_argument("--sccache-dir", help="SCCACHE_DIR for the compiles (a folder every worker shares)")
     r.set_defaults(fn=cmd_run)
 
     c = verbs.add_parser("compare", help="markdown table of changes; exit 1 if anything regressed")
@@ -146,6 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("results", nargs="+")
     d.add_argument("--out", required=True, help="folder for index.html")
     d.set_defaults(fn=cmd_dashboard)
+
+    rs = verbs.add_parser("resources", help="this machine's custom resources, for ray start --resources")
+    rs.set_defaults(fn=cmd_resources)
     return p
 
 

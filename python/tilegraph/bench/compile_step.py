@@ -24,6 +24,7 @@ class CompileSettings:
     tilegraph: Path
     work: Path
     jobs: int
+    compiler_launcher: str = ""  # `tune --compiler-launcher` (sccache): "" compiles directly
 
 
 def compile_benchmark(build: CompileBenchmark, settings: CompileSettings, build_project: bool) -> dict:
@@ -37,7 +38,8 @@ def compile_benchmark(build: CompileBenchmark, settings: CompileSettings, build_
     problem = _ensure_model(build, settings)
     if problem:
         return {**record, "status": problem}
-    cmd = ws.compile_command(settings.tilegraph, build, settings.work, settings.jobs, no_build=not build_project)
+    cmd = ws.compile_command(settings.tilegraph, build, settings.work, settings.jobs, no_build=not build_project,
+                             compiler_launcher=settings.compiler_launcher)
     record["command"] = ws.shell_line(cmd)
     prefix = ws.compile_prefix(build, settings.work)
     prefix.mkdir(parents=True, exist_ok=True)
@@ -88,6 +90,8 @@ def read_statistics(project: Path) -> dict:
         "dram_bytes_unfused": stats.get("dram_bytes_unfused"),
         "predicted_ms": explain.get("predicted_ms"),
         "schedule_cache": stats.get("schedule_cache"),
+        # {"program", "hits", "misses"} with --compiler-launcher (sccache), else None
+        "compiler_launcher": stats.get("compiler_launcher"),
         "generated_source_bytes": ws.generated_source_bytes(project),
         "binary_bytes": library.stat().st_size if library.is_file() else None,
         "weights_bytes": weights.stat().st_size if weights.is_file() else plan.get("weights_bytes"),

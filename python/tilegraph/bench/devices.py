@@ -95,6 +95,11 @@ def machine_info() -> dict:
     }
 
 
+def worker_info(node_id: str | None = None) -> dict:
+    """Where a step ran: this host, its Ray node (None in a local run) and the process."""
+    return {"hostname": socket.gethostname(), "node_id": node_id, "pid": os.getpid()}
+
+
 def device_info(device: DeviceSpec) -> dict:
     """What a benchmark's record says about its device: the spec plus what was found."""
     info = {"id": device.id, "name": device.name, "kind": device.kind}

@@ -34,13 +34,15 @@ def run_suite(suite: Suite, compile_settings: CompileSettings, run_settings: Run
         build_project = not runs or any(devices.unavailable_reason(r.device) is None for r in runs)
         step += 1
         log(f"[{step}/{total}] compile {build.name} ({build.id})")
-        record = _guarded(log, build.name, compile_benchmark, build, compile_settings, build_project)
+        record = {**_guarded(log, build.name, compile_benchmark, build, compile_settings, build_project),
+                  "worker": devices.worker_info()}
         results["compile"][build.id] = record
         write(results, out)
         for bench in runs:
             step += 1
             log(f"[{step}/{total}] run {bench.name} ({bench.id})")
-            results["benchmarks"][bench.id] = _guarded(log, bench.name, run_benchmark, bench, record, run_settings)
+            results["benchmarks"][bench.id] = {**_guarded(log, bench.name, run_benchmark, bench, record, run_settings),
+                                               "worker": devices.worker_info()}
             write(results, out)
     return results
 
@@ -59,7 +61,12 @@ def _guarded(log: Callable[[str], None], name: str, measure: Callable[..., dict]
 
 
 def _summary(record: dict, start: float) -> str:
-    took = f"({time.perf_counter() - start:.1f} s)"
+    return summary(record, time.perf_counter() - start)
+
+
+def summary(record: dict, seconds: float) -> str:
+    """One line about a finished step: its latency, or its compile statistics, or its status."""
+    took = f"({seconds:.1f} s)"
     if not res.is_ok(record):
         return f"{record['status']} {took}"
     if "latency_ns" in record:

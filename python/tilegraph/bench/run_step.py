@@ -31,14 +31,20 @@ class RunSettings:
     with_peers: bool = True
 
 
-def run_benchmark(bench: RunBenchmark, compile_record: dict, settings: RunSettings) -> dict:
-    """Times BENCH (compiled per COMPILE_RECORD) and its peers; returns its record."""
-    threads = ws.resolved_threads(bench, devices.usable_cpus())
+def base_record(bench: RunBenchmark, settings: RunSettings) -> dict:
+    """What a run record says before anything ran (all a skipped record says)."""
     warmup = settings.warmup if settings.warmup is not None else bench.run.warmup
     iters = settings.iters if settings.iters is not None else bench.run.iters
-    record = {"name": bench.name, "compile_id": bench.build.id, "model": bench.model.id,
-              "tags": list(bench.tags), "device": devices.device_info(bench.device),
-              "run_config": to_dict(bench.run), "threads": threads, "warmup": warmup, "iters": iters}
+    return {"name": bench.name, "compile_id": bench.build.id, "model": bench.model.id,
+            "tags": list(bench.tags), "device": devices.device_info(bench.device),
+            "run_config": to_dict(bench.run), "threads": ws.resolved_threads(bench, devices.usable_cpus()),
+            "warmup": warmup, "iters": iters}
+
+
+def run_benchmark(bench: RunBenchmark, compile_record: dict, settings: RunSettings) -> dict:
+    """Times BENCH (compiled per COMPILE_RECORD) and its peers; returns its record."""
+    record = base_record(bench, settings)
+    threads, warmup, iters = record["threads"], record["warmup"], record["iters"]
     reason = devices.unavailable_reason(bench.device)
     if reason:
         return {**record, "status": f"skipped: {reason}"}

@@ -61,9 +61,11 @@ def project_dir(build: CompileBenchmark, work: Path) -> Path:
 
 
 def compile_command(tilegraph: str | Path, build: CompileBenchmark, work: Path, jobs: int,
-                    no_build: bool = False) -> list[str]:
+                    no_build: bool = False, compiler_launcher: str = "") -> list[str]:
     cmd = [str(tilegraph), "tune", str(compile_prefix(build, work)), "--model", str(model_onnx(build.model, work)),
            *build.compile.tune_args(), "-j", str(jobs)]
+    if compiler_launcher:
+        cmd += ["--compiler-launcher", compiler_launcher]
     return cmd + (["--no-build"] if no_build else [])
 
 
