@@ -198,7 +198,8 @@ def test_killed_worker_task_is_retried(cluster, configs, tmp_path):
         while time.monotonic() < deadline and not killed:
             for pid, ppid, argv in processes():
                 if len(argv) > 2 and argv[0] == str(TILEGRAPH) and argv[1] == "tune" and str(work) in argv[2]:
-                    time.sleep(2)  # well into the compile
+                    # At once: a tune takes seconds (import, schedule, build), so this
+                    # lands mid-compile; waiting could let a fast compile finish first.
                     for victim in (ppid, pid):  # the task's worker, then its orphaned tune
                         try:
                             os.kill(victim, signal.SIGKILL)
@@ -206,7 +207,7 @@ def test_killed_worker_task_is_retried(cluster, configs, tmp_path):
                             pass
                     killed.append(ppid)
                     return
-            time.sleep(0.2)
+            time.sleep(0.05)
 
     killer = threading.Thread(target=kill_first_compile)
     killer.start()
