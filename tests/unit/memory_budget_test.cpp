@@ -2,8 +2,6 @@
 // that decides whether a graph may run in micro-batches (and names the op
 // that mixes batch elements), the micro-batch graph computing the same rows,
 // and the search's candidates and peak accounting.
-#include <cstring>
-#include <random>
 
 #include <gtest/gtest.h>
 
@@ -18,19 +16,9 @@ namespace tilegraph {
 namespace {
 
 using testing::OnnxModelBuilder;
+using testing::random_float_bytes;
 
 constexpr int kF32 = 1;
-
-std::vector<uint8_t> random_floats(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = dist(rng);
-    std::memcpy(bytes.data() + i * 4, &v, 4);
-  }
-  return bytes;
-}
 
 TEST(MemoryBudget, ParsesByteCountsWithBinarySuffixes) {
   EXPECT_EQ(driver::parse_byte_size("4096"), 4096);
@@ -103,7 +91,7 @@ TEST(MemoryBudget, AConvNetSplitsAndItsMicroBatchComputesTheSameRows) {
   EXPECT_EQ(micro.tensor(micro.inputs[0]).shape, (Shape{2, 2, 6, 6}));
   EXPECT_EQ(micro.tensor(micro.outputs[0]).shape, (Shape{2, 5}));
   verify(micro);
-  const std::vector<uint8_t> x = random_floats(4 * 2 * 6 * 6, 7);
+  const std::vector<uint8_t> x = random_float_bytes(4 * 2 * 6 * 6, 7, -1.0f, 1.0f);
   const std::vector<uint8_t> whole = evaluate_graph(g, {x})[0];
   const size_t in_half = x.size() / 2, out_half = whole.size() / 2;
   const std::vector<uint8_t> first(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(in_half));

@@ -1,11 +1,24 @@
 #include "tests/unit/onnx_model_builder.h"
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
+#include <random>
 
 #include "frontends/onnx/import.h"
 
 namespace tilegraph::testing {
+
+std::vector<uint8_t> random_float_bytes(int64_t n, unsigned seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = dist(rng);
+    std::memcpy(bytes.data() + i * 4, &v, 4);
+  }
+  return bytes;
+}
 
 OnnxModelBuilder::OnnxModelBuilder(int opset) {
   model_.set_ir_version(8);

@@ -11,6 +11,10 @@
 
 namespace tilegraph::testing {
 
+// n float32 values drawn uniformly from [lo, hi) by std::mt19937(seed), as the
+// raw little-endian bytes an input tensor is fed with.
+std::vector<uint8_t> random_float_bytes(int64_t n, unsigned seed, float lo, float hi);
+
 class OnnxModelBuilder {
  public:
   explicit OnnxModelBuilder(int opset = 17);

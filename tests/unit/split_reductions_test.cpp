@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include <gtest/gtest.h>
 
@@ -17,19 +16,9 @@ namespace tilegraph {
 namespace {
 
 using testing::OnnxModelBuilder;
+using testing::random_float_bytes;
 
 constexpr int kF32 = 1;
-
-std::vector<uint8_t> random_floats(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-3.0f, 2.0f);
-  std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = dist(rng);
-    std::memcpy(bytes.data() + i * 4, &v, 4);
-  }
-  return bytes;
-}
 
 float float_at(const std::vector<uint8_t>& bytes, size_t i) {
   float v;
@@ -57,7 +46,7 @@ TEST(SplitReductions, DynamicQuantizeLinearRangeGetsOnePartialPerRowAndTheSameBy
   const Op& final_op = split.ops.at(static_cast<size_t>(split.producer(g.ops[0].output)));
   EXPECT_EQ(final_op.reduce_extents, (std::vector<int64_t>{197}));
   // max is exact in any order: every output byte is the same.
-  const std::vector<uint8_t> x = random_floats(197 * 768, 1);
+  const std::vector<uint8_t> x = random_float_bytes(197 * 768, 1, -3.0f, 2.0f);
   EXPECT_EQ(evaluate_graph(split, {x}), evaluate_graph(g, {x}));
 }
 
@@ -72,7 +61,7 @@ TEST(SplitReductions, OneLongAxisIsCutNearTwoHundredFiftySixPartials) {
   ASSERT_NE(partial, nullptr) << to_string(split);
   EXPECT_EQ(split.tensor(partial->output).shape, (Shape{256}));
   EXPECT_EQ(partial->reduce_extents, (std::vector<int64_t>{256}));
-  const std::vector<uint8_t> x = random_floats(65536, 2);
+  const std::vector<uint8_t> x = random_float_bytes(65536, 2, -3.0f, 2.0f);
   EXPECT_EQ(evaluate_graph(split, {x}), evaluate_graph(g, {x}));
 }
 
@@ -84,7 +73,7 @@ TEST(SplitReductions, AGlobalSumAgreesUpToReassociation) {
   const Graph g = b.import_as("split_sum");
   const Graph split = passes::split_reductions(g);
   ASSERT_NE(op_named_like(split, "_partial"), nullptr) << to_string(split);
-  const std::vector<uint8_t> x = random_floats(64 * 1024, 3);
+  const std::vector<uint8_t> x = random_float_bytes(64 * 1024, 3, -3.0f, 2.0f);
   const float want = float_at(evaluate_graph(g, {x})[0], 0);
   const float got = float_at(evaluate_graph(split, {x})[0], 0);
   EXPECT_NEAR(got, want, 1e-4 * 64 * 1024);

@@ -41,10 +41,10 @@ TEST(ThreadPool, EveryIterationRunsOnceAtEachThreadCount) {
   }
 }
 
-TEST(ThreadPool, PoolThreadsTakePart) {
-  PoolThreads pool(2);
-  // Every chunk waits (at most 10 s) until two threads have started chunks:
-  // the caller alone could never get past the first one.
+// The threads that ran chunks of one 64-chunk loop. Every chunk waits (at
+// most 10 s) until two threads have started chunks: the caller alone could
+// never get past the first one.
+std::set<std::thread::id> threads_taking_part_in_a_loop() {
   std::mutex m;
   std::set<std::thread::id> ids;
   tg_parallel_for(64, [&](int64_t, int64_t) {
@@ -55,7 +55,12 @@ TEST(ThreadPool, PoolThreadsTakePart) {
       std::this_thread::yield();
     }
   });
-  EXPECT_EQ(ids.size(), 2u);
+  return ids;
+}
+
+TEST(ThreadPool, PoolThreadsTakePart) {
+  PoolThreads pool(2);
+  EXPECT_EQ(threads_taking_part_in_a_loop().size(), 2u);
 }
 
 TEST(ThreadPool, NestedLoopRunsOnItsCallingThread) {
@@ -131,17 +136,7 @@ TEST(ThreadPool, SleepingThreadsWakeForTheNextLoop) {
   tg_parallel_for(4, [](int64_t, int64_t) {});  // starts the pool's thread
   for (int round = 0; round < 3; ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    std::mutex m;
-    std::set<std::thread::id> ids;
-    tg_parallel_for(64, [&](int64_t, int64_t) {
-      { std::lock_guard<std::mutex> lock(m); ids.insert(std::this_thread::get_id()); }
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (std::chrono::steady_clock::now() < deadline) {
-        { std::lock_guard<std::mutex> lock(m); if (ids.size() >= 2) return; }
-        std::this_thread::yield();
-      }
-    });
-    EXPECT_EQ(ids.size(), 2u) << "round " << round;
+    EXPECT_EQ(threads_taking_part_in_a_loop().size(), 2u) << "round " << round;
   }
 }
 
