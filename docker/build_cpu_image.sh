@@ -7,7 +7,10 @@
 # Env: MIRROR (default http://deb.debian.org/debian), TAG (default tilegraph:cpu),
 #      PODMAN_FLAGS (extra podman global flags, e.g. "--storage-driver vfs"),
 #      BUILD_FLAGS (extra podman build flags; "--isolation=chroot" where the OCI runtime
-#      cannot create containers, e.g. "cgroups in hybrid mode not supported" inside a container).
+#      cannot create containers, e.g. "cgroups in hybrid mode not supported" inside a container),
+#      EXTRA_CA_CERTS (a directory of *.crt files the base image trusts; default: the host's
+#      /usr/local/share/ca-certificates when it has any. Behind a TLS-intercepting proxy, pip
+#      and apt inside the build fail certificate checks without the proxy's CA; "none" adds none).
 # Needs root (apt-get, mmdebstrap, podman); installs mmdebstrap and podman when missing.
 # Prints "step N/4: ..." before each step and, on failure, which step failed.
 set -uo pipefail
@@ -17,6 +20,7 @@ MIRROR=${MIRROR:-http://deb.debian.org/debian}
 TAG=${TAG:-tilegraph:cpu}
 read -r -a PODMAN <<<"podman ${PODMAN_FLAGS:-}"
 read -r -a BUILD <<<"${BUILD_FLAGS:-}"
+EXTRA_CA_CERTS=${EXTRA_CA_CERTS:-/usr/local/share/ca-certificates}
 STEP=""
 step() { STEP=$1; echo "step $1: $2 ($(date -u +%H:%M:%S))"; }
 fail() { echo "build_cpu_image: failed at step $STEP: $1" >&2; exit 1; }
@@ -31,16 +35,28 @@ if ((${#missing[@]})); then
 fi
 
 step 2/4 "Debian 12 (bookworm) base with mmdebstrap from $MIRROR"
-if [ ! -f "$WORK/debian12.tar" ]; then
-  rm -f "$WORK/debian12.tar.part"  # a killed run's leftovers (a file: --format=tar)
+# The certificates copied into the base are the host's choice, so the tar is
+# remade when that choice changes (its name records the directory's contents).
+ca_hooks=()
+ca_tag=none
+if [ "$EXTRA_CA_CERTS" != none ] && compgen -G "$EXTRA_CA_CERTS/*.crt" >/dev/null; then
+  ca_files=("$EXTRA_CA_CERTS"/*.crt)  # copy-in splits its arguments at spaces: paths without spaces
+  ca_hooks=(--customize-hook="copy-in ${ca_files[*]} /usr/local/share/ca-certificates"
+            --customize-hook='chroot "$1" update-ca-certificates')
+  ca_tag=$(cat "$EXTRA_CA_CERTS"/*.crt | sha256sum | cut -c1-12)
+  echo "  the base trusts the certificates in $EXTRA_CA_CERTS ($ca_tag)"
+fi
+BASE_TAR="$WORK/debian12-ca-$ca_tag.tar"
+if [ ! -f "$BASE_TAR" ]; then
+  rm -f "$BASE_TAR.part"  # a killed run's leftovers (a file: --format=tar)
   # --format=tar: the output's name (.part) would otherwise make it a directory
-  mmdebstrap --variant=minbase --format=tar --include=ca-certificates bookworm "$WORK/debian12.tar.part" "$MIRROR" \
+  mmdebstrap --variant=minbase --format=tar --include=ca-certificates "${ca_hooks[@]}" bookworm "$BASE_TAR.part" "$MIRROR" \
     >"$WORK/mmdebstrap.log" 2>&1 || fail "mmdebstrap (log: $WORK/mmdebstrap.log)"
-  mv "$WORK/debian12.tar.part" "$WORK/debian12.tar"
+  mv "$BASE_TAR.part" "$BASE_TAR"
 fi
 
 step 3/4 "import it into podman as docker.io/library/debian:12 (what FROM debian:12 resolves to)"
-"${PODMAN[@]}" import "$WORK/debian12.tar" docker.io/library/debian:12 >"$WORK/import.log" 2>&1 \
+"${PODMAN[@]}" import "$BASE_TAR" docker.io/library/debian:12 >"$WORK/import.log" 2>&1 \
   || fail "podman import (log: $WORK/import.log)"
 
 step 4/4 "podman build -f docker/Dockerfile.cpu -t $TAG (never pulls; runs install_deps, build, quickstart)"
