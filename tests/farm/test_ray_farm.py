@@ -1,4 +1,4 @@
-"""`run --executor ray` on a local two-node Ray cluster, and sccache through tune (about 5 minutes).
+"""`run --executor ray` on a local two-node Ray cluster, and sccache through tune (about 7 minutes on a busy 2-core machine).
 
 The cluster (farm_testlib.Cluster): a head with 1 CPU and no custom resource, and a
 worker node with 1 CPU and the resource ``x86_64-test``. The x86_64 preset's
