@@ -13,12 +13,14 @@
 // The pieces live in their own files: main_test_options (flags), npy (.npy IO),
 // random_fill (generated inputs), bench_stats (latency statistics),
 // kernel_profile (--profile), tensor_compare (--expected), json_writer
-// (--export-json). This file wires them to the model.
+// (--export-json), peak_memory (its own peak resident memory, for the JSON).
+// This file wires them to the model.
 #include "bench_stats.h"
 #include "json_writer.h"
 #include "kernel_profile.h"
 #include "main_test_options.h"
 #include "npy.h"
+#include "peak_memory.h"
 #include "random_fill.h"
 #include "tensor_compare.h"
 #include "tilegraph_model.h"
@@ -332,6 +334,7 @@ struct RunReport {
   std::vector<KernelTime> kernels;
   bool compared = false;
   std::vector<OutputCheck> checks;
+  int64_t peak_host_memory_bytes = -1;  // VmHWM at the end of the run; -1: unknown
 };
 
 void json_tensor(JsonWriter& j, const TensorSpec& t) {
@@ -444,6 +447,12 @@ std::string report_json(const Options& o, const RunReport& r) {
   j.begin_array(true);
   for (double s : r.samples) j.value(s);
   j.end_array();
+  j.key("peak_host_memory_bytes");
+  if (r.peak_host_memory_bytes >= 0) {
+    j.value(r.peak_host_memory_bytes);
+  } else {
+    j.null();
+  }
 
   if (r.profiled) {
     j.key("profile");
@@ -563,6 +572,7 @@ int run(int argc, char** argv) {
   if (!o.export_json.empty()) {
     report.inputs = &inputs;
     report.outputs = &out_specs;
+    report.peak_host_memory_bytes = peak_resident_bytes();
     write_text(o.export_json, report_json(o, report), "--export-json");
     std::printf("wrote %s\n", o.export_json.c_str());
   }

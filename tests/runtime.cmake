@@ -21,6 +21,7 @@ set(TG_RUNTIME_MAIN_TEST_SOURCES
   ${TG_RUNTIME_DIR}/json_writer.cpp
   ${TG_RUNTIME_DIR}/tensor_compare.cpp
   ${TG_RUNTIME_DIR}/random_fill.cpp
+  ${TG_RUNTIME_DIR}/peak_memory.cpp
   ${TG_RUNTIME_DIR}/kernel_profile.cpp)
 
 function(runtime_cxx17 target)
@@ -62,6 +63,7 @@ runtime_gtest(runtime_weights_file_test)
 runtime_gtest(runtime_json_writer_test)
 runtime_gtest(runtime_tensor_compare_test)
 runtime_gtest(runtime_random_fill_test)
+runtime_gtest(runtime_peak_memory_test)
 runtime_gtest(runtime_main_test_options_test)
 runtime_gtest(runtime_kernel_profile_test)
 target_sources(runtime_kernel_profile_test PRIVATE ${TG_RUNTIME_DIR}/kernel_profile.cpp)

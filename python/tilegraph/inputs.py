@@ -29,11 +29,20 @@ class InputSpec:
     shape: tuple  # ints, or str / None for symbolic dimensions
 
 
-def model_inputs(model_path: str | os.PathLike) -> list:
-    """The real graph inputs of an ONNX model (initializers excluded), in order."""
+def load_model(model_path: str | os.PathLike):
+    """The parsed ONNX file (an onnx.ModelProto), without its external weights."""
     import onnx
 
-    m = onnx.load(str(model_path), load_external_data=False)
+    return onnx.load(str(model_path), load_external_data=False)
+
+
+def model_inputs(model) -> list:
+    """The real graph inputs of an ONNX model (initializers excluded), in order.
+    MODEL is a path, or a ModelProto from ``load_model`` for a caller that reads
+    more of the graph (so the file is parsed once)."""
+    import onnx
+
+    m = model if isinstance(model, onnx.ModelProto) else load_model(model)
     inits = {t.name for t in m.graph.initializer}
     specs = []
     for vi in m.graph.input:

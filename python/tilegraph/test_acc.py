@@ -73,7 +73,7 @@ import numpy as np
 
 from ._common import UsageError, find_tilegraph_bin, project_dir, sanitize_name
 from .runner import CompiledModel
-from .inputs import (generate_inputs, load_input_ranges, load_npy, model_inputs, parse_shape_overrides,
+from .inputs import (generate_inputs, load_input_ranges, load_model, load_npy, model_inputs, parse_shape_overrides,
                      resolve_shape, save_npy)
 
 DEFAULT_RTOL = 1e-4
@@ -183,11 +183,8 @@ def compare_all(actual: Mapping, expected: Mapping, rtol: float | Mapping | None
 DYNAMIC_QUANT_SPREAD_FACTOR = 2.0
 
 
-def has_dynamic_quantization(model_path) -> bool:
-    """Whether the model's main graph quantizes activations at run time."""
-    import onnx
-
-    model = onnx.load(str(model_path), load_external_data=False)
+def has_dynamic_quantization(model) -> bool:
+    """Whether the main graph of MODEL (a parsed onnx.ModelProto) quantizes activations at run time."""
     return any(n.op_type == "DynamicQuantizeLinear" for n in model.graph.node)
 
 
@@ -376,7 +373,8 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
             compiled = None  # e.g. a cross-compiled library: fall back to the CLI
     used = "ctypes" if compiled is not None else "cli"
 
-    specs = model_inputs(model_path)
+    model = load_model(model_path)  # parsed once: for its inputs and the dynamic-quantization check
+    specs = model_inputs(model)
     if compiled is not None:
         want = [s.name for s in specs]
         have = [t.name for t in compiled.inputs]
@@ -416,7 +414,7 @@ def run(prefix, arch="host", seed=0, rtol=None, inputs_dir=None, input_shapes=No
     if float_reference is not None:
         other = run_onnxruntime(model_path, feed, optimize=reference_opt == "none")
         spread_note = f", judged against the float model {float_reference}"
-    elif rtol is None and not fp16_build and has_dynamic_quantization(model_path):
+    elif rtol is None and not fp16_build and has_dynamic_quantization(model):
         other = run_onnxruntime(model_path, feed, optimize=reference_opt == "none")
         tolerance = dynamic_quantization_tolerances(expected, other)
         spread_note = (f", dynamic quantization: tolerance {DYNAMIC_QUANT_SPREAD_FACTOR:g} x "

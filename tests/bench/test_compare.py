@@ -85,3 +85,28 @@ def test_cli_exit_status_and_markdown(tmp_path):
         in out.stdout
     assert "| similar |" not in out.stdout
     assert bench_cli("compare", base, tmp_path / "missing.json").returncode == 2
+
+
+def test_timing_threshold_widens_timings_only():
+    base = synthetic_results()
+    target = scaled(base, R1, 1.8)  # +80% latency
+    target["compile"][C1]["seconds"]["total"] *= 1.9  # +90% compile time
+    target["compile"][C1]["kernels"] += 1
+    target["benchmarks"][R2]["peak_host_memory_bytes"] *= 2
+    v = {(r.benchmark.split("`")[1], r.metric): r.verdict for r in cmp.compare(base, target, timing_threshold=1.0)}
+    assert v[(R1, "latency (median)")] == "similar" and v[(C1, "compile time")] == "similar"
+    assert v[(C1, "kernels")] == "regressed" and v[(R2, "peak host memory")] == "regressed"
+    v = {(r.benchmark.split("`")[1], r.metric): r.verdict for r in cmp.compare(base, target, timing_threshold=0.5)}
+    assert v[(R1, "latency (median)")] == "regressed" and v[(C1, "compile time")] == "regressed"
+
+
+def test_cli_timing_threshold(tmp_path):
+    base = write_json(tmp_path / "base.json", synthetic_results())
+    slower = write_json(tmp_path / "slower.json", scaled(synthetic_results(), R2, 1.5))
+    assert bench_cli("compare", base, slower).returncode == 1
+    out = bench_cli("compare", base, slower, "--timing-threshold", "1")
+    assert out.returncode == 0, out.stdout
+    assert "Thresholds: latency (median) 100%, peak host memory 10%," in out.stdout
+    assert "compile time 100%, kernels exact" in out.stdout
+    bad = bench_cli("compare", base, slower, "--timing-threshold", "-1")
+    assert bad.returncode == 2 and "expected a relative change such as 0.5 (50%), got '-1'" in bad.stderr

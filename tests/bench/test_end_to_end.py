@@ -57,6 +57,9 @@ def test_results_hold_latency_memory_peers_and_compile_statistics(suite_run):
         assert 0 < lat["min"] <= lat["median"] <= lat["p90"] and lat["stddev"] >= 0
         assert lat["min"] > 1000, "latencies are in nanoseconds"
         assert r["peak_host_memory_bytes"] > 1 << 20
+        # main_test's own figure (VmHWM), not the child's ru_maxrss, which holds the parent's size
+        report = json.loads((Path(r["artifacts"]) / "main_test.json").read_text())
+        assert r["peak_host_memory_bytes"] == report["peak_host_memory_bytes"]
         assert r["device"]["kind"] == "cpu" and r["model"] in MODELS
         ort = r["peers"]["onnxruntime"]
         assert ort["status"] == "ok" and ort["threads"] == r["threads"]

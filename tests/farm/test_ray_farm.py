@@ -1,12 +1,12 @@
-"""`run --executor ray` on a local two-node Ray cluster, and sccache through tune (about 5 minutes).
+"""`run --executor ray` on a local two-node Ray cluster, and sccache through tune (about 7 minutes on a busy 2-core machine).
 
 The cluster (farm_testlib.Cluster): a head with 1 CPU and no custom resource, and a
 worker node with 1 CPU and the resource ``x86_64-test``. The x86_64 preset's
 device maps to that resource (``--device-resource local-cpu=x86_64-test``), so every
 run step must land on the worker. A subset of the preset's small models keeps the
 file at a few minutes on a busy 2-core machine (MODELS); the full preset runs the
-same way. Nothing here judges a latency: timings are compared only by `compare`,
-whose verdicts on them are not asserted (noise), while its deterministic metrics are.
+same way. Nothing here judges a latency closely: `compare` of the farm run against the
+local run must be clean, with a generous bound on timings (noise on a busy machine).
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ from farm_testlib import RAY_ENV, REPO, WORKER_RESOURCE, Cluster, free_ports, pr
 sys.path.insert(0, str(REPO / "python"))
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
 
-MODELS = ("NeRF_small", "mobilenet_small")
+# Not the whole preset (12 models): here that took 524 s locally and 312 s on the cluster,
+# against about 3 min more for these four (an MLP, a CNN, two transformers).
+MODELS = ("NeRF_small", "mobilenet_small", "bert_small", "vit_small")
 TILEGRAPH = find_tilegraph_bin()
 
 pytestmark = [
@@ -136,14 +138,17 @@ def test_farm_results_have_the_local_ids_and_schema(local_and_farm):
 @needs_ray
 def test_compare_and_dashboard_read_farm_results(local_and_farm):
     _, _, _, d = local_and_farm
-    out = bench("compare", d / "local.json", d / "farm.json")
-    assert out.returncode in (0, 1), out.stderr  # 1 only for a timing verdict: noise on a busy machine
+    # A clean compare: nothing regressed. Timings get a generous bound (4x: both runs share a
+    # busy 2-core machine, where 3 iterations of a 0.1 ms model move by tens of percent);
+    # every other metric, peak host memory (main_test's own) included, keeps its threshold.
+    out = bench("compare", d / "local.json", d / "farm.json", "--timing-threshold", "3")
+    assert out.returncode == 0, out.stdout + out.stderr
     rows = [line.split("|")[1:-1] for line in out.stdout.splitlines() if line.startswith("| ")][1:]
     assert rows
     verdicts = {}
     for verdict, _bench, metric, *_ in rows:
         verdicts.setdefault(metric.strip(), set()).add(verdict.strip())
-    for metric in ("kernels", "predicted DRAM traffic", "peak activation memory", "weights"):
+    for metric in ("kernels", "predicted DRAM traffic", "peak activation memory", "weights", "peak host memory"):
         assert verdicts[metric] == {"similar"}, (metric, verdicts[metric])
     assert not any(v.strip() in ("new", "removed", "not compared") for v, *_ in rows)
     site = d / "site"

@@ -135,8 +135,8 @@ def test_has_dynamic_quantization(tmp_path):
     relu = helper.make_node("Relu", ["x"], ["y"])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
     onnx.save(helper.make_model(helper.make_graph([relu], "g", [x], [y])), tmp_path / "f.onnx")
-    assert test_acc.has_dynamic_quantization(tmp_path / "dq.onnx")
-    assert not test_acc.has_dynamic_quantization(tmp_path / "f.onnx")
+    assert test_acc.has_dynamic_quantization(inputs.load_model(tmp_path / "dq.onnx"))
+    assert not test_acc.has_dynamic_quantization(inputs.load_model(tmp_path / "f.onnx"))
 
 
 def test_compare_non_finite():
@@ -305,6 +305,22 @@ def test_test_acc_ctypes_pass_and_fail(tmp_path, fake_lib):
     assert test_acc.run(bad, out=buf) == 1
     assert "FAIL" in buf.getvalue() and "1 of 2 outputs" in buf.getvalue()
     assert test_acc.run(bad, rtol=1e-2, out=io.StringIO()) == 0
+
+
+def test_test_acc_parses_the_model_once(tmp_path, fake_lib, monkeypatch):
+    """Its inputs and the dynamic-quantization check (rtol not given) share one parse."""
+    prefix = _prefix(tmp_path, 1.0, fake_lib)
+    parsed = []
+    real_load = onnx.load
+
+    def counting_load(f, *args, **kwargs):
+        parsed.append(str(f))
+        return real_load(f, *args, **kwargs)
+
+    monkeypatch.setattr(onnx, "load", counting_load)
+    buf = io.StringIO()
+    assert test_acc.run(prefix, out=buf) == 0, buf.getvalue()
+    assert parsed == [str(prefix / "model.onnx")]
 
 
 def test_test_acc_reads_inputs_dir(tmp_path, fake_lib):

@@ -170,6 +170,9 @@ TEST_F(MainTestE2E, FullRunWritesOutputsMatchesExpectedAndExportsJson) {
   EXPECT_LE(j["latency_ms"]["min"].get<double>(), j["latency_ms"]["median"].get<double>());
   EXPECT_LE(j["latency_ms"]["median"].get<double>(), j["latency_ms"]["max"].get<double>());
   EXPECT_GT(j["throughput_per_s"].get<double>(), 0);
+  // Its own VmHWM: a small program's few MiB, not 0 and not a large parent's heap.
+  EXPECT_GT(j["peak_host_memory_bytes"].get<int64_t>(), 1 << 20);
+  EXPECT_LT(j["peak_host_memory_bytes"].get<int64_t>(), int64_t(1) << 30);
   ASSERT_EQ(j["inputs"].size(), 2u);
   EXPECT_EQ(j["inputs"][1]["name"], "ids:0");
   EXPECT_EQ(j["inputs"][1]["file"], "ids_0.npy");

@@ -5,7 +5,7 @@
                                   [--executor ray [--address HOST:PORT] [--device-resource DEVICE=RESOURCE]...]
                                   [--compiler-launcher sccache [--sccache-dir DIR]]
     python -m tilegraph.bench resources                                          # this machine's Ray resources (JSON)
-    python -m tilegraph.bench compare BASE.json TARGET.json [--changed-only]     # exit 1 if anything regressed
+    python -m tilegraph.bench compare BASE.json TARGET.json [--changed-only] [--timing-threshold F]  # exit 1 if anything regressed
     python -m tilegraph.bench explain BENCHMARK_ID [--configs FILE] [--results FILE] [--work DIR] [--json]
     python -m tilegraph.bench dashboard RESULTS.json... --out DIR                 # DIR/index.html
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -35,6 +36,17 @@ from .workspace import default_work_dir
 
 class UsageError(Exception):
     pass
+
+
+def non_negative_fraction(text: str) -> float:
+    """A relative change such as 0.05 (5%), for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"expected a relative change such as 0.5 (50%), got '{text}'")
+    return value
 
 
 def cmd_export(args) -> int:
@@ -98,9 +110,9 @@ def cmd_resources(args) -> int:
 
 def cmd_compare(args) -> int:
     base, target = res.load(args.base), res.load(args.target)
-    rows = cmp.compare(base, target)
+    rows = cmp.compare(base, target, args.timing_threshold)
     sys.stdout.write(cmp.markdown(rows, cmp.label(base, args.base), cmp.label(target, args.target),
-                                  changed_only=args.changed_only))
+                                  changed_only=args.changed_only, timing_threshold=args.timing_threshold))
     return 1 if cmp.any_regressed(rows) else 0
 
 
@@ -171,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("base")
     c.add_argument("target")
     c.add_argument("--changed-only", action="store_true", help="leave out the rows that are similar")
+    c.add_argument("--timing-threshold", type=non_negative_fraction, metavar="F",
+                   help="relative change of latency and compile time that counts (default 0.05 and 0.25): "
+                        "wider for results from different machines or loads, e.g. 1.0")
     c.set_defaults(fn=cmd_compare)
 
     x = verbs.add_parser("explain", help="how to reproduce one benchmark")

@@ -5,12 +5,17 @@ few percent run to run, compile time far more (a busy CI machine), while kernel
 counts, predicted DRAM bytes and the memory plan are deterministic, so any change
 there is real. All metrics are lower-is-better. A benchmark that ran in BASE but
 failed in TARGET is a regression; one that is skipped in either cannot be compared.
+
+Timings taken on different machines or under different load (a farm run against a
+local run on a shared machine) differ by more than a run's noise; ``timing_threshold``
+(``--timing-threshold``) widens the timing metrics' thresholds for such a comparison
+and leaves the others as they are.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .results import is_ok
 
@@ -25,15 +30,16 @@ class Metric:
     unit: str              # "ns", "s", "bytes" or "" (a count)
     threshold: float       # relative change that counts; 0: any change counts
     floor: float = 0.0     # absolute change below which it is noise, in the metric's unit
+    timing: bool = False   # a time measured on the machine (not a count or a size)
 
 
 RUN_METRICS = (
-    Metric(("latency_ns", "median"), "latency (median)", "ns", 0.05),
+    Metric(("latency_ns", "median"), "latency (median)", "ns", 0.05, timing=True),
     Metric(("peak_host_memory_bytes",), "peak host memory", "bytes", 0.10, floor=1 << 20),
     Metric(("peak_device_memory_bytes",), "peak device memory", "bytes", 0.10, floor=1 << 20),
 )
 COMPILE_METRICS = (
-    Metric(("seconds", "total"), "compile time", "s", 0.25, floor=1.0),
+    Metric(("seconds", "total"), "compile time", "s", 0.25, floor=1.0, timing=True),
     Metric(("kernels",), "kernels", "", 0.0),
     Metric(("dram_bytes",), "predicted DRAM traffic", "bytes", 0.0),
     Metric(("arena_bytes",), "peak activation memory", "bytes", 0.0),
@@ -57,10 +63,20 @@ class Row:
         return -1.0 if math.isnan(self.change) else abs(self.change)
 
 
-def compare(base: dict, target: dict) -> list[Row]:
+def metrics(timing_threshold: float | None = None) -> tuple[tuple[Metric, ...], tuple[Metric, ...]]:
+    """(run metrics, compile metrics), the timings' threshold TIMING_THRESHOLD where given."""
+    def adjusted(ms: tuple[Metric, ...]) -> tuple[Metric, ...]:
+        if timing_threshold is None:
+            return ms
+        return tuple(replace(m, threshold=timing_threshold) if m.timing else m for m in ms)
+    return adjusted(RUN_METRICS), adjusted(COMPILE_METRICS)
+
+
+def compare(base: dict, target: dict, timing_threshold: float | None = None) -> list[Row]:
     """Every (benchmark, metric) row, largest change first."""
-    rows = _compare_section(base["benchmarks"], target["benchmarks"], RUN_METRICS)
-    rows += _compare_section(base["compile"], target["compile"], COMPILE_METRICS)
+    run_metrics, compile_metrics = metrics(timing_threshold)
+    rows = _compare_section(base["benchmarks"], target["benchmarks"], run_metrics)
+    rows += _compare_section(base["compile"], target["compile"], compile_metrics)
     return sorted(rows, key=lambda r: (-r.size, r.benchmark, r.metric))
 
 
@@ -129,11 +145,12 @@ def format_change(change: float) -> str:
     return f"{change * 100:+.1f}%"
 
 
-def markdown(rows: list[Row], base_label: str, target_label: str, changed_only: bool = False) -> str:
+def markdown(rows: list[Row], base_label: str, target_label: str, changed_only: bool = False,
+             timing_threshold: float | None = None) -> str:
     counts = {v: sum(r.verdict == v for r in rows) for v in (REGRESSED, IMPROVED, SIMILAR, MISSING, NEW, REMOVED)}
     summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     thresholds = ", ".join(f"{m.label} {f'{m.threshold:.0%}' if m.threshold else 'exact'}"
-                           for m in RUN_METRICS + COMPILE_METRICS)
+                           for m in sum(metrics(timing_threshold), ()))
     lines = [f"### tilegraph benchmarks: base {base_label} -> target {target_label}", "",
              f"**{summary or 'nothing to compare'}**", "", f"Thresholds: {thresholds}.", "",
              "| verdict | benchmark | metric | base | target | change |",

@@ -1,8 +1,10 @@
 """Measuring a child process: latency statistics, peak host and device memory.
 
 The model and its peers each run in their own child process so that the peak
-resident memory reported by the kernel for that child (``wait4``'s ``ru_maxrss``)
-belongs to that engine alone, and so that CPU pinning applies to both alike.
+resident memory belongs to that engine alone, and so that CPU pinning applies to
+both alike. main_test reports its own peak (VmHWM) in its JSON; for other children
+the kernel's figure for the child (``wait4``'s ``ru_maxrss``) stands in, which is
+at least the size of the process that started it (see ``peak_host_memory``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,21 @@ class ChildResult:
             return ""
         errors = [l for l in text if "error" in l.lower()]
         return " | ".join((errors or text)[-lines:])
+
+
+def peak_host_memory(report: dict, child: ChildResult) -> int:
+    """The peak resident bytes of the program CHILD ran: the figure its REPORT gives
+    (main_test's ``peak_host_memory_bytes``, VmHWM read by itself at the end of the
+    run), else the child's ``ru_maxrss``.
+
+    ``ru_maxrss`` alone is not the program's own: a forked child starts with its
+    parent's resident pages and Linux keeps that high-water mark across ``exec``, so
+    a small main_test started by a Ray worker (about 100 MiB) would seem to peak at the
+    worker's size, and a farm run's figure would differ from a local run's. It stays as
+    the fallback for reports without the field (main_test built before it; peers).
+    """
+    own = report.get("peak_host_memory_bytes")
+    return own if isinstance(own, int) and own > 0 else child.peak_host_bytes
 
 
 class GpuMemorySampler:

@@ -18,7 +18,7 @@ from pathlib import Path
 from . import devices, peers
 from . import workspace as ws
 from .definitions import RunBenchmark, to_dict
-from .measure import latency_stats_ns, run_child
+from .measure import latency_stats_ns, peak_host_memory, run_child
 from .results import is_ok
 
 
@@ -62,8 +62,8 @@ def run_benchmark(bench: RunBenchmark, compile_record: dict, settings: RunSettin
         return {**record, "status": f"failed: main_test exit {child.returncode}: {child.tail()}"}
     report = json.loads((out / "main_test.json").read_text())
     record.update(status="ok", latency_ns=latency_stats_ns(report["samples_ms"]),
-                  peak_host_memory_bytes=child.peak_host_bytes, peak_device_memory_bytes=child.peak_device_bytes,
-                  artifacts=str(out))
+                  peak_host_memory_bytes=peak_host_memory(report, child),
+                  peak_device_memory_bytes=child.peak_device_bytes, artifacts=str(out))
     if bench.device.kind == "cpu":
         record["cost_model"] = cost_model_error(bench, settings, threads)
     if settings.with_peers:
