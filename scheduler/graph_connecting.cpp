@@ -36,7 +36,7 @@ bool is_contraction(const Op& op) {
 
 // Bump when the cost model, the search or the cache layout changes: cached
 // results of another version are ignored.
-constexpr const char* kCacheFormat = "tilegraph-schedule-cache/8";
+constexpr const char* kCacheFormat = "tilegraph-schedule-cache/9";
 
 struct Group {
   std::vector<int> ops;              // sorted (topological)
@@ -425,7 +425,8 @@ nlohmann::json features_json(const KernelFeatures& f) {
           {"registers", f.registers_per_thread}, {"dram", f.dram_bytes}, {"l2", f.l2_bytes},
           {"shared_moved", f.shared_bytes_moved},
           {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}, {"padding", f.padding},
-          {"inner", f.inner_extent}, {"ukernel_flops", f.ukernel_flops}, {"packed", f.packed_bytes}};
+          {"inner", f.inner_extent}, {"ukernel_flops", f.ukernel_flops}, {"packed", f.packed_bytes},
+          {"footprint", f.tile_footprint_bytes}, {"reread", f.reread_bytes}};
 }
 
 KernelFeatures features_from(const nlohmann::json& j) {
@@ -443,6 +444,8 @@ KernelFeatures features_from(const nlohmann::json& j) {
   f.inner_extent = j.at("inner");
   f.ukernel_flops = j.at("ukernel_flops");
   f.packed_bytes = j.at("packed");
+  f.tile_footprint_bytes = j.at("footprint");
+  f.reread_bytes = j.at("reread");
   return f;
 }
 
