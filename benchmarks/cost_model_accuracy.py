@@ -58,16 +58,17 @@ def prepare(model: str, work: Path) -> Path:
 
 
 def profiled_problems(manifest: dict) -> dict:
-    """{problem: [seconds per candidate]}: kernels with a profile, those of one tiling
-    problem (the same candidates and times, shared through profile_cache.json) once."""
+    """{problem: (configs, [seconds per candidate])}: kernels with a profile, those of
+    one tiling problem (the same candidates and times, shared through
+    profile_cache.json) once."""
     problems = {}
     for k in manifest["kernels"]:
         if "profile" not in k:
             continue
         configs = tuple(c["config"] for c in k["profile"])
         times = [c["measured_ms"] for c in k["profile"]]
-        problems.setdefault((configs, tuple(times)), (k["name"], times))
-    return {name: times for name, times in problems.values()}
+        problems.setdefault((configs, tuple(times)), (k["name"], configs, times))
+    return {name: (configs, times) for name, configs, times in problems.values()}
 
 
 def tune_once(tg: str, prefix: Path, topk: int, arch_file: str | None, threads: int | None) -> dict:
@@ -115,16 +116,19 @@ def main() -> None:
         prefix = prepare(model, work)
         runs = [profiled_problems(tune_once(tg, prefix, args.topk, args.arch_file, args.threads)) for _ in range(args.repeats)]
         ratios, rows = [], []
-        for name, times in runs[0].items():
-            # The same problem in every repeat (the candidates depend on the cost model only).
-            per_run = [r[name] for r in runs if name in r and len(r[name]) == len(times)]
+        for name, (configs, times) in runs[0].items():
+            # The same problem in every repeat: the same kernel name and candidates
+            # (they depend on the cost model only; a repeat that fused differently
+            # does not count for this kernel).
+            per_run = [r[name][1] for r in runs if name in r and r[name][0] == configs]
             median = [statistics.median(ts) for ts in zip(*per_run)]
             ratio = top1_over_best(median)
             if ratio is None:
                 continue
             ratios.append(ratio)
             best = min(range(len(median)), key=lambda c: median[c] if median[c] > 0 else math.inf)
-            rows.append({"kernel": name, "top1_over_best": ratio, "best_rank": best, "measured_ms": median})
+            rows.append({"kernel": name, "top1_over_best": ratio, "best_rank": best, "configs": list(configs),
+                         "measured_ms": median, "repeats": len(per_run)})
         everything += ratios
         report[model] = rows
         print(f"\n{model}: {summary(ratios)}")

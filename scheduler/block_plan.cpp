@@ -194,8 +194,19 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
       reads[op.inputs[s]] += num_elements({p.phase_plans[i].elements, reduce_points(op), loads});
     }
   }
-  int64_t dram = 0, l2_traffic = 0;
+  // Phases of the tile that load each input: all but the first read it again.
+  std::map<TensorId, int> loading_phases;
+  for (int i = 0; i <= last; ++i) {
+    std::set<TensorId> loaded;
+    for (TensorId in : p.phases[i].inputs)
+      if (!phase_of.count(in)) loaded.insert(in);
+    for (TensorId in : loaded) ++loading_phases[in];
+  }
+  int64_t dram = 0, l2_traffic = 0, footprint = 0, reread = 0;
   for (const auto& [tensor, region] : p.tiling.input_regions) {
+    const int64_t region_bytes = region.volume() * dtype_size(g.tensor(tensor).dtype);
+    footprint += region_bytes;
+    reread += region_bytes * std::max(loading_phases[tensor] - 1, 0);
     const Tensor& t = g.tensor(tensor);
     std::vector<int64_t> extent;
     for (const RegionDim& d : region.dims) extent.push_back(d.extent);
@@ -219,6 +230,11 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
                             std::vector<int64_t>(out.shape.size(), 0), out.shape, transaction);
   f.dram_bytes = dram;
   f.l2_bytes = l2_traffic;
+  for (int i = 0; i <= last; ++i)
+    if (i == last || extra_outputs.count(p.phases[i].output))
+      footprint += p.phase_plans[i].elements * dtype_size(g.tensor(p.phases[i].output).dtype);
+  f.tile_footprint_bytes = footprint;
+  f.reread_bytes = num_elements({reread, f.blocks});
   f.shared_bytes_moved = num_elements({shared_reads + shared_writes, f.blocks});
   f.flops = flops * static_cast<double>(f.blocks);
   // Half is computed in float on CUDA cores; only tensor-core phases run at

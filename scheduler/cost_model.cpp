@@ -25,8 +25,11 @@
 //                      lanes of the compute dtype; the last vector of a row is
 //                      partly used, and a row's loop start costs about one more)
 //   compute_seconds and shared_seconds *= tail
-//   shared_seconds   at the L1 rate when a tile's scratch fits in half the L1,
-//                      else at the L2 rate (cache blocking)
+//   shared_seconds   scratch traffic and the re-reads of inputs by a tile's
+//                      later phases, at the L1 rate when the tile's working
+//                      set (scratch + its inputs' footprints + its output
+//                      tile) fits in half the L1, else at the L2 rate (cache
+//                      blocking)
 //   dram_seconds     at the rate of the innermost level that holds all of the
 //                      kernel's DRAM bytes: the L2s of all cores, the L3, DRAM
 //   compute_seconds += ukernel_flops / the micro-kernel's achieved rate
@@ -214,9 +217,11 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
 
   c.dram_seconds = seconds_at(double(f.dram_bytes), memory_level(arch, f.dram_bytes).bandwidth_bytes_per_s,
                               latency_hiding, "dram bandwidth", arch);
-  if (const MemoryLevel* scratch = scratch_level(arch, f.shared_bytes_per_block))
-    c.shared_seconds = seconds_at(double(f.shared_bytes_moved), scratch->bandwidth_bytes_per_s,
-                                  latency_hiding, "shared bandwidth", arch);
+  // A CPU tile's scratch shares the cache with the tile's own reads and writes.
+  const int64_t working_set = f.shared_bytes_per_block + (arch.is_gpu() ? 0 : f.tile_footprint_bytes);
+  const double scratch_bytes = double(f.shared_bytes_moved) + (arch.is_gpu() ? 0.0 : double(f.reread_bytes));
+  if (const MemoryLevel* scratch = scratch_level(arch, working_set))
+    c.shared_seconds = seconds_at(scratch_bytes, scratch->bandwidth_bytes_per_s, latency_hiding, "shared bandwidth", arch);
   c.compute_seconds = seconds_at(f.flops, peak_rate(f.compute_dtype, arch), latency_hiding,
                                  dtype_name(f.compute_dtype), arch);
   if (!arch.is_gpu()) {

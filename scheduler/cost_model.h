@@ -41,6 +41,14 @@ struct KernelFeatures {
   // not in `flops`) and the panel bytes the kernel packs at run time.
   double ukernel_flops = 0;
   int64_t packed_bytes = 0;
+  // CPU block kernels: the bytes one tile reads from its inputs and writes
+  // to its outputs, which share the L1 with its scratch (cache blocking:
+  // a tile whose scratch and footprints do not fit streams them from the
+  // L2), and the input bytes the tile's later phases read again after an
+  // earlier phase loaded them (a layer norm reads x for its statistics and
+  // again to normalize), all tiles together.
+  int64_t tile_footprint_bytes = 0;
+  int64_t reread_bytes = 0;
 };
 
 struct CostEstimate {

@@ -36,7 +36,7 @@ bool is_contraction(const Op& op) {
 
 // Bump when the cost model, the search or the cache layout changes: cached
 // results of another version are ignored.
-constexpr const char* kCacheFormat = "tilegraph-schedule-cache/7";
+constexpr const char* kCacheFormat = "tilegraph-schedule-cache/9";
 
 struct Group {
   std::vector<int> ops;              // sorted (topological)
@@ -417,11 +417,16 @@ TileConfig config_from(const nlohmann::json& j) {
   return c;
 }
 
+// Every field estimate_cost reads: a warm cache must rank and fuse exactly
+// as a cold one (a lost inner extent drops the CPU's vector tails and changes
+// what GraphConnecting merges).
 nlohmann::json features_json(const KernelFeatures& f) {
   return {{"blocks", f.blocks}, {"threads", f.threads_per_block}, {"shared", f.shared_bytes_per_block},
           {"registers", f.registers_per_thread}, {"dram", f.dram_bytes}, {"l2", f.l2_bytes},
           {"shared_moved", f.shared_bytes_moved},
-          {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}, {"padding", f.padding}};
+          {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}, {"padding", f.padding},
+          {"inner", f.inner_extent}, {"ukernel_flops", f.ukernel_flops}, {"packed", f.packed_bytes},
+          {"footprint", f.tile_footprint_bytes}, {"reread", f.reread_bytes}};
 }
 
 KernelFeatures features_from(const nlohmann::json& j) {
@@ -436,6 +441,11 @@ KernelFeatures features_from(const nlohmann::json& j) {
   f.flops = j.at("flops");
   f.compute_dtype = static_cast<DType>(j.at("dtype").get<int>());
   f.padding = j.at("padding");
+  f.inner_extent = j.at("inner");
+  f.ukernel_flops = j.at("ukernel_flops");
+  f.packed_bytes = j.at("packed");
+  f.tile_footprint_bytes = j.at("footprint");
+  f.reread_bytes = j.at("reread");
   return f;
 }
 

@@ -406,6 +406,30 @@ TEST(CostModel, CpuScratchBeyondL1StreamsFromL2) {
   EXPECT_LE(small, estimate_cost(g, gpu_spec()).shared_seconds);
 }
 
+// Cache blocking: a CPU tile's scratch shares the L1 with the tile's own
+// input footprints and output tile; and inputs its later phases read again
+// (a layer norm's x) come from wherever that working set lives.
+TEST(CostModel, CpuTileWorkingSetDecidesWhereScratchAndReReadsLive) {
+  KernelFeatures f = memory_bound(8, 1, 0);
+  f.shared_bytes_moved = int64_t{1} << 30;
+  f.shared_bytes_per_block = 4 << 10;
+  f.tile_footprint_bytes = 12 << 10;  // 16 KB in all: half the L1
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 30) / 1.6e12);
+  f.tile_footprint_bytes = (12 << 10) + 64;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 30) / 400e9);
+  f.reread_bytes = int64_t{1} << 30;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{2} << 30) / 400e9);
+  // A GPU block's global reads go through its caches, not shared memory:
+  // neither term applies.
+  KernelFeatures g = memory_bound(8 * 108, 128, 0);
+  g.shared_bytes_moved = int64_t{1} << 30;
+  g.shared_bytes_per_block = 4 << 10;
+  const double plain = estimate_cost(g, gpu_spec()).shared_seconds;
+  g.tile_footprint_bytes = 1 << 20;
+  g.reread_bytes = int64_t{1} << 30;
+  EXPECT_DOUBLE_EQ(estimate_cost(g, gpu_spec()).shared_seconds, plain);
+}
+
 TEST(CostModel, CpuWorkingSetsInCacheAreReadFromThere) {
   ArchSpec cpu = cpu_spec();  // 8 cores with 1 MB of L2 each, no L3
   KernelFeatures f = memory_bound(8, 1, 8 << 20);

@@ -169,28 +169,102 @@ TEST(SubGraphTiling, TopKIsRankedFeasibleAndDeterministic) {
   for (size_t i = 0; i < r.top.size(); ++i) EXPECT_EQ(r.top[i].to_string(), again.top[i].to_string());
 }
 
+// A GPU and a CPU arch: the CPU's estimates also read the tile's inner
+// extent (vector tails), which the cache must carry for a warm re-tune to
+// fuse and rank as the cold one did.
 TEST(ScheduleCache, SameSubgraphsShareKeysAndRetuningHitsTheCache) {
   const Graph g = attention_graph();
-  const scheduler::ArchSpec h100 = scheduler::arch_by_name("H100");
-  scheduler::ScheduleCache cache;
-  const scheduler::Schedule first = scheduler::schedule_tile_graph(g, h100, {}, &cache);
-  EXPECT_GT(cache.hits, 0);  // the second layer reuses the first layer's searches
-  const std::string path = testing::test_model_path("tile_graph_scheduler", "cache") + ".json";
-  cache.save(path);
-  scheduler::ScheduleCache loaded;
-  loaded.load(path);
-  const scheduler::Schedule second = scheduler::schedule_tile_graph(g, h100, {}, &loaded);
-  EXPECT_EQ(loaded.misses, 0);
-  ASSERT_EQ(first.kernels.size(), second.kernels.size());
-  for (size_t i = 0; i < first.kernels.size(); ++i) {
-    EXPECT_EQ(first.kernels[i].config.to_string(), second.kernels[i].config.to_string());
-    EXPECT_DOUBLE_EQ(first.kernels[i].estimate.seconds, second.kernels[i].estimate.seconds);
+  for (const std::string arch_name : {"H100", "neoverse-n2"}) {
+    SCOPED_TRACE(arch_name);
+    const scheduler::ArchSpec arch = scheduler::arch_by_name(arch_name);
+    scheduler::ScheduleCache cache;
+    const scheduler::Schedule first = scheduler::schedule_tile_graph(g, arch, {}, &cache);
+    EXPECT_GT(cache.hits, 0);  // the second layer reuses the first layer's searches
+    const std::string path = testing::test_model_path("tile_graph_scheduler", "cache_" + arch_name) + ".json";
+    cache.save(path);
+    scheduler::ScheduleCache loaded;
+    loaded.load(path);
+    const scheduler::Schedule second = scheduler::schedule_tile_graph(g, arch, {}, &loaded);
+    EXPECT_EQ(loaded.misses, 0);
+    ASSERT_EQ(first.kernels.size(), second.kernels.size());
+    for (size_t i = 0; i < first.kernels.size(); ++i) {
+      EXPECT_EQ(first.kernels[i].ops, second.kernels[i].ops);
+      EXPECT_EQ(first.kernels[i].config.to_string(), second.kernels[i].config.to_string());
+      EXPECT_EQ(first.kernels[i].features.inner_extent, second.kernels[i].features.inner_extent);
+      EXPECT_DOUBLE_EQ(first.kernels[i].estimate.seconds, second.kernels[i].estimate.seconds);
+    }
   }
   // Another arch is another key.
   scheduler::KernelSchedule k;
   k.ops = {0};
-  EXPECT_NE(scheduler::tiling_key(g, k, h100, 20, 48),
+  EXPECT_NE(scheduler::tiling_key(g, k, scheduler::arch_by_name("H100"), 20, 48),
             scheduler::tiling_key(g, k, scheduler::arch_by_name("V100"), 20, 48));
+}
+
+// NAFNet's LayerNorm2d over the channels of an NCHW map: mean and variance
+// over C per pixel, then (x - mu) / sqrt(var + eps) * w + b.
+Graph channel_layer_norm_graph() {
+  OnnxModelBuilder b(13);
+  b.input("x", kF32, {1, 8, 32, 32}).output("y");
+  b.initializer_f("eps", {}, {1e-6f});
+  b.initializer_f("two", {}, {2.0f});
+  b.initializer_f("w", {1, 8, 1, 1}, std::vector<float>(8, 1.5f));
+  b.initializer_f("bias", {1, 8, 1, 1}, std::vector<float>(8, 0.25f));
+  B::attr_ints(b.node("ReduceMean", {"x"}, {"mu"}), "axes", {1});
+  b.node("Sub", {"x", "mu"}, {"d"});
+  b.node("Pow", {"d", "two"}, {"d2"});
+  B::attr_ints(b.node("ReduceMean", {"d2"}, {"var"}), "axes", {1});
+  b.node("Add", {"var", "eps"}, {"ve"});
+  b.node("Sqrt", {"ve"}, {"sd"});
+  b.node("Div", {"d", "sd"}, {"n"});
+  b.node("Mul", {"n", "w"}, {"nw"});
+  b.node("Add", {"nw", "bias"}, {"y"});
+  return optimized(b, "channel_layer_norm");
+}
+
+// A one-core CPU with the host's calibrated numbers (tilegraph calibrate
+// --cores 1 on the machine where NAFNet_small's layer norms were profiled).
+scheduler::ArchSpec one_core_host_spec() {
+  scheduler::ArchSpec a;
+  a.name = "test-host-1";
+  a.target = "cpu";
+  a.compute_units = a.cores = 1;
+  a.vector_bytes = 64;
+  a.shared_bytes_per_block = a.shared_bytes_per_unit = a.l2_bytes = 2 << 20;
+  a.block_overhead_seconds = 3e-8;
+  a.peak_fp32_flops = 124e9;
+  a.levels = {
+      {"dram", scheduler::LevelScope::kDevice, int64_t{16} << 30, 7e9, 64},
+      {"l2", scheduler::LevelScope::kBlock, 2 << 20, 80e9, 64},
+      {"l1", scheduler::LevelScope::kBlock, 48 << 10, 110e9, 64},
+  };
+  return a;
+}
+
+// Measured (--profile-topk, one core): the layer norm's kernels run faster
+// in tiles of a few rows (2-8 of 32) than in one tile of the whole map,
+// whose 32 KB input, output and statistics do not fit the L1 together, so
+// the normalizing phase reads x again from the L2. The model ranks so too.
+TEST(SubGraphTiling, CpuLayerNormPrefersRowTilesThatFitTheL1) {
+  const Graph g = channel_layer_norm_graph();
+  const scheduler::ArchSpec cpu = one_core_host_spec();
+  const scheduler::Schedule s = scheduler::schedule_tile_graph(g, cpu, {});
+  int checked = 0;
+  for (const scheduler::KernelSchedule& k : s.kernels) {
+    if (count_reductions(g, k) == 0 || g.tensor(g.ops[k.ops.back()].output).shape != Shape{1, 8, 32, 32}) continue;
+    SCOPED_TRACE(g.ops[k.ops.back()].name);
+    auto estimate = [&](std::vector<int64_t> tile) {
+      const scheduler::BlockPlan plan = plan_block_kernel(g, k, scheduler::TileConfig{tile, 1, 0}, cpu);
+      return scheduler::estimate_cost(plan.features, cpu);
+    };
+    const scheduler::CostEstimate whole = estimate({1, 8, 32, 32}), rows = estimate({1, 8, 8, 32});
+    // The whole map's working set spills to the L2; 8 rows' (8 KB of x) does not.
+    EXPECT_GT(whole.shared_seconds, rows.shared_seconds);
+    EXPECT_LT(rows.seconds, whole.seconds);
+    EXPECT_LT(k.config.tile[2], 32) << k.config.to_string();
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
 }
 
 TEST(InlineProducer, ReplacesEverySlotReadingTheProducer) {
