@@ -48,6 +48,7 @@
 
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -85,6 +86,55 @@ inline void futex_wake_all(std::atomic<uint32_t>& word) {
 using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
 using Clock = std::chrono::steady_clock;
 
+// How long idle threads spin before they sleep, learned from how often the
+// pool's threads lose their cores. Fed one sample per millisecond or so of
+// loops: the involuntary context switches of the pool's threads (the caller
+// included) since the previous sample. A switch means another runnable
+// thread wanted that core; a thread spinning there burns the share of the
+// core the scheduler would give it when work comes (and holds off the thread
+// waiting for that core), so each switch cuts the budget to a quarter, to 0
+// below max/32. Clean samples grow it back by max/32 each, after kHoldSamples
+// clean ones: a busy core preempts our threads only every few milliseconds
+// (once per scheduler slice), and a budget that regrew in between would spin
+// again on the contended core. A pure function of the samples: no clock.
+class SpinBudget {
+ public:
+  static constexpr int kHoldSamples = 8;
+  static constexpr int kGrowSteps = 32;
+
+  explicit SpinBudget(int64_t max_ns) : max_ns_(max_ns < 0 ? 0 : max_ns), budget_ns_(max_ns_) {}
+
+  // One sample: the involuntary switches seen since the last. Returns the
+  // new budget.
+  int64_t update(int64_t switches) {
+    if (switches > 0) {
+      budget_ns_ = switches >= 16 ? 0 : budget_ns_ >> (2 * switches);
+      if (budget_ns_ < max_ns_ / kGrowSteps) budget_ns_ = 0;
+      hold_ = kHoldSamples;
+    } else if (hold_ > 0) {
+      hold_ -= 1;
+    } else {
+      budget_ns_ = std::min(max_ns_, budget_ns_ + std::max<int64_t>(1, max_ns_ / kGrowSteps));
+    }
+    return budget_ns_;
+  }
+
+  int64_t budget_ns() const { return budget_ns_; }
+  int64_t max_ns() const { return max_ns_; }
+
+ private:
+  int64_t max_ns_;
+  int64_t budget_ns_;
+  int hold_ = 0;
+};
+
+// Involuntary context switches of the calling thread so far (one system call).
+inline int64_t involuntary_switches() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
+  return usage.ru_nivcsw;
+}
+
 class Pool {
  public:
   static Pool& instance() {
@@ -101,6 +151,7 @@ class Pool {
     if (n <= 0) return;
     if (threads <= 1 || n == 1 || in_task() || !run_mutex_.try_lock()) return fn(ctx, 0, n);
     start_workers(threads - 1);
+    if (adaptive_) sample_contention();
     // Chunks: a few per thread, so a late thread delays at most a small one.
     const int64_t chunks = std::min<int64_t>(n, int64_t{threads} * kChunksPerThread);
     fn_ = fn;
@@ -132,13 +183,17 @@ class Pool {
 
  private:
   static constexpr int64_t kChunksPerThread = 8;
+  static constexpr int64_t kMaxSpinNs = 100'000;
+  static constexpr std::chrono::microseconds kSamplePeriod{1000};
   static constexpr int kEpochShift = 32;
   static constexpr uint64_t kOpen = uint64_t{1} << 31;
   static constexpr uint64_t kActiveMask = kOpen - 1;
 
   Pool() {
+    // TG_POOL_SPIN_US fixes the spin; unset, it adapts between 0 and 100 us.
     const char* spin = std::getenv("TG_POOL_SPIN_US");
-    spin_us_ = spin ? std::atoi(spin) : 100;
+    adaptive_ = spin == nullptr;
+    spin_ns_.store(adaptive_ ? budget_.max_ns() : int64_t{std::max(0, std::atoi(spin))} * 1000);
     // As many threads as OpenMP would start: OMP_NUM_THREADS, else the
     // cores this process may run on.
     const char* omp = std::getenv("OMP_NUM_THREADS");
@@ -162,15 +217,39 @@ class Pool {
     }
   }
 
-  // The caller, after closing the loop: spins for spin_us_, then sleeps
-  // until the last joined thread leaves (leave() wakes it).
-  void wait_for_joined() {
-    const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+  // Feeds budget_ a sample (at most one per kSamplePeriod): the caller's
+  // involuntary switches since its last sample and those the pool's threads
+  // reported. Called by the caller of a loop, under run_mutex_.
+  void sample_contention() {
+    const Clock::time_point now = Clock::now();
+    if (now < next_sample_) return;
+    next_sample_ = now + kSamplePeriod;
+    static thread_local int64_t caller_seen = -1;  // this caller's count at its last sample
+    const int64_t mine = involuntary_switches();
+    int64_t switches = worker_switches_.exchange(0, std::memory_order_relaxed);
+    if (caller_seen >= 0) switches += mine - caller_seen;
+    caller_seen = mine;
+    spin_ns_.store(budget_.update(switches), std::memory_order_relaxed);
+  }
+
+  // Spins (cpu_relax) for the spin budget or until done() holds; true if it did.
+  template <typename Done>
+  bool spin_until(Done done) {
+    if (done()) return true;
+    const int64_t budget = spin_ns_.load(std::memory_order_relaxed);
+    if (budget <= 0) return false;
+    const Clock::time_point deadline = Clock::now() + std::chrono::nanoseconds(budget);
     for (int i = 1;; ++i) {
-      if ((state_.load(std::memory_order_acquire) & kActiveMask) == 0) return;
       cpu_relax();
-      if ((i & 255) == 0 && Clock::now() > deadline) break;
+      if (done()) return true;
+      if ((i & 15) == 0 && Clock::now() > deadline) return false;
     }
+  }
+
+  // The caller, after closing the loop: spins for the spin budget, then
+  // sleeps until the last joined thread leaves (leave() wakes it).
+  void wait_for_joined() {
+    if (spin_until([this] { return (state_.load(std::memory_order_acquire) & kActiveMask) == 0; })) return;
     for (;;) {
       caller_sleeps_.store(1, std::memory_order_seq_cst);
       if ((state_.load(std::memory_order_seq_cst) & kActiveMask) == 0) break;
@@ -200,6 +279,8 @@ class Pool {
   void worker_loop(int index) {
     in_task() = true;
     uint64_t seen = 0;
+    int64_t switches_seen = involuntary_switches();
+    Clock::time_point next_sample = Clock::now();
     for (;;) {
       uint64_t s = wait_for_epoch_after(seen);
       if (stop_.load()) return;
@@ -214,20 +295,26 @@ class Pool {
             break;
           }
         }
+        if (adaptive_ && Clock::now() >= next_sample) {
+          // Reported for the caller's next sample.
+          next_sample = Clock::now() + kSamplePeriod;
+          const int64_t switches = involuntary_switches();
+          worker_switches_.fetch_add(switches - switches_seen, std::memory_order_relaxed);
+          switches_seen = switches;
+        }
       }
       seen = epoch;
     }
   }
 
-  // Spins for spin_us_, then sleeps, until the epoch differs from `seen`.
+  // Spins for the spin budget, then sleeps, until the epoch differs from `seen`.
   uint64_t wait_for_epoch_after(uint64_t seen) {
-    const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us_);
-    for (int i = 1;; ++i) {
-      const uint64_t s = state_.load(std::memory_order_acquire);
-      if ((s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed)) return s;
-      cpu_relax();
-      if ((i & 255) == 0 && Clock::now() > deadline) break;
-    }
+    uint64_t s = 0;
+    if (spin_until([&] {
+          s = state_.load(std::memory_order_acquire);
+          return (s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed);
+        }))
+      return s;
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     while (wake_word_.load(std::memory_order_seq_cst) == static_cast<uint32_t>(seen) && !stop_.load())
       futex_wait(wake_word_, static_cast<uint32_t>(seen));
@@ -236,7 +323,13 @@ class Pool {
   }
 
   std::atomic<int> threads_{1};
-  int spin_us_ = 100;
+  // How long idle threads and a waiting caller spin before they sleep: fixed
+  // by TG_POOL_SPIN_US, else budget_'s (adaptive_).
+  bool adaptive_ = true;
+  SpinBudget budget_{kMaxSpinNs};
+  std::atomic<int64_t> spin_ns_{kMaxSpinNs};
+  Clock::time_point next_sample_{};
+  std::atomic<int64_t> worker_switches_{0};  // reported by pool threads, not yet sampled
   std::mutex run_mutex_;  // one loop at a time
   std::vector<std::thread> workers_;
   // The current loop (written by the caller before it publishes the epoch).
