@@ -90,42 +90,53 @@ using Clock = std::chrono::steady_clock;
 // pool's threads lose their cores. Fed one sample per millisecond or so of
 // loops: the involuntary context switches of the pool's threads (the caller
 // included) since the previous sample. A switch means another runnable
-// thread wanted that core; a thread spinning there burns the share of the
-// core the scheduler would give it when work comes (and holds off the thread
-// waiting for that core), so each switch cuts the budget to a quarter, to 0
-// below max/32. Clean samples grow it back by max/32 each, after kHoldSamples
-// clean ones: a busy core preempts our threads only every few milliseconds
-// (once per scheduler slice), and a budget that regrew in between would spin
-// again on the contended core. A pure function of the samples: no clock.
+// thread wanted that core. On a contended core a spinning thread burns the
+// share the scheduler would give it when work comes, and with a busy core a
+// pool thread woken for a loop lands on the caller's core and preempts it
+// (under a busy loop on one of 2 cores the caller saw about one switch per
+// loop): there, sleeping at once is faster. On a quiet machine a switch is
+// rare (a kernel thread, another process's burst: 0.1-0.2 per sample, mostly
+// single switches) and the full spin keeps pool threads on their cores
+// between the kernels of an inference.
+// So the budget follows an average of switches per sample (the last
+// kAverageOver samples weigh most; one sample counts at most
+// kMostSwitchesPerSample, so a single burst does not turn the spin off): the
+// full spin up to kFullSpinUpTo, none from kNoSpinFrom, linear in between.
+// The average moves within a few milliseconds both ways. A pure function of
+// the samples (no clock), so tests can feed it.
 class SpinBudget {
  public:
-  static constexpr int kHoldSamples = 8;
-  static constexpr int kGrowSteps = 32;
+  static constexpr int64_t kOne = 256;  // fixed point: switches per sample * kOne
+  static constexpr int64_t kMostSwitchesPerSample = 4;
+  static constexpr int kAverageOver = 8;
+  static constexpr int64_t kFullSpinUpTo = kOne / 2;
+  static constexpr int64_t kNoSpinFrom = kOne;
 
   explicit SpinBudget(int64_t max_ns) : max_ns_(max_ns < 0 ? 0 : max_ns), budget_ns_(max_ns_) {}
 
   // One sample: the involuntary switches seen since the last. Returns the
   // new budget.
   int64_t update(int64_t switches) {
-    if (switches > 0) {
-      budget_ns_ = switches >= 16 ? 0 : budget_ns_ >> (2 * switches);
-      if (budget_ns_ < max_ns_ / kGrowSteps) budget_ns_ = 0;
-      hold_ = kHoldSamples;
-    } else if (hold_ > 0) {
-      hold_ -= 1;
-    } else {
-      budget_ns_ = std::min(max_ns_, budget_ns_ + std::max<int64_t>(1, max_ns_ / kGrowSteps));
-    }
+    const int64_t x = std::min(std::max<int64_t>(switches, 0), kMostSwitchesPerSample) * kOne;
+    rate_ += (x - rate_) / kAverageOver;
+    if (rate_ <= kFullSpinUpTo)
+      budget_ns_ = max_ns_;
+    else if (rate_ >= kNoSpinFrom)
+      budget_ns_ = 0;
+    else
+      budget_ns_ = max_ns_ * (kNoSpinFrom - rate_) / (kNoSpinFrom - kFullSpinUpTo);
     return budget_ns_;
   }
 
   int64_t budget_ns() const { return budget_ns_; }
   int64_t max_ns() const { return max_ns_; }
+  // The average, in switches per sample * kOne.
+  int64_t rate() const { return rate_; }
 
  private:
   int64_t max_ns_;
   int64_t budget_ns_;
-  int hold_ = 0;
+  int64_t rate_ = 0;
 };
 
 // Involuntary context switches of the calling thread so far (one system call).
@@ -242,7 +253,7 @@ class Pool {
     for (int i = 1;; ++i) {
       cpu_relax();
       if (done()) return true;
-      if ((i & 15) == 0 && Clock::now() > deadline) return false;
+      if ((i & 63) == 0 && Clock::now() > deadline) return false;
     }
   }
 
