@@ -15,12 +15,16 @@
 //    static share);
 //  - idle threads spin for a short time (the gap between two kernels of one
 //    inference is microseconds), then sleep on a futex, so a model that is
-//    not running does not hold cores. TG_POOL_SPIN_US overrides the spin
-//    time (default 100 us);
+//    not running does not hold cores;
 //  - a caller whose joined thread is late (it lost its core inside a chunk)
 //    spins for the same time, then sleeps on a futex until that thread
 //    leaves: its core goes idle, and the kernel's scheduler can run the late
 //    thread there instead of leaving it queued behind the other process;
+//  - the spin adapts (SpinBudget): up to 100 us while the pool's cores are
+//    quiet, none while they are contended, judged from the involuntary
+//    context switches of the pool's threads and the caller (getrusage
+//    RUSAGE_THREAD, at most once per millisecond of loops per thread).
+//    TG_POOL_SPIN_US=N fixes the spin at N us instead (0: sleep at once);
 // A loop started from inside a pool task, or while another thread of the
 // process runs a loop, runs on its calling thread alone.
 //
@@ -34,6 +38,24 @@
 // core the caller or the other process needs). Chunks are claimed
 // dynamically (not a static share per thread): a static share held by a
 // descheduled thread keeps the caller waiting for all of it.
+// The adaptive spin, measured on the same machine while other processes kept
+// it loaded (load average 16; each run in its own autogroup at nice -20;
+// full-size float models, 2 threads, medians of 4 interleaved runs of
+// benchmarks/cpu_vs_onnxruntime.py --iters 30 --busy-core): quiet ms and
+// busy ms, mobilenet v2 / ViT-S/32: fixed 100 us 5.43, 10.73 / 16.4, 34.6;
+// fixed 0 us 7.61, 8.71 / 26.0, 27.4; adaptive 5.76, 8.84 / 16.1, 30.2. A
+// fixed spin trades one for the other: spinning keeps the pool thread on
+// its core between kernels (quiet: 100 us is 30-40% faster than 0), while
+// on a contended core it burns the thread's share, and a sleeping pool
+// thread woken for a loop there lands on the caller's core (about one
+// caller switch per loop: 3 per 1 ms sample busy, 0.1-0.2 quiet). The
+// ratio of slowdowns against onnxruntime (which slows 1.0-1.4x there) stays
+// about 0.6 with any spin: even a fixed 0 us spin is 1.6x slower busy than
+// the 100 us spin quiet, so the rest lies elsewhere. Earlier tries:
+// quartering the spin per switch (and regrowing it slowly) kept it near 0
+// on a quiet but loaded machine; counting only spins cut off by a
+// preemption (a > 50 us gap between two clock reads) missed the busy core
+// (3-6 in a whole run): the switches land on the caller, not the spinner.
 #pragma once
 #include <algorithm>
 #include <atomic>
