@@ -23,7 +23,8 @@
 //  - the spin adapts (SpinBudget): up to 100 us while the pool's cores are
 //    quiet, none while they are contended, judged from the involuntary
 //    context switches of the pool's threads and the caller (getrusage
-//    RUSAGE_THREAD, at most once per millisecond of loops per thread).
+//    RUSAGE_THREAD, at most once per millisecond of loops per thread) and
+//    from loops a pool thread joined on the caller's CPU (sched_getcpu).
 //    TG_POOL_SPIN_US=N fixes the spin at N us instead (0: sleep at once);
 // A loop started from inside a pool task, or while another thread of the
 // process runs a loop, runs on its calling thread alone.
@@ -111,8 +112,10 @@ using Clock = std::chrono::steady_clock;
 // How long idle threads spin before they sleep, learned from how often the
 // pool's threads lose their cores. Fed one sample per millisecond or so of
 // loops: the involuntary context switches of the pool's threads (the caller
-// included) since the previous sample. A switch means another runnable
-// thread wanted that core. On a contended core a spinning thread burns the
+// included) and the loops a pool thread joined on the caller's CPU since the
+// previous sample. A switch means another runnable thread wanted that core;
+// a join on the caller's CPU, that two of the pool's threads take turns on
+// one core. On a contended core a spinning thread burns the
 // share the scheduler would give it when work comes, and with a busy core a
 // pool thread woken for a loop lands on the caller's core and preempts it
 // (under a busy loop on one of 2 cores the caller saw about one switch per
@@ -184,7 +187,10 @@ class Pool {
     if (n <= 0) return;
     if (threads <= 1 || n == 1 || in_task() || !run_mutex_.try_lock()) return fn(ctx, 0, n);
     start_workers(threads - 1);
-    if (adaptive_) sample_contention();
+    if (adaptive_) {
+      sample_contention();
+      caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
+    }
     // Chunks: a few per thread, so a late thread delays at most a small one.
     const int64_t chunks = std::min<int64_t>(n, int64_t{threads} * kChunksPerThread);
     fn_ = fn;
@@ -251,15 +257,18 @@ class Pool {
   }
 
   // Feeds budget_ a sample (at most one per kSamplePeriod): the caller's
-  // involuntary switches since its last sample and those the pool's threads
-  // reported. Called by the caller of a loop, under run_mutex_.
+  // involuntary switches since its last sample, those the pool's threads
+  // reported, and the loops a pool thread joined on the caller's CPU (two of
+  // the pool's threads taking turns on one core: never so on a quiet
+  // machine). Called by the caller of a loop, under run_mutex_.
   void sample_contention() {
     const Clock::time_point now = Clock::now();
     if (now < next_sample_) return;
     next_sample_ = now + kSamplePeriod;
     static thread_local int64_t caller_seen = -1;  // this caller's count at its last sample
     const int64_t mine = involuntary_switches();
-    int64_t switches = worker_switches_.exchange(0, std::memory_order_relaxed);
+    int64_t switches = worker_switches_.exchange(0, std::memory_order_relaxed) +
+                       joins_on_caller_cpu_.exchange(0, std::memory_order_relaxed);
     if (caller_seen >= 0) switches += mine - caller_seen;
     caller_seen = mine;
     spin_ns_.store(budget_.update(switches), std::memory_order_relaxed);
@@ -323,6 +332,8 @@ class Pool {
         // does not wait for it.
         while ((s >> kEpochShift) == epoch && (s & kOpen)) {
           if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
+            if (adaptive_ && sched_getcpu() == caller_cpu_.load(std::memory_order_relaxed))
+              joins_on_caller_cpu_.fetch_add(1, std::memory_order_relaxed);
             work();
             leave();
             break;
@@ -363,6 +374,8 @@ class Pool {
   std::atomic<int64_t> spin_ns_{kMaxSpinNs};
   Clock::time_point next_sample_{};
   std::atomic<int64_t> worker_switches_{0};  // reported by pool threads, not yet sampled
+  std::atomic<int> caller_cpu_{-1};          // where the caller started the current loop
+  std::atomic<int64_t> joins_on_caller_cpu_{0};  // not yet sampled
   std::mutex run_mutex_;  // one loop at a time
   std::vector<std::thread> workers_;
   // The current loop (written by the caller before it publishes the epoch).
