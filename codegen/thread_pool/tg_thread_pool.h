@@ -40,23 +40,27 @@
 // dynamically (not a static share per thread): a static share held by a
 // descheduled thread keeps the caller waiting for all of it.
 // The adaptive spin, measured on the same machine while other processes kept
-// it loaded (load average 16; each run in its own autogroup at nice -20;
-// full-size float models, 2 threads, medians of 4 interleaved runs of
-// benchmarks/cpu_vs_onnxruntime.py --iters 30 --busy-core): quiet ms and
-// busy ms, mobilenet v2 / ViT-S/32: fixed 100 us 5.43, 10.73 / 16.4, 34.6;
-// fixed 0 us 7.61, 8.71 / 26.0, 27.4; adaptive 5.76, 8.84 / 16.1, 30.2. A
+// it loaded (load average 7-14; each run in its own autogroup at nice -20;
+// full-size float models, 2 threads, medians of 8 interleaved runs of
+// benchmarks/cpu_vs_onnxruntime.py --iters 30 --busy-core): quiet ms, busy
+// ms and onnxruntime's slowdown / ours, mobilenet v2 | ViT-S/32: fixed
+// 100 us 5.37, 9.86, 0.59 | 15.9, 33.7, 0.51; fixed 0 us 7.44, 7.99, 0.98 |
+// 21.3, 30.3, 0.77; adaptive 5.65, 8.54, 0.70 | 16.3, 31.1, 0.65. A
 // fixed spin trades one for the other: spinning keeps the pool thread on
 // its core between kernels (quiet: 100 us is 30-40% faster than 0), while
 // on a contended core it burns the thread's share, and a sleeping pool
 // thread woken for a loop there lands on the caller's core (about one
 // caller switch per loop: 3 per 1 ms sample busy, 0.1-0.2 quiet). The
-// ratio of slowdowns against onnxruntime (which slows 1.0-1.4x there) stays
-// about 0.6 with any spin: even a fixed 0 us spin is 1.6x slower busy than
-// the 100 us spin quiet, so the rest lies elsewhere. Earlier tries:
+// ratio of slowdowns against onnxruntime (which slows 1.0-1.3x there) stays
+// under 0.8 with any spin: even a fixed 0 us spin is 1.5-1.9x slower busy
+// than the 100 us spin quiet, so the rest lies elsewhere. Earlier tries:
 // quartering the spin per switch (and regrowing it slowly) kept it near 0
 // on a quiet but loaded machine; counting only spins cut off by a
 // preemption (a > 50 us gap between two clock reads) missed the busy core
-// (3-6 in a whole run): the switches land on the caller, not the spinner.
+// (3-6 in a whole run): the switches land on the caller, not the spinner;
+// a contended pool thread yielding (sched_yield) for 1-5 ms instead of
+// sleeping, or moving itself off the caller's CPU (sched_setaffinity), did
+// not beat sleeping at once (mobilenet busy 8.2-8.7 and 8.0 vs 8.0-8.3 ms).
 #pragma once
 #include <algorithm>
 #include <atomic>
