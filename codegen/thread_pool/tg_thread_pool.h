@@ -15,12 +15,17 @@
 //    static share);
 //  - idle threads spin for a short time (the gap between two kernels of one
 //    inference is microseconds), then sleep on a futex, so a model that is
-//    not running does not hold cores. TG_POOL_SPIN_US overrides the spin
-//    time (default 100 us);
+//    not running does not hold cores;
 //  - a caller whose joined thread is late (it lost its core inside a chunk)
 //    spins for the same time, then sleeps on a futex until that thread
 //    leaves: its core goes idle, and the kernel's scheduler can run the late
 //    thread there instead of leaving it queued behind the other process;
+//  - the spin adapts (SpinBudget): up to 100 us while the pool's cores are
+//    quiet, none while they are contended, judged from the involuntary
+//    context switches of the pool's threads and the caller (getrusage
+//    RUSAGE_THREAD, at most once per millisecond of loops per thread) and
+//    from loops a pool thread joined on the caller's CPU (sched_getcpu).
+//    TG_POOL_SPIN_US=N fixes the spin at N us instead (0: sleep at once);
 // A loop started from inside a pool task, or while another thread of the
 // process runs a loop, runs on its calling thread alone.
 //
@@ -34,6 +39,28 @@
 // core the caller or the other process needs). Chunks are claimed
 // dynamically (not a static share per thread): a static share held by a
 // descheduled thread keeps the caller waiting for all of it.
+// The adaptive spin, measured on the same machine while other processes kept
+// it loaded (load average 7-14; each run in its own autogroup at nice -20;
+// full-size float models, 2 threads, medians of 8 interleaved runs of
+// benchmarks/cpu_vs_onnxruntime.py --iters 30 --busy-core): quiet ms, busy
+// ms and onnxruntime's slowdown / ours, mobilenet v2 | ViT-S/32: fixed
+// 100 us 5.37, 9.86, 0.59 | 15.9, 33.7, 0.51; fixed 0 us 7.44, 7.99, 0.98 |
+// 21.3, 30.3, 0.77; adaptive 5.65, 8.54, 0.70 | 16.3, 31.1, 0.65. A
+// fixed spin trades one for the other: spinning keeps the pool thread on
+// its core between kernels (quiet: 100 us is 30-40% faster than 0), while
+// on a contended core it burns the thread's share, and a sleeping pool
+// thread woken for a loop there lands on the caller's core (about one
+// caller switch per loop: 3 per 1 ms sample busy, 0.1-0.2 quiet). The
+// ratio of slowdowns against onnxruntime (which slows 1.0-1.3x there) stays
+// under 0.8 with any spin: even a fixed 0 us spin is 1.5-1.9x slower busy
+// than the 100 us spin quiet, so the rest lies elsewhere. Earlier tries:
+// quartering the spin per switch (and regrowing it slowly) kept it near 0
+// on a quiet but loaded machine; counting only spins cut off by a
+// preemption (a > 50 us gap between two clock reads) missed the busy core
+// (3-6 in a whole run): the switches land on the caller, not the spinner;
+// a contended pool thread yielding (sched_yield) for 1-5 ms instead of
+// sleeping, or moving itself off the caller's CPU (sched_setaffinity), did
+// not beat sleeping at once (mobilenet busy 8.2-8.7 and 8.0 vs 8.0-8.3 ms).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -48,6 +75,7 @@
 
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -85,6 +113,68 @@ inline void futex_wake_all(std::atomic<uint32_t>& word) {
 using ChunkFn = void (*)(void* ctx, int64_t begin, int64_t end);
 using Clock = std::chrono::steady_clock;
 
+// How long idle threads spin before they sleep, learned from how often the
+// pool's threads lose their cores. Fed one sample per millisecond or so of
+// loops: the involuntary context switches of the pool's threads (the caller
+// included) and the loops a pool thread joined on the caller's CPU since the
+// previous sample. A switch means another runnable thread wanted that core;
+// a join on the caller's CPU, that two of the pool's threads take turns on
+// one core. On a contended core a spinning thread burns the
+// share the scheduler would give it when work comes, and with a busy core a
+// pool thread woken for a loop lands on the caller's core and preempts it
+// (under a busy loop on one of 2 cores the caller saw about one switch per
+// loop): there, sleeping at once is faster. On a quiet machine a switch is
+// rare (a kernel thread, another process's burst: 0.1-0.2 per sample, mostly
+// single switches) and the full spin keeps pool threads on their cores
+// between the kernels of an inference.
+// So the budget follows an average of switches per sample (the last
+// kAverageOver samples weigh most; one sample counts at most
+// kMostSwitchesPerSample, so a single burst does not turn the spin off): the
+// full spin up to kFullSpinUpTo, none from kNoSpinFrom, linear in between.
+// The average moves within a few milliseconds both ways. A pure function of
+// the samples (no clock), so tests can feed it.
+class SpinBudget {
+ public:
+  static constexpr int64_t kOne = 256;  // fixed point: switches per sample * kOne
+  static constexpr int64_t kMostSwitchesPerSample = 4;
+  static constexpr int kAverageOver = 8;
+  static constexpr int64_t kFullSpinUpTo = kOne / 2;
+  static constexpr int64_t kNoSpinFrom = kOne;
+
+  explicit SpinBudget(int64_t max_ns) : max_ns_(max_ns < 0 ? 0 : max_ns), budget_ns_(max_ns_) {}
+
+  // One sample: the involuntary switches seen since the last. Returns the
+  // new budget.
+  int64_t update(int64_t switches) {
+    const int64_t x = std::min(std::max<int64_t>(switches, 0), kMostSwitchesPerSample) * kOne;
+    rate_ += (x - rate_) / kAverageOver;
+    if (rate_ <= kFullSpinUpTo)
+      budget_ns_ = max_ns_;
+    else if (rate_ >= kNoSpinFrom)
+      budget_ns_ = 0;
+    else
+      budget_ns_ = max_ns_ * (kNoSpinFrom - rate_) / (kNoSpinFrom - kFullSpinUpTo);
+    return budget_ns_;
+  }
+
+  int64_t budget_ns() const { return budget_ns_; }
+  int64_t max_ns() const { return max_ns_; }
+  // The average, in switches per sample * kOne.
+  int64_t rate() const { return rate_; }
+
+ private:
+  int64_t max_ns_;
+  int64_t budget_ns_;
+  int64_t rate_ = 0;
+};
+
+// Involuntary context switches of the calling thread so far (one system call).
+inline int64_t involuntary_switches() {
+  struct rusage usage;
+  if (getrusage(RUSAGE_THREAD, &usage) != 0) return 0;
+  return usage.ru_nivcsw;
+}
+
 class Pool {
  public:
   static Pool& instance() {
@@ -101,6 +191,10 @@ class Pool {
     if (n <= 0) return;
     if (threads <= 1 || n == 1 || in_task() || !run_mutex_.try_lock()) return fn(ctx, 0, n);
     start_workers(threads - 1);
+    if (adaptive_) {
+      sample_contention();
+      caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
+    }
     // Chunks: a few per thread, so a late thread delays at most a small one.
     const int64_t chunks = std::min<int64_t>(n, int64_t{threads} * kChunksPerThread);
     fn_ = fn;
@@ -132,13 +226,17 @@ class Pool {
 
  private:
   static constexpr int64_t kChunksPerThread = 8;
+  static constexpr int64_t kMaxSpinNs = 100'000;
+  static constexpr std::chrono::microseconds kSamplePeriod{1000};
   static constexpr int kEpochShift = 32;
   static constexpr uint64_t kOpen = uint64_t{1} << 31;
   static constexpr uint64_t kActiveMask = kOpen - 1;
 
   Pool() {
+    // TG_POOL_SPIN_US fixes the spin; unset, it adapts between 0 and 100 us.
     const char* spin = std::getenv("TG_POOL_SPIN_US");
-    spin_us_ = spin ? std::atoi(spin) : 100;
+    adaptive_ = spin == nullptr;
+    spin_ns_.store(adaptive_ ? budget_.max_ns() : int64_t{std::max(0, std::atoi(spin))} * 1000);
     // As many threads as OpenMP would start: OMP_NUM_THREADS, else the
     // cores this process may run on.
     const char* omp = std::getenv("OMP_NUM_THREADS");
@@ -162,15 +260,42 @@ class Pool {
     }
   }
 
-  // The caller, after closing the loop: spins for spin_us_, then sleeps
-  // until the last joined thread leaves (leave() wakes it).
-  void wait_for_joined() {
-    const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+  // Feeds budget_ a sample (at most one per kSamplePeriod): the caller's
+  // involuntary switches since its last sample, those the pool's threads
+  // reported, and the loops a pool thread joined on the caller's CPU (two of
+  // the pool's threads taking turns on one core: never so on a quiet
+  // machine). Called by the caller of a loop, under run_mutex_.
+  void sample_contention() {
+    const Clock::time_point now = Clock::now();
+    if (now < next_sample_) return;
+    next_sample_ = now + kSamplePeriod;
+    static thread_local int64_t caller_seen = -1;  // this caller's count at its last sample
+    const int64_t mine = involuntary_switches();
+    int64_t switches = worker_switches_.exchange(0, std::memory_order_relaxed) +
+                       joins_on_caller_cpu_.exchange(0, std::memory_order_relaxed);
+    if (caller_seen >= 0) switches += mine - caller_seen;
+    caller_seen = mine;
+    spin_ns_.store(budget_.update(switches), std::memory_order_relaxed);
+  }
+
+  // Spins (cpu_relax) for the spin budget or until done() holds; true if it did.
+  template <typename Done>
+  bool spin_until(Done done) {
+    if (done()) return true;
+    const int64_t budget = spin_ns_.load(std::memory_order_relaxed);
+    if (budget <= 0) return false;
+    const Clock::time_point deadline = Clock::now() + std::chrono::nanoseconds(budget);
     for (int i = 1;; ++i) {
-      if ((state_.load(std::memory_order_acquire) & kActiveMask) == 0) return;
       cpu_relax();
-      if ((i & 255) == 0 && Clock::now() > deadline) break;
+      if (done()) return true;
+      if ((i & 63) == 0 && Clock::now() > deadline) return false;
     }
+  }
+
+  // The caller, after closing the loop: spins for the spin budget, then
+  // sleeps until the last joined thread leaves (leave() wakes it).
+  void wait_for_joined() {
+    if (spin_until([this] { return (state_.load(std::memory_order_acquire) & kActiveMask) == 0; })) return;
     for (;;) {
       caller_sleeps_.store(1, std::memory_order_seq_cst);
       if ((state_.load(std::memory_order_seq_cst) & kActiveMask) == 0) break;
@@ -200,6 +325,8 @@ class Pool {
   void worker_loop(int index) {
     in_task() = true;
     uint64_t seen = 0;
+    int64_t switches_seen = involuntary_switches();
+    Clock::time_point next_sample = Clock::now();
     for (;;) {
       uint64_t s = wait_for_epoch_after(seen);
       if (stop_.load()) return;
@@ -209,25 +336,33 @@ class Pool {
         // does not wait for it.
         while ((s >> kEpochShift) == epoch && (s & kOpen)) {
           if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
+            if (adaptive_ && sched_getcpu() == caller_cpu_.load(std::memory_order_relaxed))
+              joins_on_caller_cpu_.fetch_add(1, std::memory_order_relaxed);
             work();
             leave();
             break;
           }
+        }
+        if (adaptive_ && Clock::now() >= next_sample) {
+          // Reported for the caller's next sample.
+          next_sample = Clock::now() + kSamplePeriod;
+          const int64_t switches = involuntary_switches();
+          worker_switches_.fetch_add(switches - switches_seen, std::memory_order_relaxed);
+          switches_seen = switches;
         }
       }
       seen = epoch;
     }
   }
 
-  // Spins for spin_us_, then sleeps, until the epoch differs from `seen`.
+  // Spins for the spin budget, then sleeps, until the epoch differs from `seen`.
   uint64_t wait_for_epoch_after(uint64_t seen) {
-    const Clock::time_point deadline = Clock::now() + std::chrono::microseconds(spin_us_);
-    for (int i = 1;; ++i) {
-      const uint64_t s = state_.load(std::memory_order_acquire);
-      if ((s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed)) return s;
-      cpu_relax();
-      if ((i & 255) == 0 && Clock::now() > deadline) break;
-    }
+    uint64_t s = 0;
+    if (spin_until([&] {
+          s = state_.load(std::memory_order_acquire);
+          return (s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed);
+        }))
+      return s;
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     while (wake_word_.load(std::memory_order_seq_cst) == static_cast<uint32_t>(seen) && !stop_.load())
       futex_wait(wake_word_, static_cast<uint32_t>(seen));
@@ -236,7 +371,15 @@ class Pool {
   }
 
   std::atomic<int> threads_{1};
-  int spin_us_ = 100;
+  // How long idle threads and a waiting caller spin before they sleep: fixed
+  // by TG_POOL_SPIN_US, else budget_'s (adaptive_).
+  bool adaptive_ = true;
+  SpinBudget budget_{kMaxSpinNs};
+  std::atomic<int64_t> spin_ns_{kMaxSpinNs};
+  Clock::time_point next_sample_{};
+  std::atomic<int64_t> worker_switches_{0};  // reported by pool threads, not yet sampled
+  std::atomic<int> caller_cpu_{-1};          // where the caller started the current loop
+  std::atomic<int64_t> joins_on_caller_cpu_{0};  // not yet sampled
   std::mutex run_mutex_;  // one loop at a time
   std::vector<std::thread> workers_;
   // The current loop (written by the caller before it publishes the epoch).
