@@ -17,7 +17,9 @@ threads waits for the scheduler (milliseconds) and hides the kernels' own
 times. Prints per model and overall: the problems, the geometric mean of
 top-1 / best and the fraction within 10%.
 
-Models: a name under models/ (its model.onnx), or q:NAME for one of the
+Models: a name under models/ (its model.onnx), a path to an .onnx file (a
+full-size export from torch2onnx, say; its PREFIX under --work is named after
+the file's folder), or q:NAME for one of the
 quantized models tests/quantized/make_quantized_models.py writes (int8
 matmuls run on the int8 micro-kernel, which has no tile candidates; their
 other kernels are profiled). Not a test: timing is noisy on a shared box.
@@ -44,7 +46,8 @@ def tilegraph_bin() -> str:
 
 def prepare(model: str, work: Path) -> Path:
     """PREFIX holding MODEL's model.onnx under WORK."""
-    prefix = work / model.replace(":", "_")
+    name = Path(model).parent.name if model.endswith(".onnx") else model.replace(":", "_")
+    prefix = work / name
     prefix.mkdir(parents=True, exist_ok=True)
     if model.startswith("q:"):
         quantized = work / "quantized"
@@ -52,6 +55,8 @@ def prepare(model: str, work: Path) -> Path:
             subprocess.run([sys.executable, str(REPO / "tests/quantized/make_quantized_models.py"), str(quantized)],
                            check=True, stdout=subprocess.DEVNULL)
         shutil.copy(quantized / model[2:] / "model.onnx", prefix / "model.onnx")
+    elif model.endswith(".onnx"):
+        shutil.copy(model, prefix / "model.onnx")
     else:
         shutil.copy(REPO / "models" / model / "model.onnx", prefix / "model.onnx")
     return prefix
