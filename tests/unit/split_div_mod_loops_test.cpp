@@ -1,0 +1,147 @@
+// split_div_mod_loops (codegen/lowering/split_div_mod_loops.h): a simd or
+// reduce loop reading through v / c and v % c (a merged-heads layout) becomes
+// an outer loop over v / c and an inner contiguous one over v % c. The tests
+// check the loop structure, leave the loops it must not touch alone, and
+// build and run the split kernel against values computed here.
+#include "codegen/lowering/split_div_mod_loops.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "codegen/kernel_ir/verify_kernel.h"
+#include "codegen/printing/c_printer.h"
+
+namespace tilegraph {
+namespace {
+
+using namespace codegen;
+namespace fs = std::filesystem;
+
+// Heads x rows x d, read as rows x (heads * d): d is the run the split finds.
+constexpr int64_t kHeads = 3, kRows = 5, kD = 12, kCols = kHeads * kD;
+
+Buffer buffer(const std::string& name, int64_t elements, MemoryScope scope, TensorId tensor, bool written) {
+  Buffer b;
+  b.name = name;
+  b.elements = elements;
+  b.scope = scope;
+  b.tensor = tensor;
+  b.written = written;
+  return b;
+}
+
+// in0[(c / d) * rows * d + r * d + c % d] for row r, column c (var ids).
+Expr merged_heads_load(int r, int c, int64_t d = kD) {
+  return load(0, DType::kF32,
+              {binary(BinaryOp::kDiv, var(c), int_imm(d)) * (kRows * d) + var(r) * d +
+               binary(BinaryOp::kRem, var(c), int_imm(d))});
+}
+
+// for r < rows: out[r * cols + c] = in0[merged] * 2 (simd over c), and
+//               rowmax[r] = max over c of in0[merged] (reduce over c).
+// Buffers: 0 in0, 1 out, 2 rowmax. Vars: 0 r, 1 c, 2 c2.
+Kernel merged_heads_kernel(int64_t d = kD) {
+  Kernel k;
+  k.name = "merged_heads";
+  k.buffers = {buffer("in0", kHeads * kRows * d, MemoryScope::kGlobal, 0, false),
+               buffer("out", kRows * kHeads * d, MemoryScope::kGlobal, 1, true),
+               buffer("rowmax", kRows, MemoryScope::kGlobal, 2, true)};
+  k.var_names = {"r", "c", "c2"};
+  const int64_t cols = kHeads * d;
+  const Stmt scale = make_for(1, int_imm(cols), LoopKind::kVectorized,
+                              {make_store(1, var(0) * cols + var(1), merged_heads_load(0, 1, d) * float_imm(2))});
+  const Stmt init = make_store(2, var(0), float_imm(-INFINITY));
+  const Stmt reduce = make_for(2, int_imm(cols), LoopKind::kReduce,
+                               {make_store(2, var(0), max(load(2, DType::kF32, {var(0)}), merged_heads_load(0, 2, d)))});
+  k.body = make_for(0, int_imm(kRows), LoopKind::kSerial, {scale, init, reduce});
+  return k;
+}
+
+// Each For of s as (extent, kind), outside in.
+void collect_loops(const Stmt& s, std::vector<std::pair<int64_t, LoopKind>>* loops) {
+  if (s->kind == StmtKind::kFor) loops->emplace_back(s->extent->int_value, s->loop);
+  for (const Stmt& c : s->body) collect_loops(c, loops);
+}
+
+bool has_div_or_mod(const Stmt& s) {
+  bool found = false;
+  for (const Expr* e : {&s->index, &s->value})
+    if (*e) visit(*e, [&](const Expr& x) {
+      found |= x->kind == ExprKind::kBinary && (x->binary_op == BinaryOp::kDiv || x->binary_op == BinaryOp::kRem);
+    });
+  for (const Stmt& c : s->body) found |= has_div_or_mod(c);
+  return found;
+}
+
+TEST(SplitDivModLoops, SplitsSimdAndReduceLoopsIntoHeadsAndContiguousRuns) {
+  const Kernel k = split_div_mod_loops(merged_heads_kernel());
+  verify(k);
+  std::vector<std::pair<int64_t, LoopKind>> loops;
+  collect_loops(k.body, &loops);
+  const std::vector<std::pair<int64_t, LoopKind>> expected = {
+      {kRows, LoopKind::kSerial}, {kHeads, LoopKind::kSerial}, {kD, LoopKind::kVectorized},
+      {kHeads, LoopKind::kSerial}, {kD, LoopKind::kReduce}};
+  EXPECT_EQ(loops, expected);
+  EXPECT_FALSE(has_div_or_mod(k.body));
+}
+
+TEST(SplitDivModLoops, LeavesLoopsWithoutOneDividingRunAlone) {
+  // A run shorter than a vector's lanes.
+  const Kernel short_run = merged_heads_kernel(4);
+  EXPECT_EQ(split_div_mod_loops(short_run).body, short_run.body);
+  // Two divisors of the same variable.
+  Kernel mixed = merged_heads_kernel();
+  const Expr other = load(0, DType::kF32, {binary(BinaryOp::kDiv, var(1), int_imm(9))});
+  mixed.body = make_for(1, int_imm(kCols), LoopKind::kVectorized,
+                        {make_store(1, var(1), merged_heads_load(1, 1) + other)});
+  mixed.var_names = {"r", "c"};
+  EXPECT_EQ(split_div_mod_loops(mixed).body, mixed.body);
+  // A divisor that does not divide the extent.
+  Kernel ragged = merged_heads_kernel();
+  ragged.body = make_for(1, int_imm(kCols - 1), LoopKind::kVectorized,
+                         {make_store(1, var(1), merged_heads_load(1, 1))});
+  EXPECT_EQ(split_div_mod_loops(ragged).body, ragged.body);
+}
+
+// Builds the split kernel into a program that fills in0[i] = sin(i) and
+// prints out and rowmax, and compares with the values computed here.
+TEST(SplitDivModLoops, SplitKernelComputesTheSameValues) {
+  const Kernel k = split_div_mod_loops(merged_heads_kernel());
+  const fs::path dir = fs::temp_directory_path() / "tilegraph_unit" / "split_div_mod_loops";
+  fs::create_directories(dir);
+  std::ostringstream src;
+  src << kernel_prelude(cpu_dialect()) << "namespace tg_kernels {\n" << print_kernel(k, cpu_dialect()) << "}\n"
+      << "#include <cstdio>\nint main() {\n"
+      << "  static float in0[" << kHeads * kRows * kD << "], out[" << kRows * kCols << "], rowmax[" << kRows << "];\n"
+      << "  for (int i = 0; i < " << kHeads * kRows * kD << "; ++i) in0[i] = std::sin((float)i);\n"
+      << "  tg_kernels::merged_heads(in0, out, rowmax);\n"
+      << "  for (float v : out) std::printf(\"%.9g\\n\", v);\n"
+      << "  for (float v : rowmax) std::printf(\"%.9g\\n\", v);\n  return 0;\n}\n";
+  std::ofstream(dir / "main.cpp") << src.str();
+  const std::string exe = (dir / "main").string();
+  ASSERT_EQ(std::system(("g++ -std=c++17 -O2 -fopenmp -w -o " + exe + " " + (dir / "main.cpp").string()).c_str()), 0)
+      << src.str();
+  ASSERT_EQ(std::system((exe + " > " + (dir / "out.txt").string()).c_str()), 0);
+  std::ifstream printed(dir / "out.txt");
+  auto in = [](int64_t h, int64_t r, int64_t j) { return std::sin(static_cast<float>((h * kRows + r) * kD + j)); };
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t c = 0; c < kCols; ++c) {
+      float v = 0;
+      ASSERT_TRUE(printed >> v);
+      EXPECT_FLOAT_EQ(v, in(c / kD, r, c % kD) * 2) << "out[" << r << ", " << c << "]";
+    }
+  for (int64_t r = 0; r < kRows; ++r) {
+    float expected = -INFINITY, v = 0;
+    for (int64_t c = 0; c < kCols; ++c) expected = std::max(expected, in(c / kD, r, c % kD));
+    ASSERT_TRUE(printed >> v);
+    EXPECT_EQ(v, expected) << "rowmax[" << r << "]";
+  }
+}
+
+}  // namespace
+}  // namespace tilegraph
