@@ -47,13 +47,6 @@ struct FloatGeometry {
   bool k_blocked() const { return blocking.k_blocks > 1; }
 };
 
-Op gemm_phase(const Graph& g, const scheduler::KernelSchedule& ks, std::vector<Op>* phases) {
-  *phases = scheduler::phase_ops(g, ks);
-  TG_CHECK(!phases->empty() && phases->size() <= 2, "a float GEMM kernel has 1 or 2 phases, got ",
-           phases->size());
-  return phases->front();
-}
-
 scheduler::Gemm float_gemm_of(const Graph& g, const Op& gemm) {
   const auto match = scheduler::match_gemm(g, gemm);
   TG_CHECK(match.has_value() && match->element == DType::kF32, "kernel ", gemm.name, " is not a float GEMM");
@@ -101,8 +94,7 @@ TensorId pack_constant_operand(Graph& g, const Op& gemm, const scheduler::Gemm& 
 
 FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSchedule& ks,
                                            const FloatGemmVariant& variant) {
-  std::vector<Op> phases;
-  const Op gemm = gemm_phase(g, ks, &phases);
+  const Op gemm = gemm_kernel_phases(g, ks, "a float GEMM kernel").front();
   const scheduler::Gemm m = float_gemm_of(g, gemm);
   const FloatGeometry geo(m, variant, scheduler::ArchSpec{});  // whole-K panels: no cache sizes involved
   FloatGemmPacks packs;
@@ -117,7 +109,7 @@ class FloatGemmLowering : KernelBuilder {
  public:
   FloatGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
                     const FloatGemmPacks& packed, const scheduler::ArchSpec& arch)
-      : KernelBuilder(g), gemm_(gemm_phase(g, ks, &phases_)), geo_(float_gemm_of(g, gemm_), v, arch),
+      : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "a float GEMM kernel")), gemm_(phases_.front()), geo_(float_gemm_of(g, gemm_), v, arch),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.blocking.max_row_panels, geo_.col_panels,
                                      packed.b >= 0 ? 0.0 : kRuntimeBPanelCost, std::max(1, arch.cores))) {
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
@@ -156,59 +148,57 @@ class FloatGemmLowering : KernelBuilder {
       return packed_a_ >= 0 ? CallArg{packed_a_, (var(vb) * geo_.panels + var(vm) * grid_.row_panels + var(vp)) * geo_.a_panel}
                             : CallArg{panels, var(vp) * geo_.a_panel};
     };
-    auto row_panel_in_range = [&](int vp) { return lt(row0 + var(vp) * v.mr, int_imm(m.rows())); };
+    const RowPanels rows{row0, grid_.row_panels, v.mr, m.rows()};
     std::vector<Stmt> panel_body;
     if (!geo_.k_blocked()) {
       CallArg b_arg;
       if (packed_b_ >= 0) {
         b_arg = {packed_b_, b_panel_at};
       } else {
-        panel_body.push_back(pack_b(vb, nb, panels, a_floats, -1).whole());
+        panel_body.push_back(pack_b(vb, nb, panels, a_floats, nullptr).whole());
         b_arg = {panels, int_imm(a_floats)};
       }
       const int vp = new_var("p", grid_.row_panels);
       const Stmt tile_loops = store_tile(vb, row0 + var(vp) * v.mr, nb, ctile, int_imm(0));
       const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
                                                      {-1, const_of(0, DType::kBool)}});
-      const Stmt panel = make_if(row_panel_in_range(vp), {call, tile_loops});
-      panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
+      panel_body.push_back(row_panel_loop(vp, rows, {call, tile_loops}));
     } else {
       // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
       // panel, each block's B rows are packed (or read from the packed
       // weights) once and stay in L1 while every row panel's A block streams
-      // past them; the first block starts each C tile, the later ones add
-      // to it, and the epilogue stores the tiles after the last.
-      const int vk = new_var("kcb", kb.k_blocks);
-      const Expr k0 = var(vk) * kb.kc;
-      const Expr k_here = m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
-      std::vector<Stmt> block_body;
+      // past them (k_block_calls).
+      const int64_t c_offset = a_floats + b_floats;
       BPanelPacking b_pack;
       CallArg b_arg;
-      if (packed_b_ >= 0) {
-        b_arg = {packed_b_, b_panel_at + k0 * v.nr};
-      } else {
-        b_pack = pack_b(vb, nb, panels, a_floats, vk);
-        block_body.push_back(b_pack.pack);
+      auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
+        if (packed_b_ >= 0) {
+          b_arg = {packed_b_, b_panel_at + block * kb.kc * v.nr};
+          return {};
+        }
+        b_pack = pack_b(vb, nb, panels, a_floats, block);
         b_arg = {panels, int_imm(a_floats)};
-      }
-      const int64_t c_offset = a_floats + b_floats;
-      const int vp = new_var("p", grid_.row_panels);
-      CallArg a_arg = a_at(vp);
-      a_arg.value = a_arg.value + k0 * v.mr;
-      const Stmt call = make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, b_arg,
-                                                     {panels, int_imm(c_offset) + var(vp) * tile_floats},
-                                                     {-1, lt(int_imm(0), var(vk))}});
-      block_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial,
-                                    {make_if(row_panel_in_range(vp), {call})}));
+        return {b_pack.pack};
+      };
+      auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
+        const Expr k0 = block * kb.kc;
+        const Expr k_here =
+            m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
+        CallArg a_arg = a_at(vp);
+        a_arg.value = a_arg.value + k0 * v.mr;
+        return make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, b_arg,
+                                            {panels, int_imm(c_offset) + var(vp) * tile_floats},
+                                            {-1, accumulate}});
+      };
+      const Stmt k_blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call);
       // A conv's column table is filled once per panel, for every block.
       std::vector<Stmt> blocks = b_pack.fill;
-      blocks.push_back(make_for(vk, int_imm(kb.k_blocks), LoopKind::kSerial, block_body));
+      blocks.push_back(k_blocks);
       panel_body.push_back(b_pack.table >= 0 ? make_allocate(b_pack.table, blocks) : make_seq(blocks));
       const int ve = new_var("pe", grid_.row_panels);
       const Stmt tile_loops =
           store_tile(vb, row0 + var(ve) * v.mr, nb, panels, int_imm(c_offset) + var(ve) * tile_floats);
-      panel_body.push_back(make_for(ve, int_imm(grid_.row_panels), LoopKind::kSerial,
-                                    {make_if(row_panel_in_range(ve), {tile_loops})}));
+      panel_body.push_back(row_panel_loop(ve, rows, {tile_loops}));
     }
     const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
                                                               : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
@@ -301,9 +291,9 @@ class FloatGemmLowering : KernelBuilder {
   };
 
   // panels[offset + k * NR + j] = B(k, nb*NR + j), 0 past N: over all of K
-  // (vk < 0), or over k block vk (k = vk * kc + the index packed at k),
-  // stepping the blocked reduce axis from vk * axis_step.
-  BPanelPacking pack_b(int vb, const Expr& nb, int panels, int64_t offset, int vk) {
+  // (block null), or over k block `block` (k = block * kc + the index
+  // packed at k), stepping the blocked reduce axis from block * axis_step.
+  BPanelPacking pack_b(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block) {
     const FloatGemmVariant& v = geo_.v;
     std::vector<Expr> ks;
     Expr k;
@@ -364,8 +354,8 @@ class FloatGemmLowering : KernelBuilder {
     const size_t ax = static_cast<size_t>(kb.k_axis);
     std::vector<Expr> extents;
     for (int64_t e : geo_.m.k_extents) extents.push_back(int_imm(e));
-    if (vk >= 0) {
-      const Expr first = var(vk) * kb.axis_step;
+    if (block) {
+      const Expr first = block * kb.axis_step;
       std::vector<Expr> at;
       for (size_t i = 0; i < bounds_.size(); ++i) at.push_back(var(static_cast<int>(i)));
       at[static_cast<size_t>(k_vars[ax])] = first + var(k_vars[ax]);
@@ -504,7 +494,7 @@ class FloatGemmLowering : KernelBuilder {
   }
 
   std::vector<Op> phases_;
-  Op gemm_;
+  Op gemm_;  // phases_.front()
   FloatGeometry geo_;
   IntGemmTaskGrid grid_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
