@@ -98,14 +98,18 @@ class KernelBuilder {
   // starts it). A block's B slice stays in L1 while every A panel of the
   // row block streams past it; each panel keeps its own C tile across the
   // blocks, and the caller runs the epilogue over the tiles after this.
+  // `columns` (may be null) wraps each block's body in a loop over column
+  // panels (the k block outside them: scheduler/float_gemm_blocking.h).
   using BlockStmts = std::function<std::vector<Stmt>(const Expr& block)>;
   using PanelCall = std::function<Stmt(int vp, const Expr& block, const Expr& accumulate)>;
-  Stmt k_block_calls(const KBlocks& kb, const RowPanels& rows, const BlockStmts& per_block, const PanelCall& call) {
+  using ColumnLoop = std::function<std::vector<Stmt>(std::vector<Stmt> block_body)>;
+  Stmt k_block_calls(const KBlocks& kb, const RowPanels& rows, const BlockStmts& per_block, const PanelCall& call,
+                     const ColumnLoop& columns = nullptr) {
     auto block_body = [&](const Expr& block, const Expr& accumulate, const std::string& panel_var) {
       std::vector<Stmt> body = per_block ? per_block(block) : std::vector<Stmt>{};
       const int vp = new_var(panel_var, rows.count);
       body.push_back(row_panel_loop(vp, rows, {call(vp, block, accumulate)}));
-      return body;
+      return columns ? columns(std::move(body)) : body;
     };
     if (!kb.peel_first) {
       const int vk = new_var(kb.block_var, kb.count);

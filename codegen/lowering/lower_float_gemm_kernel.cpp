@@ -1,6 +1,7 @@
 #include "codegen/lowering/lower_float_gemm_kernel.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "codegen/lowering/gemm_coords.h"
 #include "codegen/lowering/int_gemm_task_grid.h"
@@ -18,6 +19,7 @@ namespace tilegraph::codegen {
 namespace {
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Packed panels start on 64-byte lines: 16 floats.
 constexpr int64_t kPanelAlign = 16;
@@ -36,8 +38,9 @@ struct FloatGeometry {
   int64_t b_panel = 0;         // floats of one packed B panel (K x NR)
   int64_t b_block = 0;         // floats of one k block of a B panel packed at run time (kc x NR)
 
-  FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, const scheduler::ArchSpec& arch)
-      : m(gemm), v(variant), blocking(scheduler::float_gemm_blocking(gemm, variant.mr, variant.nr, arch)) {
+  FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, const scheduler::ArchSpec& arch,
+                scheduler::PackedOperands packed = {})
+      : m(gemm), v(variant), blocking(scheduler::float_gemm_blocking(gemm, variant.mr, variant.nr, arch, packed)) {
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     panels = (m.rows() + v.mr - 1) / v.mr;
     a_panel = round_up(m.k * v.mr, kPanelAlign);
@@ -109,7 +112,8 @@ class FloatGemmLowering : KernelBuilder {
  public:
   FloatGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
                     const FloatGemmPacks& packed, const scheduler::ArchSpec& arch)
-      : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "a float GEMM kernel")), gemm_(phases_.front()), geo_(float_gemm_of(g, gemm_), v, arch),
+      : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "a float GEMM kernel")), gemm_(phases_.front()),
+        geo_(float_gemm_of(g, gemm_), v, arch, {packed.a >= 0, packed.b >= 0}),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.blocking.max_row_panels, geo_.col_panels,
                                      packed.b >= 0 ? 0.0 : kRuntimeBPanelCost, std::max(1, arch.cores))) {
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
@@ -134,75 +138,87 @@ class FloatGemmLowering : KernelBuilder {
     const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * geo_.a_panel;
     const int64_t b_floats = packed_b_ >= 0 ? 0 : geo_.b_block;
     const int64_t tile_floats = int64_t{v.mr} * v.nr;
-    const int64_t c_floats = geo_.k_blocked() ? grid_.row_panels * tile_floats : 0;
+    // k outer: the C tiles of a group of column panels wait for the last block.
+    int64_t group = 1;
+    if (kb.k_outer) {
+      group = std::min(grid_.chunk_panels, std::max<int64_t>(1, kb.max_c_tiles / grid_.row_panels));
+      group = ceil_div(grid_.chunk_panels, ceil_div(grid_.chunk_panels, group));  // even groups
+      kernel_.ukernel_params.push_back({"group_panels", group});
+    }
+    const int64_t c_floats = geo_.k_blocked() ? grid_.row_panels * group * tile_floats : 0;
     const int panels = add_local("panels", DType::kF32, a_floats + b_floats + c_floats, kUkernelAlignment);
     kernel_.buffers[static_cast<size_t>(panels)].scratch = true;
     const int ctile = geo_.k_blocked() ? -1 : add_local("c_tile", DType::kF32, tile_floats, kUkernelAlignment);
 
     const int64_t chunk_panels = grid_.chunk_panels;
     const int vc = new_var("nc", grid_.chunks);
-    const int vnl = new_var("nb", chunk_panels);
-    const Expr nb = var(vc) * chunk_panels + var(vnl);
-    const Expr b_panel_at = (var(vb) * geo_.col_panels + nb) * geo_.b_panel;
+    const RowPanels rows{row0, grid_.row_panels, v.mr, m.rows()};
     auto a_at = [&](int vp) {
       return packed_a_ >= 0 ? CallArg{packed_a_, (var(vb) * geo_.panels + var(vm) * grid_.row_panels + var(vp)) * geo_.a_panel}
                             : CallArg{panels, var(vp) * geo_.a_panel};
     };
-    const RowPanels rows{row0, grid_.row_panels, v.mr, m.rows()};
-    std::vector<Stmt> panel_body;
-    if (!geo_.k_blocked()) {
-      CallArg b_arg;
-      if (packed_b_ >= 0) {
-        b_arg = {packed_b_, b_panel_at};
-      } else {
-        panel_body.push_back(pack_b(vb, nb, panels, a_floats, nullptr).whole());
-        b_arg = {panels, int_imm(a_floats)};
-      }
-      const int vp = new_var("p", grid_.row_panels);
-      const Stmt tile_loops = store_tile(vb, row0 + var(vp) * v.mr, nb, ctile, int_imm(0));
-      const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
-                                                     {-1, const_of(0, DType::kBool)}});
-      panel_body.push_back(row_panel_loop(vp, rows, {call, tile_loops}));
+    Stmt column_panels;
+    if (kb.k_outer) {
+      column_panels = k_outer_column_panels(vb, vc, rows, panels, a_at, a_floats, a_floats + b_floats, group);
     } else {
-      // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
-      // panel, each block's B rows are packed (or read from the packed
-      // weights) once and stay in L1 while every row panel's A block streams
-      // past them (k_block_calls).
-      const int64_t c_offset = a_floats + b_floats;
-      BPanelPacking b_pack;
-      CallArg b_arg;
-      auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
+      const int vnl = new_var("nb", chunk_panels);
+      const Expr nb = var(vc) * chunk_panels + var(vnl);
+      const Expr b_panel_at = (var(vb) * geo_.col_panels + nb) * geo_.b_panel;
+      std::vector<Stmt> panel_body;
+      if (!geo_.k_blocked()) {
+        CallArg b_arg;
         if (packed_b_ >= 0) {
-          b_arg = {packed_b_, b_panel_at + block * kb.kc * v.nr};
-          return {};
+          b_arg = {packed_b_, b_panel_at};
+        } else {
+          panel_body.push_back(pack_b(vb, nb, panels, a_floats, nullptr).whole());
+          b_arg = {panels, int_imm(a_floats)};
         }
-        b_pack = pack_b(vb, nb, panels, a_floats, block);
-        b_arg = {panels, int_imm(a_floats)};
-        return {b_pack.pack};
-      };
-      auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
-        const Expr k0 = block * kb.kc;
-        const Expr k_here =
-            m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
-        CallArg a_arg = a_at(vp);
-        a_arg.value = a_arg.value + k0 * v.mr;
-        return make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, b_arg,
-                                            {panels, int_imm(c_offset) + var(vp) * tile_floats},
-                                            {-1, accumulate}});
-      };
-      const Stmt k_blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call);
-      // A conv's column table is filled once per panel, for every block.
-      std::vector<Stmt> blocks = b_pack.fill;
-      blocks.push_back(k_blocks);
-      panel_body.push_back(b_pack.table >= 0 ? make_allocate(b_pack.table, blocks) : make_seq(blocks));
-      const int ve = new_var("pe", grid_.row_panels);
-      const Stmt tile_loops =
-          store_tile(vb, row0 + var(ve) * v.mr, nb, panels, int_imm(c_offset) + var(ve) * tile_floats);
-      panel_body.push_back(row_panel_loop(ve, rows, {tile_loops}));
+        const int vp = new_var("p", grid_.row_panels);
+        const Stmt tile_loops = store_tile(vb, row0 + var(vp) * v.mr, nb, ctile, int_imm(0));
+        const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
+                                                       {-1, const_of(0, DType::kBool)}});
+        panel_body.push_back(row_panel_loop(vp, rows, {call, tile_loops}));
+      } else {
+        // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
+        // panel, each block's B rows are packed (or read from the packed
+        // weights) once and stay in L1 while every row panel's A block streams
+        // past them (k_block_calls).
+        const int64_t c_offset = a_floats + b_floats;
+        BPanelPacking b_pack;
+        CallArg b_arg;
+        auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
+          if (packed_b_ >= 0) {
+            b_arg = {packed_b_, b_panel_at + block * kb.kc * v.nr};
+            return {};
+          }
+          b_pack = pack_b(vb, nb, panels, a_floats, block);
+          b_arg = {panels, int_imm(a_floats)};
+          return {b_pack.pack};
+        };
+        auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
+          const Expr k0 = block * kb.kc;
+          const Expr k_here =
+              m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
+          CallArg a_arg = a_at(vp);
+          a_arg.value = a_arg.value + k0 * v.mr;
+          return make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, b_arg,
+                                              {panels, int_imm(c_offset) + var(vp) * tile_floats},
+                                              {-1, accumulate}});
+        };
+        const Stmt k_blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call);
+        // A conv's column table is filled once per panel, for every block.
+        std::vector<Stmt> blocks = b_pack.fill;
+        blocks.push_back(k_blocks);
+        panel_body.push_back(b_pack.table >= 0 ? make_allocate(b_pack.table, blocks) : make_seq(blocks));
+        const int ve = new_var("pe", grid_.row_panels);
+        const Stmt tile_loops =
+            store_tile(vb, row0 + var(ve) * v.mr, nb, panels, int_imm(c_offset) + var(ve) * tile_floats);
+        panel_body.push_back(row_panel_loop(ve, rows, {tile_loops}));
+      }
+      const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
+                                                                : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
+      column_panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
     }
-    const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
-                                                              : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
-    const Stmt column_panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
     std::vector<Stmt> block;
     if (packed_a_ < 0) block.push_back(pack_a(vb, row0, panels));
     block.push_back(ctile >= 0 ? make_allocate(ctile, {column_panels}) : column_panels);
@@ -216,6 +232,63 @@ class FloatGemmLowering : KernelBuilder {
   }
 
  private:
+  // The chunk's column panels with the k-block loop outside them
+  // (scheduler/float_gemm_blocking.h, k outer), in groups of `group`: per
+  // group and k block, each column panel's B block is packed once (at
+  // b_offset in `panels`) and every row panel's call adds into the C tile of
+  // (row panel p, column q of the group) at c_offset + (p * group + q) *
+  // MR * NR; the epilogue stores the group's tiles after the last block.
+  Stmt k_outer_column_panels(int vb, int vc, const RowPanels& rows, int panels,
+                             const std::function<CallArg(int)>& a_at, int64_t b_offset, int64_t c_offset,
+                             int64_t group) {
+    const scheduler::Gemm& m = geo_.m;
+    const FloatGemmVariant& v = geo_.v;
+    const scheduler::FloatGemmBlocking& kb = geo_.blocking;
+    const int64_t chunk = grid_.chunk_panels, groups = ceil_div(chunk, group);
+    const int64_t tile_floats = int64_t{v.mr} * v.nr;
+    const int vg = new_var("ng", groups);
+    auto column = [&](int vq) { return var(vc) * chunk + var(vg) * group + var(vq); };
+    // Column q of the group exists: within the chunk (the last group may be
+    // short) and within N's panels (the last chunk may be).
+    auto in_range = [&](int vq, std::vector<Stmt> body) {
+      Expr guard;
+      if (groups * group != chunk) guard = lt(var(vg) * group + var(vq), int_imm(chunk));
+      if (geo_.col_panels % chunk != 0) {
+        const Expr in_n = lt(column(vq), int_imm(geo_.col_panels));
+        guard = guard ? logical_and(guard, in_n) : in_n;
+      }
+      return guard ? make_if(guard, std::move(body)) : make_seq(std::move(body));
+    };
+    const int vq = new_var("nq", group);
+    auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
+      const BPanelPacking b_pack = pack_b(vb, column(vq), panels, b_offset, block);
+      if (b_pack.table < 0) return {b_pack.pack};
+      std::vector<Stmt> both = b_pack.fill;  // a conv's column table, per panel and block
+      both.push_back(b_pack.pack);
+      return {make_allocate(b_pack.table, both)};
+    };
+    auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
+      const Expr k0 = block * kb.kc;
+      const Expr k_here =
+          m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
+      CallArg a_arg = a_at(vp);
+      a_arg.value = a_arg.value + k0 * v.mr;
+      return make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, {panels, int_imm(b_offset)},
+                                          {panels, int_imm(c_offset) + (var(vp) * group + var(vq)) * tile_floats},
+                                          {-1, accumulate}});
+    };
+    auto columns = [&](std::vector<Stmt> body) -> std::vector<Stmt> {
+      return {make_for(vq, int_imm(group), LoopKind::kSerial, {in_range(vq, std::move(body))})};
+    };
+    const Stmt blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call, columns);
+    const int vqe = new_var("nqe", group), ve = new_var("pe", rows.count);
+    const Stmt store = store_tile(vb, rows.row0 + var(ve) * v.mr, column(vqe), panels,
+                                  int_imm(c_offset) + (var(ve) * group + var(vqe)) * tile_floats);
+    const Stmt epilogue = make_for(vqe, int_imm(group), LoopKind::kSerial,
+                                   {in_range(vqe, {row_panel_loop(ve, rows, {store})})});
+    return make_for(vg, int_imm(groups), LoopKind::kSerial, {blocks, epilogue});
+  }
+
   // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
   Expr op_value(const Expr& e, const std::vector<Expr>& vars) {
     return finalize_indices(to_kernel_loads(g_, gemm_, substitute_vars(e, vars), bounds_), bounds_);
