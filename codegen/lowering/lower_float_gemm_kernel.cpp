@@ -330,10 +330,35 @@ class FloatGemmLowering : KernelBuilder {
 
   // The output stores of one MR x NR tile, whose first row is `row`, from
   // c_buffer[c_offset + i * NR + j] through the fused epilogue.
+  // Where N has a tail, the full panels get their own copy (split_full_panels).
   Stmt store_tile(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset) {
+    const Stmt tail = store_tile_at(vb, row, nb, c_buffer, c_offset, false);
+    if (full_panels() == 0) return tail;
+    return split_full_panels(nb, store_tile_at(vb, row, min(nb, int_imm(full_panels() - 1)), c_buffer, c_offset, true),
+                             tail);
+  }
+
+  // N's full column panels where N has a tail (0: none, or no tail).
+  int64_t full_panels() const { return geo_.m.cols() % geo_.v.nr == 0 ? 0 : geo_.m.cols() / geo_.v.nr; }
+
+  // `whole` for the full column panels (nb < full_panels()), `tail` for the
+  // last one. `whole` was built at nb clamped to the last full panel: the
+  // same panel where it runs, but its columns are then provably below N, so
+  // an index that splits a column into (output row, output column) and
+  // joins them again simplifies back to the column, without the clamps that
+  // the tail needs. A 1x1 conv's B panel and a residual add in the epilogue
+  // read contiguous vectors instead of gathering through int64 division
+  // (ResNet-50's 28 x 28 and 14 x 14 maps: 784 and 196 columns, NR 32).
+  Stmt split_full_panels(const Expr& nb, const Stmt& whole, const Stmt& tail) const {
+    const int64_t full = full_panels();
+    return make_seq({make_if(lt(nb, int_imm(full)), {whole}), make_if(lt(int_imm(full - 1), nb), {tail})});
+  }
+
+  Stmt store_tile_at(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset, bool full) {
     const scheduler::Gemm& m = geo_.m;
     const FloatGemmVariant& v = geo_.v;
-    const int vi = new_var("i", v.mr), vj = new_var("j", v.nr);
+    const std::string sfx = full ? "w" : "";  // the full panels' copy: its own var names
+    const int vi = new_var("i" + sfx, v.mr), vj = new_var("j" + sfx, v.nr);
     int64_t first = -1;
     const Expr at = is_const_int(c_offset, &first) && first == 0 ? var(vi) * v.nr + var(vj)
                                                                   : c_offset + var(vi) * v.nr + var(vj);
@@ -342,8 +367,9 @@ class FloatGemmLowering : KernelBuilder {
                                          row + var(vi), nb * v.nr + var(vj), acc);
     // The last panel's column loop stops at the last column: a bound, not a
     // guard per column, so the epilogue still vectorizes.
-    const Expr columns_here = m.cols() % v.nr == 0 ? int_imm(v.nr)
-                                                   : simplify(min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr), bounds_);
+    const Expr columns_here = m.cols() % v.nr == 0 || full
+                                  ? int_imm(v.nr)
+                                  : simplify(min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr), bounds_);
     const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
     return make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row + var(vi), int_imm(m.rows())), {cols})});
   }
@@ -366,17 +392,29 @@ class FloatGemmLowering : KernelBuilder {
   // panels[offset + k * NR + j] = B(k, nb*NR + j), 0 past N: over all of K
   // (block null), or over k block `block` (k = block * kc + the index
   // packed at k), stepping the blocked reduce axis from block * axis_step.
+  // Where N has a tail and the panel needs no column table, the full panels
+  // get their own copy of the packing loops (split_full_panels).
   BPanelPacking pack_b(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block) {
+    BPanelPacking tail = pack_b_at(vb, nb, panels, offset, block, false);
+    if (full_panels() == 0 || tail.table >= 0) return tail;
+    const BPanelPacking whole = pack_b_at(vb, min(nb, int_imm(full_panels() - 1)), panels, offset, block, true);
+    if (whole.table >= 0) return tail;
+    tail.pack = split_full_panels(nb, whole.pack, tail.pack);
+    return tail;
+  }
+
+  BPanelPacking pack_b_at(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block, bool full) {
     const FloatGemmVariant& v = geo_.v;
     std::vector<Expr> ks;
     Expr k;
-    const std::vector<int> k_vars = k_loop_vars("b", &ks, &k);
-    const int vj = new_var("jb", v.nr);
+    const std::string sfx = full ? "w" : "";  // the full panels' copy: its own var names
+    const std::vector<int> k_vars = k_loop_vars("b" + sfx, &ks, &k);
+    const int vj = new_var("jb" + sfx, v.nr);
     const Expr col = nb * v.nr + var(vj);
+    const bool tail = geo_.m.cols() % v.nr != 0 && !full;
     const Expr b = op_value(geo_.m.b, gemm_op_vars(geo_.m, var(vb), int_imm(0),
-                                                   clamp_to_last(col, geo_.m.cols()), ks));
-    Expr value = simplify(
-        geo_.m.cols() % v.nr == 0 ? b : select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0)), bounds_);
+                                                   full ? col : clamp_to_last(col, geo_.m.cols()), ks));
+    Expr value = simplify(tail ? select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0)) : b, bounds_);
     // What a column needs besides the first reduce axis (a conv's input
     // channel) goes into a table per panel: its output pixel (div/mod by the
     // output width) and, per window position (kh, kw), its input offset and
@@ -390,10 +428,10 @@ class FloatGemmLowering : KernelBuilder {
     std::vector<Stmt> fill;
     if (!terms.empty()) {
       const int64_t per_term = t.positions * v.nr;
-      table = add_local("columns", DType::kI64, static_cast<int64_t>(terms.size()) * per_term, kUkernelAlignment);
+      table = add_local("columns" + sfx, DType::kI64, static_cast<int64_t>(terms.size()) * per_term, kUkernelAlignment);
       value = replace_column_terms(reassociated, vj, t, terms, table);
       // The fill loops: their own vars for the window axes and the column.
-      const int vt = new_var("jt", v.nr);
+      const int vt = new_var("jt" + sfx, v.nr);
       std::vector<Expr> at(static_cast<size_t>(vt) + 1);
       for (int i = 0; i < vt; ++i) at[static_cast<size_t>(i)] = var(i);
       at[static_cast<size_t>(vj)] = var(vt);
@@ -401,7 +439,7 @@ class FloatGemmLowering : KernelBuilder {
       Expr position = int_imm(0);
       for (size_t w = 0; w < t.window.size(); ++w) {
         const int kv = t.window[w];
-        fill_vars.push_back(new_var(str_cat("kt", w), geo_.m.k_extents[t.window_axes[w]]));
+        fill_vars.push_back(new_var(str_cat("kt", sfx, w), geo_.m.k_extents[t.window_axes[w]]));
         at.resize(std::max(at.size(), static_cast<size_t>(fill_vars.back()) + 1));
         at[static_cast<size_t>(kv)] = var(fill_vars.back());
         position = position * geo_.m.k_extents[t.window_axes[w]] + var(fill_vars.back());
