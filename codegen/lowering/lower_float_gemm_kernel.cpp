@@ -108,6 +108,15 @@ FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSche
 
 namespace {
 
+// A B panel's column table shared by several column panels (k outer: each
+// panel of a group fills its copy once, before the k blocks): `copies` of it
+// in `buffer` (-1: allocate it), the one at index `copy`.
+struct SharedTable {
+  int buffer = -1;
+  int64_t copies = 1;
+  Expr copy;
+};
+
 class FloatGemmLowering : KernelBuilder {
  public:
   FloatGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
@@ -259,13 +268,16 @@ class FloatGemmLowering : KernelBuilder {
       }
       return guard ? make_if(guard, std::move(body)) : make_seq(std::move(body));
     };
+    // A conv's column tables: one per column panel of the group, filled
+    // once before the k blocks (a probe packing at the fill's own column var
+    // yields the table and its fill; its packing loops go unused).
+    const int vqt = new_var("nqt", group);
+    const BPanelPacking tables =
+        pack_b_at(vb, column(vqt), panels, b_offset, nullptr, false, "t", {-1, group, var(vqt)});
     const int vq = new_var("nq", group);
     auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
-      const BPanelPacking b_pack = pack_b(vb, column(vq), panels, b_offset, block);
-      if (b_pack.table < 0) return {b_pack.pack};
-      std::vector<Stmt> both = b_pack.fill;  // a conv's column table, per panel and block
-      both.push_back(b_pack.pack);
-      return {make_allocate(b_pack.table, both)};
+      if (tables.table < 0) return {pack_b(vb, column(vq), panels, b_offset, block).pack};
+      return {pack_b_at(vb, column(vq), panels, b_offset, block, false, "", {tables.table, group, var(vq)}).pack};
     };
     auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
       const Expr k0 = block * kb.kc;
@@ -286,7 +298,9 @@ class FloatGemmLowering : KernelBuilder {
                                   int_imm(c_offset) + (var(ve) * group + var(vqe)) * tile_floats);
     const Stmt epilogue = make_for(vqe, int_imm(group), LoopKind::kSerial,
                                    {in_range(vqe, {row_panel_loop(ve, rows, {store})})});
-    return make_for(vg, int_imm(groups), LoopKind::kSerial, {blocks, epilogue});
+    if (tables.table < 0) return make_for(vg, int_imm(groups), LoopKind::kSerial, {blocks, epilogue});
+    const Stmt fill = make_for(vqt, int_imm(group), LoopKind::kSerial, {in_range(vqt, tables.fill)});
+    return make_for(vg, int_imm(groups), LoopKind::kSerial, {make_allocate(tables.table, {fill, blocks}), epilogue});
   }
 
   // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
@@ -403,11 +417,13 @@ class FloatGemmLowering : KernelBuilder {
     return tail;
   }
 
-  BPanelPacking pack_b_at(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block, bool full) {
+  // `tag` distinguishes the var names of several packings of one kernel.
+  BPanelPacking pack_b_at(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block, bool full,
+                          const std::string& tag = "", const SharedTable& shared = {}) {
     const FloatGemmVariant& v = geo_.v;
     std::vector<Expr> ks;
     Expr k;
-    const std::string sfx = full ? "w" : "";  // the full panels' copy: its own var names
+    const std::string sfx = full ? "w" : tag;  // the full panels' copy: its own var names
     const std::vector<int> k_vars = k_loop_vars("b" + sfx, &ks, &k);
     const int vj = new_var("jb" + sfx, v.nr);
     const Expr col = nb * v.nr + var(vj);
@@ -428,8 +444,11 @@ class FloatGemmLowering : KernelBuilder {
     std::vector<Stmt> fill;
     if (!terms.empty()) {
       const int64_t per_term = t.positions * v.nr;
-      table = add_local("columns" + sfx, DType::kI64, static_cast<int64_t>(terms.size()) * per_term, kUkernelAlignment);
-      value = replace_column_terms(reassociated, vj, t, terms, table);
+      const int64_t table_size = static_cast<int64_t>(terms.size()) * per_term;
+      table = shared.buffer >= 0 ? shared.buffer
+                                 : add_local("columns" + sfx, DType::kI64, table_size * shared.copies, kUkernelAlignment);
+      const Expr base = shared.copy ? shared.copy * table_size : int_imm(0);
+      value = replace_column_terms(reassociated, vj, t, terms, table, base);
       // The fill loops: their own vars for the window axes and the column.
       const int vt = new_var("jt" + sfx, v.nr);
       std::vector<Expr> at(static_cast<size_t>(vt) + 1);
@@ -450,9 +469,8 @@ class FloatGemmLowering : KernelBuilder {
       for (size_t i = 0; i < terms.size(); ++i) {
         Expr term = substitute_vars(terms[i], at);
         if (term->dtype == DType::kBool) term = cast(DType::kI64, term);
-        stores.push_back(make_store(
-            table, finalize_indices(int_imm(static_cast<int64_t>(i) * per_term) + position * v.nr + var(vt), bounds_),
-            term));
+        const Expr at_term = int_imm(static_cast<int64_t>(i) * per_term) + position * v.nr + var(vt);
+        stores.push_back(make_store(table, finalize_indices(shared.copy ? base + at_term : at_term, bounds_), term));
       }
       Stmt f = make_for(vt, int_imm(v.nr), LoopKind::kVectorized, stores);
       for (size_t w = fill_vars.size(); w-- > 0;)
@@ -581,23 +599,24 @@ class FloatGemmLowering : KernelBuilder {
     for (const Expr& a : e->args) collect_column_terms(a, vj, t, terms);
   }
 
-  // e with each of `terms` read from table[(t * positions + window) * NR + vj].
+  // e with each of `terms` read from table[base + (t * positions + window) * NR + vj].
   Expr replace_column_terms(const Expr& e, int vj, const ColumnTable& t, const std::vector<Expr>& terms,
-                            int table) const {
+                            int table, const Expr& base) const {
     for (size_t i = 0; i < terms.size(); ++i)
       if (same_expr(terms[i], e)) {
         Expr position = int_imm(0);
         for (size_t w = 0; w < t.window.size(); ++w)
           position = position * geo_.m.k_extents[t.window_axes[w]] + var(t.window[w]);
         const Expr at = int_imm(static_cast<int64_t>(i) * t.positions * geo_.v.nr) + position * geo_.v.nr + var(vj);
-        const Expr entry = load(table, DType::kI64, {at});
+        int64_t zero = -1;
+        const Expr entry = load(table, DType::kI64, {is_const_int(base, &zero) && zero == 0 ? at : base + at});
         return e->dtype == DType::kBool ? cast(DType::kBool, entry) : entry;
       }
     if (e->args.empty()) return e;
     auto copy = std::make_shared<ExprNode>(*e);
     bool changed = false;
     for (Expr& a : copy->args) {
-      Expr r = replace_column_terms(a, vj, t, terms, table);
+      Expr r = replace_column_terms(a, vj, t, terms, table, base);
       changed = changed || r != a;
       a = std::move(r);
     }

@@ -354,6 +354,42 @@ TEST(FloatGemm, ConvKBlocksPackEachBlockAndFillTheColumnTableOncePerPanel) {
   EXPECT_FALSE(is_const(channels[0]->extent));
 }
 
+// k outer (a 1 KiB-per-row-block L2 share: the 10 A panels of 40 filters
+// overflow it): the k-block loop runs outside the column panels, and each
+// column panel's table is filled once per group of panels ("jtt", one copy
+// per panel), before the blocks; the blocks pack only ("jb").
+TEST(FloatGemm, ConvKOuterFillsEachColumnTableOncePerGroup) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 23, 14, 13}).output("y");
+  b.initializer_f("w", {40, 23, 3, 3}, ramp(40 * 23 * 9));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  Graph g = import_and_optimize(b, "conv_k_outer");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  ASSERT_GE(packs.a, 0);
+  scheduler::ArchSpec arch = host_with_small_l1();
+  arch.l2_bytes = 2048;
+  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, arch);
+  codegen::verify(kernel);
+  EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 8);
+  EXPECT_GE(ukernel_param(kernel, "group_panels"), 1);
+  std::vector<codegen::Stmt> groups, k_loop, fill, fill_in_block, pack_in_block;
+  loops_named(kernel, kernel.body, "ng", &groups);
+  loops_named(kernel, kernel.body, "kcb", &k_loop);
+  loops_named(kernel, kernel.body, "jtt", &fill);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(k_loop.size(), 1u);
+  EXPECT_EQ(fill.size(), 1u);
+  loops_named(kernel, k_loop[0], "jtt", &fill_in_block);
+  loops_named(kernel, k_loop[0], "jt", &fill_in_block);
+  loops_named(kernel, k_loop[0], "jb", &pack_in_block);
+  EXPECT_TRUE(fill_in_block.empty());
+  EXPECT_EQ(pack_in_block.size(), 1u);
+  EXPECT_EQ(divisions_in(pack_in_block[0]), 0);
+}
+
 // Weights packed at compile time as B (x @ W): the k blocks read them at
 // the block's offset; K = 96 splits in three even blocks of 32, no tail.
 TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
