@@ -10,6 +10,15 @@
 //   * mc: a row block's packed A panels (all of K) and its C tiles (one per
 //     row panel while the k blocks accumulate) fit in half the L2
 //     (ArchSpec::l2_bytes), so every column panel rereads them from L2.
+//   * k outer: where B is packed at run time (a convolution's input
+//     patches) while A is prepacked (its weights) and K runs in blocks, the
+//     k-block loop goes outside the column panels: a task packs each B
+//     panel's block once and keeps only one k block of its row block's A
+//     panels (kc x MR each) in L2, with a C tile per (row panel, column
+//     panel) of a group of column panels waiting for the last block. Row
+//     blocks are then bounded by the A block, not by all of K, so fewer row
+//     blocks repack the same B panels (ResNet-50's 3x3 convs over 256
+//     channels: 4 row blocks of 8 panels, each packing every B panel).
 // Blocks are whole slices of one reduce axis (the first of extent > 1: a
 // conv's input channels, with every window position (kh, kw) of a channel
 // in the same block), so the packing loops stay affine per axis and a conv's
@@ -29,9 +38,18 @@ struct FloatGemmBlocking {
   int64_t kc = 0;             // k values per block: axis_step x the later axes' extents (== K: one block)
   int64_t k_blocks = 1;       // ceil(k_extents[k_axis] / axis_step)
   int64_t max_row_panels = 1; // A panels (MR rows each) one row block may hold
+  bool k_outer = false;       // the k-block loop outside the column panels (see above)
+  int64_t max_c_tiles = 0;    // k outer: the C tiles (MR x NR) a task keeps across k blocks
+};
+
+// Which GEMM operands are packed at compile time (constants: weights).
+struct PackedOperands {
+  bool a = false;
+  bool b = false;
 };
 
 // The blocking of GEMM m for a micro-kernel of mr x nr tiles on arch.
-FloatGemmBlocking float_gemm_blocking(const Gemm& m, int mr, int nr, const ArchSpec& arch);
+FloatGemmBlocking float_gemm_blocking(const Gemm& m, int mr, int nr, const ArchSpec& arch,
+                                      PackedOperands packed = {});
 
 }  // namespace tilegraph::scheduler

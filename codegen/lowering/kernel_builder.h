@@ -2,16 +2,49 @@
 // builds one Kernel: its loop variables with their bounds, and its buffers.
 // Builders derive from KernelBuilder and add their own structure.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "codegen/kernel_ir/kernel_exprs.h"
 #include "codegen/kernel_ir/kernel_ir.h"
+#include "compiler/ir/error.h"
 #include "compiler/ir/graph.h"
 #include "compiler/ir/interval.h"
 #include "scheduler/schedule.h"
 
 namespace tilegraph::codegen {
+
+// The ops of a GEMM micro-kernel kernel (int or float): the GEMM phase
+// first, then at most one epilogue phase. `what` names the kernel kind in
+// the internal error ("a float GEMM kernel").
+inline std::vector<Op> gemm_kernel_phases(const Graph& g, const scheduler::KernelSchedule& ks, const char* what) {
+  std::vector<Op> phases = scheduler::phase_ops(g, ks);
+  TG_CHECK(!phases.empty() && phases.size() <= 2, what, " has 1 or 2 phases, got ", phases.size());
+  return phases;
+}
+
+// The row block of a GEMM micro-kernel kernel: `count` panels of MR rows
+// from row0; rows past `rows` (M) are never computed.
+struct RowPanels {
+  Expr row0;
+  int64_t count = 0;
+  int64_t mr = 0;
+  int64_t rows = 0;
+};
+
+// K cut into blocks around the micro-kernel calls (see k_block_calls).
+struct KBlocks {
+  int64_t count = 0;       // > 1
+  // How the micro-kernel starts a C tile: false, one call with an
+  // accumulate flag (float: tg_sgemm::tile(..., accumulate)), so all blocks
+  // share one loop and the flag is `block > 0`; true, a separate call
+  // (int: tile, then tile_accumulate), so block 0 is peeled into its own
+  // loop and the flag is a constant in each.
+  bool peel_first = false;
+  std::string block_var;   // the block loop's var
+  std::string panel_var;   // the row panels' var (peeled: "<panel_var>0" for block 0's)
+};
 
 class KernelBuilder {
  protected:
@@ -50,6 +83,45 @@ class KernelBuilder {
     if (phases.size() == 2)
       for (TensorId t : phases[1].inputs) epilogue_buffers.push_back(t == gemm.output ? -1 : add_global(t, false));
     return epilogue_buffers;
+  }
+
+  // for p < count: if (row0 + p * MR < rows) body, p being var `vp`.
+  static Stmt row_panel_loop(int vp, const RowPanels& rows, std::vector<Stmt> body) {
+    const Stmt guarded = make_if(lt(rows.row0 + var(vp) * rows.mr, int_imm(rows.rows)), std::move(body));
+    return make_for(vp, int_imm(rows.count), LoopKind::kSerial, {guarded});
+  }
+
+  // The k-block skeleton both GEMM micro-kernel lowerings share: per k block
+  // (`block`: its index), the block's statements (`per_block`, e.g. packing
+  // its slice of a B panel; may be null), then one micro-kernel call per row
+  // panel (`call`, the panel's var and whether it adds to the C tile or
+  // starts it). A block's B slice stays in L1 while every A panel of the
+  // row block streams past it; each panel keeps its own C tile across the
+  // blocks, and the caller runs the epilogue over the tiles after this.
+  // `columns` (may be null) wraps each block's body in a loop over column
+  // panels (the k block outside them: scheduler/float_gemm_blocking.h).
+  using BlockStmts = std::function<std::vector<Stmt>(const Expr& block)>;
+  using PanelCall = std::function<Stmt(int vp, const Expr& block, const Expr& accumulate)>;
+  using ColumnLoop = std::function<std::vector<Stmt>(std::vector<Stmt> block_body)>;
+  Stmt k_block_calls(const KBlocks& kb, const RowPanels& rows, const BlockStmts& per_block, const PanelCall& call,
+                     const ColumnLoop& columns = nullptr) {
+    auto block_body = [&](const Expr& block, const Expr& accumulate, const std::string& panel_var) {
+      std::vector<Stmt> body = per_block ? per_block(block) : std::vector<Stmt>{};
+      const int vp = new_var(panel_var, rows.count);
+      body.push_back(row_panel_loop(vp, rows, {call(vp, block, accumulate)}));
+      return columns ? columns(std::move(body)) : body;
+    };
+    if (!kb.peel_first) {
+      const int vk = new_var(kb.block_var, kb.count);
+      return make_for(vk, int_imm(kb.count), LoopKind::kSerial,
+                      block_body(var(vk), lt(int_imm(0), var(vk)), kb.panel_var));
+    }
+    std::vector<Stmt> first_body = block_body(int_imm(0), const_of(0, DType::kBool), kb.panel_var + "0");
+    const Stmt first = first_body.size() == 1 ? first_body[0] : make_seq(std::move(first_body));
+    const int vk = new_var(kb.block_var, kb.count - 1);
+    const Stmt rest = make_for(vk, int_imm(kb.count - 1), LoopKind::kSerial,
+                               block_body(var(vk) + int_imm(1), const_of(1, DType::kBool), kb.panel_var));
+    return make_seq({first, rest});
   }
 
   const Graph& g_;

@@ -1,6 +1,7 @@
 #include "codegen/lowering/lower_float_gemm_kernel.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "codegen/lowering/gemm_coords.h"
 #include "codegen/lowering/int_gemm_task_grid.h"
@@ -18,6 +19,7 @@ namespace tilegraph::codegen {
 namespace {
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Packed panels start on 64-byte lines: 16 floats.
 constexpr int64_t kPanelAlign = 16;
@@ -36,8 +38,9 @@ struct FloatGeometry {
   int64_t b_panel = 0;         // floats of one packed B panel (K x NR)
   int64_t b_block = 0;         // floats of one k block of a B panel packed at run time (kc x NR)
 
-  FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, const scheduler::ArchSpec& arch)
-      : m(gemm), v(variant), blocking(scheduler::float_gemm_blocking(gemm, variant.mr, variant.nr, arch)) {
+  FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, const scheduler::ArchSpec& arch,
+                scheduler::PackedOperands packed = {})
+      : m(gemm), v(variant), blocking(scheduler::float_gemm_blocking(gemm, variant.mr, variant.nr, arch, packed)) {
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     panels = (m.rows() + v.mr - 1) / v.mr;
     a_panel = round_up(m.k * v.mr, kPanelAlign);
@@ -46,13 +49,6 @@ struct FloatGeometry {
   }
   bool k_blocked() const { return blocking.k_blocks > 1; }
 };
-
-Op gemm_phase(const Graph& g, const scheduler::KernelSchedule& ks, std::vector<Op>* phases) {
-  *phases = scheduler::phase_ops(g, ks);
-  TG_CHECK(!phases->empty() && phases->size() <= 2, "a float GEMM kernel has 1 or 2 phases, got ",
-           phases->size());
-  return phases->front();
-}
 
 scheduler::Gemm float_gemm_of(const Graph& g, const Op& gemm) {
   const auto match = scheduler::match_gemm(g, gemm);
@@ -101,8 +97,7 @@ TensorId pack_constant_operand(Graph& g, const Op& gemm, const scheduler::Gemm& 
 
 FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSchedule& ks,
                                            const FloatGemmVariant& variant) {
-  std::vector<Op> phases;
-  const Op gemm = gemm_phase(g, ks, &phases);
+  const Op gemm = gemm_kernel_phases(g, ks, "a float GEMM kernel").front();
   const scheduler::Gemm m = float_gemm_of(g, gemm);
   const FloatGeometry geo(m, variant, scheduler::ArchSpec{});  // whole-K panels: no cache sizes involved
   FloatGemmPacks packs;
@@ -113,11 +108,21 @@ FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSche
 
 namespace {
 
+// A B panel's column table shared by several column panels (k outer: each
+// panel of a group fills its copy once, before the k blocks): `copies` of it
+// in `buffer` (-1: allocate it), the one at index `copy`.
+struct SharedTable {
+  int buffer = -1;
+  int64_t copies = 1;
+  Expr copy;
+};
+
 class FloatGemmLowering : KernelBuilder {
  public:
   FloatGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& v,
                     const FloatGemmPacks& packed, const scheduler::ArchSpec& arch)
-      : KernelBuilder(g), gemm_(gemm_phase(g, ks, &phases_)), geo_(float_gemm_of(g, gemm_), v, arch),
+      : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "a float GEMM kernel")), gemm_(phases_.front()),
+        geo_(float_gemm_of(g, gemm_), v, arch, {packed.a >= 0, packed.b >= 0}),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.blocking.max_row_panels, geo_.col_panels,
                                      packed.b >= 0 ? 0.0 : kRuntimeBPanelCost, std::max(1, arch.cores))) {
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
@@ -142,77 +147,87 @@ class FloatGemmLowering : KernelBuilder {
     const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * geo_.a_panel;
     const int64_t b_floats = packed_b_ >= 0 ? 0 : geo_.b_block;
     const int64_t tile_floats = int64_t{v.mr} * v.nr;
-    const int64_t c_floats = geo_.k_blocked() ? grid_.row_panels * tile_floats : 0;
+    // k outer: the C tiles of a group of column panels wait for the last block.
+    int64_t group = 1;
+    if (kb.k_outer) {
+      group = std::min(grid_.chunk_panels, std::max<int64_t>(1, kb.max_c_tiles / grid_.row_panels));
+      group = ceil_div(grid_.chunk_panels, ceil_div(grid_.chunk_panels, group));  // even groups
+      kernel_.ukernel_params.push_back({"group_panels", group});
+    }
+    const int64_t c_floats = geo_.k_blocked() ? grid_.row_panels * group * tile_floats : 0;
     const int panels = add_local("panels", DType::kF32, a_floats + b_floats + c_floats, kUkernelAlignment);
     kernel_.buffers[static_cast<size_t>(panels)].scratch = true;
     const int ctile = geo_.k_blocked() ? -1 : add_local("c_tile", DType::kF32, tile_floats, kUkernelAlignment);
 
     const int64_t chunk_panels = grid_.chunk_panels;
     const int vc = new_var("nc", grid_.chunks);
-    const int vnl = new_var("nb", chunk_panels);
-    const Expr nb = var(vc) * chunk_panels + var(vnl);
-    const Expr b_panel_at = (var(vb) * geo_.col_panels + nb) * geo_.b_panel;
+    const RowPanels rows{row0, grid_.row_panels, v.mr, m.rows()};
     auto a_at = [&](int vp) {
       return packed_a_ >= 0 ? CallArg{packed_a_, (var(vb) * geo_.panels + var(vm) * grid_.row_panels + var(vp)) * geo_.a_panel}
                             : CallArg{panels, var(vp) * geo_.a_panel};
     };
-    auto row_panel_in_range = [&](int vp) { return lt(row0 + var(vp) * v.mr, int_imm(m.rows())); };
-    std::vector<Stmt> panel_body;
-    if (!geo_.k_blocked()) {
-      CallArg b_arg;
-      if (packed_b_ >= 0) {
-        b_arg = {packed_b_, b_panel_at};
-      } else {
-        panel_body.push_back(pack_b(vb, nb, panels, a_floats, -1).whole());
-        b_arg = {panels, int_imm(a_floats)};
-      }
-      const int vp = new_var("p", grid_.row_panels);
-      const Stmt tile_loops = store_tile(vb, row0 + var(vp) * v.mr, nb, ctile, int_imm(0));
-      const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
-                                                     {-1, const_of(0, DType::kBool)}});
-      const Stmt panel = make_if(row_panel_in_range(vp), {call, tile_loops});
-      panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
+    Stmt column_panels;
+    if (kb.k_outer) {
+      column_panels = k_outer_column_panels(vb, vc, rows, panels, a_at, a_floats, a_floats + b_floats, group);
     } else {
-      // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
-      // panel, each block's B rows are packed (or read from the packed
-      // weights) once and stay in L1 while every row panel's A block streams
-      // past them; the first block starts each C tile, the later ones add
-      // to it, and the epilogue stores the tiles after the last.
-      const int vk = new_var("kcb", kb.k_blocks);
-      const Expr k0 = var(vk) * kb.kc;
-      const Expr k_here = m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
-      std::vector<Stmt> block_body;
-      BPanelPacking b_pack;
-      CallArg b_arg;
-      if (packed_b_ >= 0) {
-        b_arg = {packed_b_, b_panel_at + k0 * v.nr};
+      const int vnl = new_var("nb", chunk_panels);
+      const Expr nb = var(vc) * chunk_panels + var(vnl);
+      const Expr b_panel_at = (var(vb) * geo_.col_panels + nb) * geo_.b_panel;
+      std::vector<Stmt> panel_body;
+      if (!geo_.k_blocked()) {
+        CallArg b_arg;
+        if (packed_b_ >= 0) {
+          b_arg = {packed_b_, b_panel_at};
+        } else {
+          panel_body.push_back(pack_b(vb, nb, panels, a_floats, nullptr).whole());
+          b_arg = {panels, int_imm(a_floats)};
+        }
+        const int vp = new_var("p", grid_.row_panels);
+        const Stmt tile_loops = store_tile(vb, row0 + var(vp) * v.mr, nb, ctile, int_imm(0));
+        const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
+                                                       {-1, const_of(0, DType::kBool)}});
+        panel_body.push_back(row_panel_loop(vp, rows, {call, tile_loops}));
       } else {
-        b_pack = pack_b(vb, nb, panels, a_floats, vk);
-        block_body.push_back(b_pack.pack);
-        b_arg = {panels, int_imm(a_floats)};
+        // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
+        // panel, each block's B rows are packed (or read from the packed
+        // weights) once and stay in L1 while every row panel's A block streams
+        // past them (k_block_calls).
+        const int64_t c_offset = a_floats + b_floats;
+        BPanelPacking b_pack;
+        CallArg b_arg;
+        auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
+          if (packed_b_ >= 0) {
+            b_arg = {packed_b_, b_panel_at + block * kb.kc * v.nr};
+            return {};
+          }
+          b_pack = pack_b(vb, nb, panels, a_floats, block);
+          b_arg = {panels, int_imm(a_floats)};
+          return {b_pack.pack};
+        };
+        auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
+          const Expr k0 = block * kb.kc;
+          const Expr k_here =
+              m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
+          CallArg a_arg = a_at(vp);
+          a_arg.value = a_arg.value + k0 * v.mr;
+          return make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, b_arg,
+                                              {panels, int_imm(c_offset) + var(vp) * tile_floats},
+                                              {-1, accumulate}});
+        };
+        const Stmt k_blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call);
+        // A conv's column table is filled once per panel, for every block.
+        std::vector<Stmt> blocks = b_pack.fill;
+        blocks.push_back(k_blocks);
+        panel_body.push_back(b_pack.table >= 0 ? make_allocate(b_pack.table, blocks) : make_seq(blocks));
+        const int ve = new_var("pe", grid_.row_panels);
+        const Stmt tile_loops =
+            store_tile(vb, row0 + var(ve) * v.mr, nb, panels, int_imm(c_offset) + var(ve) * tile_floats);
+        panel_body.push_back(row_panel_loop(ve, rows, {tile_loops}));
       }
-      const int64_t c_offset = a_floats + b_floats;
-      const int vp = new_var("p", grid_.row_panels);
-      CallArg a_arg = a_at(vp);
-      a_arg.value = a_arg.value + k0 * v.mr;
-      const Stmt call = make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, b_arg,
-                                                     {panels, int_imm(c_offset) + var(vp) * tile_floats},
-                                                     {-1, lt(int_imm(0), var(vk))}});
-      block_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial,
-                                    {make_if(row_panel_in_range(vp), {call})}));
-      // A conv's column table is filled once per panel, for every block.
-      std::vector<Stmt> blocks = b_pack.fill;
-      blocks.push_back(make_for(vk, int_imm(kb.k_blocks), LoopKind::kSerial, block_body));
-      panel_body.push_back(b_pack.table >= 0 ? make_allocate(b_pack.table, blocks) : make_seq(blocks));
-      const int ve = new_var("pe", grid_.row_panels);
-      const Stmt tile_loops =
-          store_tile(vb, row0 + var(ve) * v.mr, nb, panels, int_imm(c_offset) + var(ve) * tile_floats);
-      panel_body.push_back(make_for(ve, int_imm(grid_.row_panels), LoopKind::kSerial,
-                                    {make_if(row_panel_in_range(ve), {tile_loops})}));
+      const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
+                                                                : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
+      column_panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
     }
-    const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
-                                                              : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
-    const Stmt column_panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
     std::vector<Stmt> block;
     if (packed_a_ < 0) block.push_back(pack_a(vb, row0, panels));
     block.push_back(ctile >= 0 ? make_allocate(ctile, {column_panels}) : column_panels);
@@ -226,6 +241,68 @@ class FloatGemmLowering : KernelBuilder {
   }
 
  private:
+  // The chunk's column panels with the k-block loop outside them
+  // (scheduler/float_gemm_blocking.h, k outer), in groups of `group`: per
+  // group and k block, each column panel's B block is packed once (at
+  // b_offset in `panels`) and every row panel's call adds into the C tile of
+  // (row panel p, column q of the group) at c_offset + (p * group + q) *
+  // MR * NR; the epilogue stores the group's tiles after the last block.
+  Stmt k_outer_column_panels(int vb, int vc, const RowPanels& rows, int panels,
+                             const std::function<CallArg(int)>& a_at, int64_t b_offset, int64_t c_offset,
+                             int64_t group) {
+    const scheduler::Gemm& m = geo_.m;
+    const FloatGemmVariant& v = geo_.v;
+    const scheduler::FloatGemmBlocking& kb = geo_.blocking;
+    const int64_t chunk = grid_.chunk_panels, groups = ceil_div(chunk, group);
+    const int64_t tile_floats = int64_t{v.mr} * v.nr;
+    const int vg = new_var("ng", groups);
+    auto column = [&](int vq) { return var(vc) * chunk + var(vg) * group + var(vq); };
+    // Column q of the group exists: within the chunk (the last group may be
+    // short) and within N's panels (the last chunk may be).
+    auto in_range = [&](int vq, std::vector<Stmt> body) {
+      Expr guard;
+      if (groups * group != chunk) guard = lt(var(vg) * group + var(vq), int_imm(chunk));
+      if (geo_.col_panels % chunk != 0) {
+        const Expr in_n = lt(column(vq), int_imm(geo_.col_panels));
+        guard = guard ? logical_and(guard, in_n) : in_n;
+      }
+      return guard ? make_if(guard, std::move(body)) : make_seq(std::move(body));
+    };
+    // A conv's column tables: one per column panel of the group, filled
+    // once before the k blocks (a probe packing at the fill's own column var
+    // yields the table and its fill; its packing loops go unused).
+    const int vqt = new_var("nqt", group);
+    const BPanelPacking tables =
+        pack_b_at(vb, column(vqt), panels, b_offset, nullptr, false, "t", {-1, group, var(vqt)});
+    const int vq = new_var("nq", group);
+    auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
+      if (tables.table < 0) return {pack_b(vb, column(vq), panels, b_offset, block).pack};
+      return {pack_b_at(vb, column(vq), panels, b_offset, block, false, "", {tables.table, group, var(vq)}).pack};
+    };
+    auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
+      const Expr k0 = block * kb.kc;
+      const Expr k_here =
+          m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
+      CallArg a_arg = a_at(vp);
+      a_arg.value = a_arg.value + k0 * v.mr;
+      return make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, {panels, int_imm(b_offset)},
+                                          {panels, int_imm(c_offset) + (var(vp) * group + var(vq)) * tile_floats},
+                                          {-1, accumulate}});
+    };
+    auto columns = [&](std::vector<Stmt> body) -> std::vector<Stmt> {
+      return {make_for(vq, int_imm(group), LoopKind::kSerial, {in_range(vq, std::move(body))})};
+    };
+    const Stmt blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call, columns);
+    const int vqe = new_var("nqe", group), ve = new_var("pe", rows.count);
+    const Stmt store = store_tile(vb, rows.row0 + var(ve) * v.mr, column(vqe), panels,
+                                  int_imm(c_offset) + (var(ve) * group + var(vqe)) * tile_floats);
+    const Stmt epilogue = make_for(vqe, int_imm(group), LoopKind::kSerial,
+                                   {in_range(vqe, {row_panel_loop(ve, rows, {store})})});
+    if (tables.table < 0) return make_for(vg, int_imm(groups), LoopKind::kSerial, {blocks, epilogue});
+    const Stmt fill = make_for(vqt, int_imm(group), LoopKind::kSerial, {in_range(vqt, tables.fill)});
+    return make_for(vg, int_imm(groups), LoopKind::kSerial, {make_allocate(tables.table, {fill, blocks}), epilogue});
+  }
+
   // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
   Expr op_value(const Expr& e, const std::vector<Expr>& vars) {
     return finalize_indices(to_kernel_loads(g_, gemm_, substitute_vars(e, vars), bounds_), bounds_);
@@ -267,10 +344,35 @@ class FloatGemmLowering : KernelBuilder {
 
   // The output stores of one MR x NR tile, whose first row is `row`, from
   // c_buffer[c_offset + i * NR + j] through the fused epilogue.
+  // Where N has a tail, the full panels get their own copy (split_full_panels).
   Stmt store_tile(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset) {
+    const Stmt tail = store_tile_at(vb, row, nb, c_buffer, c_offset, false);
+    if (full_panels() == 0) return tail;
+    return split_full_panels(nb, store_tile_at(vb, row, min(nb, int_imm(full_panels() - 1)), c_buffer, c_offset, true),
+                             tail);
+  }
+
+  // N's full column panels where N has a tail (0: none, or no tail).
+  int64_t full_panels() const { return geo_.m.cols() % geo_.v.nr == 0 ? 0 : geo_.m.cols() / geo_.v.nr; }
+
+  // `whole` for the full column panels (nb < full_panels()), `tail` for the
+  // last one. `whole` was built at nb clamped to the last full panel: the
+  // same panel where it runs, but its columns are then provably below N, so
+  // an index that splits a column into (output row, output column) and
+  // joins them again simplifies back to the column, without the clamps that
+  // the tail needs. A 1x1 conv's B panel and a residual add in the epilogue
+  // read contiguous vectors instead of gathering through int64 division
+  // (ResNet-50's 28 x 28 and 14 x 14 maps: 784 and 196 columns, NR 32).
+  Stmt split_full_panels(const Expr& nb, const Stmt& whole, const Stmt& tail) const {
+    const int64_t full = full_panels();
+    return make_seq({make_if(lt(nb, int_imm(full)), {whole}), make_if(lt(int_imm(full - 1), nb), {tail})});
+  }
+
+  Stmt store_tile_at(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset, bool full) {
     const scheduler::Gemm& m = geo_.m;
     const FloatGemmVariant& v = geo_.v;
-    const int vi = new_var("i", v.mr), vj = new_var("j", v.nr);
+    const std::string sfx = full ? "w" : "";  // the full panels' copy: its own var names
+    const int vi = new_var("i" + sfx, v.mr), vj = new_var("j" + sfx, v.nr);
     int64_t first = -1;
     const Expr at = is_const_int(c_offset, &first) && first == 0 ? var(vi) * v.nr + var(vj)
                                                                   : c_offset + var(vi) * v.nr + var(vj);
@@ -279,8 +381,9 @@ class FloatGemmLowering : KernelBuilder {
                                          row + var(vi), nb * v.nr + var(vj), acc);
     // The last panel's column loop stops at the last column: a bound, not a
     // guard per column, so the epilogue still vectorizes.
-    const Expr columns_here = m.cols() % v.nr == 0 ? int_imm(v.nr)
-                                                   : simplify(min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr), bounds_);
+    const Expr columns_here = m.cols() % v.nr == 0 || full
+                                  ? int_imm(v.nr)
+                                  : simplify(min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr), bounds_);
     const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
     return make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row + var(vi), int_imm(m.rows())), {cols})});
   }
@@ -301,19 +404,33 @@ class FloatGemmLowering : KernelBuilder {
   };
 
   // panels[offset + k * NR + j] = B(k, nb*NR + j), 0 past N: over all of K
-  // (vk < 0), or over k block vk (k = vk * kc + the index packed at k),
-  // stepping the blocked reduce axis from vk * axis_step.
-  BPanelPacking pack_b(int vb, const Expr& nb, int panels, int64_t offset, int vk) {
+  // (block null), or over k block `block` (k = block * kc + the index
+  // packed at k), stepping the blocked reduce axis from block * axis_step.
+  // Where N has a tail and the panel needs no column table, the full panels
+  // get their own copy of the packing loops (split_full_panels).
+  BPanelPacking pack_b(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block) {
+    BPanelPacking tail = pack_b_at(vb, nb, panels, offset, block, false);
+    if (full_panels() == 0 || tail.table >= 0) return tail;
+    const BPanelPacking whole = pack_b_at(vb, min(nb, int_imm(full_panels() - 1)), panels, offset, block, true);
+    if (whole.table >= 0) return tail;
+    tail.pack = split_full_panels(nb, whole.pack, tail.pack);
+    return tail;
+  }
+
+  // `tag` distinguishes the var names of several packings of one kernel.
+  BPanelPacking pack_b_at(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block, bool full,
+                          const std::string& tag = "", const SharedTable& shared = {}) {
     const FloatGemmVariant& v = geo_.v;
     std::vector<Expr> ks;
     Expr k;
-    const std::vector<int> k_vars = k_loop_vars("b", &ks, &k);
-    const int vj = new_var("jb", v.nr);
+    const std::string sfx = full ? "w" : tag;  // the full panels' copy: its own var names
+    const std::vector<int> k_vars = k_loop_vars("b" + sfx, &ks, &k);
+    const int vj = new_var("jb" + sfx, v.nr);
     const Expr col = nb * v.nr + var(vj);
+    const bool tail = geo_.m.cols() % v.nr != 0 && !full;
     const Expr b = op_value(geo_.m.b, gemm_op_vars(geo_.m, var(vb), int_imm(0),
-                                                   clamp_to_last(col, geo_.m.cols()), ks));
-    Expr value = simplify(
-        geo_.m.cols() % v.nr == 0 ? b : select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0)), bounds_);
+                                                   full ? col : clamp_to_last(col, geo_.m.cols()), ks));
+    Expr value = simplify(tail ? select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0)) : b, bounds_);
     // What a column needs besides the first reduce axis (a conv's input
     // channel) goes into a table per panel: its output pixel (div/mod by the
     // output width) and, per window position (kh, kw), its input offset and
@@ -327,10 +444,13 @@ class FloatGemmLowering : KernelBuilder {
     std::vector<Stmt> fill;
     if (!terms.empty()) {
       const int64_t per_term = t.positions * v.nr;
-      table = add_local("columns", DType::kI64, static_cast<int64_t>(terms.size()) * per_term, kUkernelAlignment);
-      value = replace_column_terms(reassociated, vj, t, terms, table);
+      const int64_t table_size = static_cast<int64_t>(terms.size()) * per_term;
+      table = shared.buffer >= 0 ? shared.buffer
+                                 : add_local("columns" + sfx, DType::kI64, table_size * shared.copies, kUkernelAlignment);
+      const Expr base = shared.copy ? shared.copy * table_size : int_imm(0);
+      value = replace_column_terms(reassociated, vj, t, terms, table, base);
       // The fill loops: their own vars for the window axes and the column.
-      const int vt = new_var("jt", v.nr);
+      const int vt = new_var("jt" + sfx, v.nr);
       std::vector<Expr> at(static_cast<size_t>(vt) + 1);
       for (int i = 0; i < vt; ++i) at[static_cast<size_t>(i)] = var(i);
       at[static_cast<size_t>(vj)] = var(vt);
@@ -338,7 +458,7 @@ class FloatGemmLowering : KernelBuilder {
       Expr position = int_imm(0);
       for (size_t w = 0; w < t.window.size(); ++w) {
         const int kv = t.window[w];
-        fill_vars.push_back(new_var(str_cat("kt", w), geo_.m.k_extents[t.window_axes[w]]));
+        fill_vars.push_back(new_var(str_cat("kt", sfx, w), geo_.m.k_extents[t.window_axes[w]]));
         at.resize(std::max(at.size(), static_cast<size_t>(fill_vars.back()) + 1));
         at[static_cast<size_t>(kv)] = var(fill_vars.back());
         position = position * geo_.m.k_extents[t.window_axes[w]] + var(fill_vars.back());
@@ -349,9 +469,8 @@ class FloatGemmLowering : KernelBuilder {
       for (size_t i = 0; i < terms.size(); ++i) {
         Expr term = substitute_vars(terms[i], at);
         if (term->dtype == DType::kBool) term = cast(DType::kI64, term);
-        stores.push_back(make_store(
-            table, finalize_indices(int_imm(static_cast<int64_t>(i) * per_term) + position * v.nr + var(vt), bounds_),
-            term));
+        const Expr at_term = int_imm(static_cast<int64_t>(i) * per_term) + position * v.nr + var(vt);
+        stores.push_back(make_store(table, finalize_indices(shared.copy ? base + at_term : at_term, bounds_), term));
       }
       Stmt f = make_for(vt, int_imm(v.nr), LoopKind::kVectorized, stores);
       for (size_t w = fill_vars.size(); w-- > 0;)
@@ -364,8 +483,8 @@ class FloatGemmLowering : KernelBuilder {
     const size_t ax = static_cast<size_t>(kb.k_axis);
     std::vector<Expr> extents;
     for (int64_t e : geo_.m.k_extents) extents.push_back(int_imm(e));
-    if (vk >= 0) {
-      const Expr first = var(vk) * kb.axis_step;
+    if (block) {
+      const Expr first = block * kb.axis_step;
       std::vector<Expr> at;
       for (size_t i = 0; i < bounds_.size(); ++i) at.push_back(var(static_cast<int>(i)));
       at[static_cast<size_t>(k_vars[ax])] = first + var(k_vars[ax]);
@@ -480,23 +599,24 @@ class FloatGemmLowering : KernelBuilder {
     for (const Expr& a : e->args) collect_column_terms(a, vj, t, terms);
   }
 
-  // e with each of `terms` read from table[(t * positions + window) * NR + vj].
+  // e with each of `terms` read from table[base + (t * positions + window) * NR + vj].
   Expr replace_column_terms(const Expr& e, int vj, const ColumnTable& t, const std::vector<Expr>& terms,
-                            int table) const {
+                            int table, const Expr& base) const {
     for (size_t i = 0; i < terms.size(); ++i)
       if (same_expr(terms[i], e)) {
         Expr position = int_imm(0);
         for (size_t w = 0; w < t.window.size(); ++w)
           position = position * geo_.m.k_extents[t.window_axes[w]] + var(t.window[w]);
         const Expr at = int_imm(static_cast<int64_t>(i) * t.positions * geo_.v.nr) + position * geo_.v.nr + var(vj);
-        const Expr entry = load(table, DType::kI64, {at});
+        int64_t zero = -1;
+        const Expr entry = load(table, DType::kI64, {is_const_int(base, &zero) && zero == 0 ? at : base + at});
         return e->dtype == DType::kBool ? cast(DType::kBool, entry) : entry;
       }
     if (e->args.empty()) return e;
     auto copy = std::make_shared<ExprNode>(*e);
     bool changed = false;
     for (Expr& a : copy->args) {
-      Expr r = replace_column_terms(a, vj, t, terms, table);
+      Expr r = replace_column_terms(a, vj, t, terms, table, base);
       changed = changed || r != a;
       a = std::move(r);
     }
@@ -504,7 +624,7 @@ class FloatGemmLowering : KernelBuilder {
   }
 
   std::vector<Op> phases_;
-  Op gemm_;
+  Op gemm_;  // phases_.front()
   FloatGeometry geo_;
   IntGemmTaskGrid grid_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)

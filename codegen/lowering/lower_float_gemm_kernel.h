@@ -19,7 +19,9 @@
 // weights' rows) stay in L1 while every row panel's A block streams past
 // them into that row panel's C tile (the first block starts it, the later
 // ones accumulate: tile(..., accumulate)); the epilogue runs on the tiles
-// after the last block.
+// after the last block. Where the filters' A panels overflow a row block
+// (B packed at run time), the k-block loop goes outside the column panels
+// instead ("k outer"), so that fewer row blocks pack the same B panels.
 #pragma once
 #include "codegen/lowering/int_gemm_variant.h"
 #include "codegen/kernel_ir/kernel_ir.h"

@@ -50,19 +50,11 @@ struct Geometry {
   }
 };
 
-Op single_gemm_phase(const Graph& g, const scheduler::KernelSchedule& ks, std::vector<Op>* phases) {
-  *phases = scheduler::phase_ops(g, ks);
-  TG_CHECK(!phases->empty() && phases->size() <= 2, "an int GEMM kernel has 1 or 2 phases, got ",
-           phases->size());
-  return phases->front();
-}
-
 }  // namespace
 
 PackedWeights prepack_int_gemm_weights(Graph& g, const scheduler::KernelSchedule& ks,
                                        const IntGemmVariant& variant) {
-  std::vector<Op> phases;
-  const Op gemm = single_gemm_phase(g, ks, &phases);
+  const Op gemm = gemm_kernel_phases(g, ks, "an int GEMM kernel").front();
   const auto match = scheduler::match_int_gemm(g, gemm);
   TG_CHECK(match.has_value(), "kernel ", gemm.name, " is not an int GEMM");
   if (!scheduler::reads_only_constants(g, gemm, match->b)) return {};
@@ -130,7 +122,7 @@ class IntGemmLowering : KernelBuilder {
  public:
   IntGemmLowering(const Graph& g, const scheduler::KernelSchedule& ks, const IntGemmVariant& v,
                   const PackedWeights& packed, const scheduler::ArchSpec& arch)
-      : KernelBuilder(g), gemm_(single_gemm_phase(g, ks, &phases_)),
+      : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "an int GEMM kernel")), gemm_(phases_.front()),
         geo_(*scheduler::match_int_gemm(g, gemm_), v), packed_(packed),
         // Row blocks' packed panels within the L2 share of int_gemm_blocking;
         // how many blocks, and column chunks, balanced_int_gemm_grid decides
@@ -216,17 +208,16 @@ class IntGemmLowering : KernelBuilder {
       if (!cols) cols = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {store});
     }
     Stmt tile_loops = make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
+    const RowPanels rows{row0, grid_.row_panels, v.mr, m.rows()};
     if (kc_blocks) {
-      panel_body.push_back(kc_block_calls(row0, apack, b_arg, ctile));
-      Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {tile_loops});
-      panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
+      panel_body.push_back(kc_block_calls(rows, apack, b_arg, ctile));
+      panel_body.push_back(row_panel_loop(vp, rows, {tile_loops}));
     } else {
       Stmt call = make_call("tg_qgemm::tile", {{-1, int_imm(geo_.k_groups)},
                                                {apack, var(vp) * geo_.a_panel},
                                                b_arg,
                                                {ctile, int_imm(0)}});
-      Stmt panel = make_if(lt(row0 + var(vp) * v.mr, int_imm(m.rows())), {call, tile_loops});
-      panel_body.push_back(make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel}));
+      panel_body.push_back(row_panel_loop(vp, rows, {call, tile_loops}));
     }
     Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
                                                         : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
@@ -250,29 +241,24 @@ class IntGemmLowering : KernelBuilder {
   }
 
   // The micro-kernel calls of one B panel (b_arg: its first byte) over the
-  // row block's A panels, kc block by kc block: the block's slice of the B
-  // panel stays in L1 while every A panel uses it. Panel p accumulates into
-  // c_tile[p * MR * NR ..]: `tile` for the first block, `tile_accumulate`
-  // for the others.
-  Stmt kc_block_calls(const Expr& row0, int apack, const CallArg& b_arg, int ctile) {
+  // row block's A panels, kc block by kc block (k_block_calls). Panel p
+  // accumulates into c_tile[p * MR * NR ..]: `tile` for the first block,
+  // `tile_accumulate` for the others.
+  Stmt kc_block_calls(const RowPanels& rows, int apack, const CallArg& b_arg, int ctile) {
     const IntGemmVariant& v = geo_.v;
     const int64_t kc = blocking_.kc_groups, tile_values = v.mr * v.nr;
-    auto calls = [&](const std::string& fn, const Expr& kb, const Expr& groups, const std::string& tag) {
-      const int vp = new_var("p" + tag, grid_.row_panels);
-      Stmt call = make_call(fn, {{-1, groups},
-                                 {apack, var(vp) * geo_.a_panel + kb * (kc * v.mr * v.ku)},
-                                 {b_arg.buffer, b_arg.value + kb * (kc * v.nr * v.ku)},
-                                 {ctile, var(vp) * tile_values}});
-      Stmt guarded = make_if(lt(row0 + var(vp) * v.mr, int_imm(geo_.m.rows())), {call});
-      return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {guarded});
+    auto call = [&](int vp, const Expr& kb, const Expr& accumulate) {
+      int64_t adds = 0;
+      is_const_int(accumulate, &adds);
+      const Expr groups =
+          adds ? simplify(min(int_imm(kc), int_imm(geo_.k_groups) - kb * kc), bounds_) : int_imm(kc);
+      return make_call(adds ? "tg_qgemm::tile_accumulate" : "tg_qgemm::tile",
+                       {{-1, groups},
+                        {apack, var(vp) * geo_.a_panel + kb * (kc * v.mr * v.ku)},
+                        {b_arg.buffer, b_arg.value + kb * (kc * v.nr * v.ku)},
+                        {ctile, var(vp) * tile_values}});
     };
-    const Stmt first = calls("tg_qgemm::tile", int_imm(0), int_imm(kc), "k0");
-    const int vk = new_var("kb", blocking_.k_blocks - 1);
-    const Expr kb = var(vk) + int_imm(1);
-    const Expr groups = simplify(min(int_imm(kc), int_imm(geo_.k_groups) - kb * kc), bounds_);
-    const Stmt rest = make_for(vk, int_imm(blocking_.k_blocks - 1), LoopKind::kSerial,
-                               {calls("tg_qgemm::tile_accumulate", kb, groups, "k")});
-    return make_seq({first, rest});
+    return k_block_calls({blocking_.k_blocks, true, "kb", "pk"}, rows, nullptr, call);
   }
 
   // a_panels[(p * a_panel) + (g * MR + i) * KU + u] = A(row0 + p*MR + i, g*KU + u) + offset
@@ -408,7 +394,7 @@ class IntGemmLowering : KernelBuilder {
   }
 
   std::vector<Op> phases_;
-  Op gemm_;
+  Op gemm_;  // phases_.front()
   Geometry geo_;
   PackedWeights packed_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)

@@ -203,7 +203,7 @@ def test_no_float_ukernels_keeps_the_loop_nests(tmp_path):
 NR = {"scalar": 8, "avx2": 16, "avx512": 32}
 
 
-def _small_l1_spec(path, variant):
+def _small_l1_spec(path, variant, l2_bytes=1 << 20):
     """A host spec whose L1 is 2 x 32 x NR floats: B panels of K > 64 are split into blocks of
     at most 32 k values (scheduler/float_gemm_blocking.h)."""
     spec = {"name": "host", "target": "cpu", "description": "the host CPU with a small L1 (k blocks test)",
@@ -215,7 +215,7 @@ def _small_l1_spec(path, variant):
             "levels": [
                 {"name": "dram", "scope": "device", "capacity_bytes": 1 << 32, "bandwidth_bytes_per_s": 1e10,
                  "transaction_bytes": 64},
-                {"name": "l2", "scope": "block", "capacity_bytes": 1 << 20, "bandwidth_bytes_per_s": 1e11,
+                {"name": "l2", "scope": "block", "capacity_bytes": l2_bytes, "bandwidth_bytes_per_s": 1e11,
                  "transaction_bytes": 64},
                 {"name": "l1", "scope": "block", "capacity_bytes": 2 * 32 * NR[variant] * 4,
                  "bandwidth_bytes_per_s": 2e11, "transaction_bytes": 64},
@@ -246,3 +246,39 @@ def test_k_blocks_accumulate_on_the_micro_kernel(variant, tmp_path):
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout
     assert acc.stdout.count("  ok ") == 4, acc.stdout
+
+
+def k_outer(path):
+    # A padded 3x3 conv over 71 channels (K = 639: blocks of 3 channels, the last 2) with 37
+    # filters (M: a short last row panel) over 14 x 13 output pixels (N = 182: a short last
+    # column panel), bias + Relu epilogue.
+    img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 71, 14, 13])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["img", "wc", "bc"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"])]
+    _save(path, nodes, [img], [y], [_w("wc", 37, 71, 3, 3), _w("bc", 37)])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_k_outer_blocks_match_onnxruntime(variant, tmp_path):
+    """With a 24 KiB L2 the filters' A panels (all of K) overflow a row block, so the k-block
+    loop goes outside the column panels (scheduler/float_gemm_blocking.h, k outer), in groups
+    of column panels whose C tiles wait for the last block; every tail (M, N, K, the last
+    group) still matches onnxruntime."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "k_outer"
+    k_outer(prefix)
+    spec = _small_l1_spec(tmp_path / "small_caches.json", variant, l2_bytes=24 << 10)
+    env = dict(os.environ, TILEGRAPH_SGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
+    tune = _tune(exe, prefix, env, "--arch-file", str(spec))
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    params = [k["ukernel_params"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
+    assert len(params) == 1, manifest["kernels"]
+    assert (params[0]["kc"], params[0]["k_blocks"]) == (27, 24), params
+    assert 1 <= params[0]["group_panels"] < params[0]["chunk_panels"], params
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout

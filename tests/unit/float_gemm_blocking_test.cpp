@@ -95,5 +95,50 @@ TEST(FloatGemmBlocking, ATinyL1StillMakesProgress) {
   EXPECT_GE(b.max_row_panels, 1);
 }
 
+// A conv of `filters` output channels: M = out_shape[1] (the row axis).
+Gemm conv_gemm(int64_t filters, std::vector<int64_t> k_extents) {
+  Gemm m = gemm_with_k(std::move(k_extents));
+  m.out_shape = {1, filters, 14, 14};
+  m.row_axes = {1};
+  m.col_axes = {0, 2, 3};
+  return m;
+}
+
+TEST(FloatGemmBlocking, ConvFiltersOverflowingTheRowBlockPutTheKBlocksOutside) {
+  // ResNet-50's 3x3 convs over 256 channels, 256 filters: 32 A panels of
+  // 2304 x 8 floats against 14 per row block (k inside). k outer, a row
+  // block holds one k block of its A panels (180 x 8 floats each) in half
+  // the 1 MiB budget and the C tiles (8 x 32 floats) in the other half.
+  const FloatGemmBlocking b =
+      float_gemm_blocking(conv_gemm(256, {256, 3, 3}), 8, 32, caches(48 << 10, 2 << 20), {true, false});
+  EXPECT_TRUE(b.k_outer);
+  EXPECT_EQ(b.kc, 180);
+  EXPECT_EQ(b.k_blocks, 13);
+  EXPECT_EQ(b.max_row_panels, (512 << 10) / (1440 * 4));  // 91: all 32 panels in one block
+  EXPECT_EQ(b.max_c_tiles, (512 << 10) / (256 * 4));
+}
+
+TEST(FloatGemmBlocking, KStaysInsideWhereAllFiltersFitTheRowBlock) {
+  // A row block holds 14 A panels of 2304 x 8 floats: 128 filters (16
+  // panels) overflow it, k outer; 64 filters (8 panels) fit, k inside.
+  const ArchSpec arch = caches(48 << 10, 2 << 20);
+  EXPECT_TRUE(float_gemm_blocking(conv_gemm(128, {256, 3, 3}), 8, 32, arch, {true, false}).k_outer);
+  const FloatGemmBlocking fits = float_gemm_blocking(conv_gemm(64, {256, 3, 3}), 8, 32, arch, {true, false});
+  EXPECT_FALSE(fits.k_outer);
+  EXPECT_EQ(fits.max_row_panels, (1 << 20) / ((2304 * 8 + 256) * 4));
+  EXPECT_EQ(fits.max_c_tiles, 0);
+}
+
+TEST(FloatGemmBlocking, KOuterOnlyForPackedFiltersAndRunTimeColumns) {
+  const ArchSpec arch = caches(48 << 10, 2 << 20);
+  const Gemm m = conv_gemm(256, {256, 3, 3});
+  // B packed at compile time (x @ W): reading it is free, nothing to save.
+  EXPECT_FALSE(float_gemm_blocking(m, 8, 32, arch, {false, true}).k_outer);
+  // A packed at run time: the row block packs all of K anyway.
+  EXPECT_FALSE(float_gemm_blocking(m, 8, 32, arch, {false, false}).k_outer);
+  // One k block: nothing to put outside.
+  EXPECT_FALSE(float_gemm_blocking(conv_gemm(4096, {256}), 8, 32, arch, {true, false}).k_outer);
+}
+
 }  // namespace
 }  // namespace tilegraph::scheduler

@@ -239,6 +239,60 @@ TEST(FloatGemm, MatMulPanelsNeedNoColumnTable) {
   EXPECT_TRUE(fill.empty());
 }
 
+int selects_in(const codegen::Stmt& s) {
+  int n = 0;
+  auto count = [&](const Expr& e) {
+    if (e) visit(e, [&](const Expr& x) { n += x->kind == ExprKind::kSelect; });
+  };
+  count(s->index);
+  count(s->value);
+  for (const codegen::Stmt& c : s->body) n += selects_in(c);
+  return n;
+}
+
+// Where N has a tail (a 1x1 conv over 9 x 15 = 135 pixels, scalar NR 8:
+// 16 full panels and one of 7 columns), the full panels get their own B
+// packing and store loops ("jbw", "jw") at the panel clamped to the last
+// full one: their column indices need no zero-fill select and no division,
+// so the B panel and the residual read are contiguous. The last panel
+// keeps the guarded loops ("jb", "j"), whose residual index still splits
+// the column into output row and column.
+TEST(FloatGemm, FullColumnPanelsIndexWithoutTheTailsGuards) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 6, 9, 15}).input("r", 1, {1, 16, 9, 15}).output("y");
+  b.initializer_f("w", {16, 6, 1, 1}, ramp(16 * 6));
+  b.node("Conv", {"x", "w"}, {"c"});
+  b.node("Add", {"c", "r"}, {"y"});
+  Graph g = import_and_optimize(b, "full_column_panels");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  ASSERT_GE(packs.a, 0);
+  const codegen::Kernel kernel =
+      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  codegen::verify(kernel);
+  std::vector<codegen::Stmt> full_pack, tail_pack, full_store, tail_store;
+  loops_named(kernel, kernel.body, "jbw", &full_pack);
+  loops_named(kernel, kernel.body, "jb", &tail_pack);
+  loops_named(kernel, kernel.body, "jw", &full_store);
+  loops_named(kernel, kernel.body, "j", &tail_store);
+  ASSERT_EQ(full_pack.size(), 1u);
+  ASSERT_EQ(tail_pack.size(), 1u);
+  ASSERT_EQ(full_store.size(), 1u);
+  ASSERT_EQ(tail_store.size(), 1u);
+  EXPECT_EQ(selects_in(full_pack[0]), 0);
+  EXPECT_EQ(selects_in(tail_pack[0]), 1) << "the tail zero-fills past N";
+  EXPECT_EQ(divisions_in(full_pack[0]), 0);
+  EXPECT_EQ(divisions_in(full_store[0]), 0);
+  EXPECT_GT(divisions_in(tail_store[0]), 0);
+  int64_t columns = 0;
+  EXPECT_TRUE(is_const_int(full_store[0]->extent, &columns));
+  EXPECT_EQ(columns, 8);
+  EXPECT_FALSE(is_const(tail_store[0]->extent)) << "the last panel stops at the last column";
+}
+
 // The calls of `callee` anywhere in s.
 void calls_in(const codegen::Stmt& s, const std::string& callee, std::vector<codegen::Stmt>* found) {
   if (!s) return;
@@ -298,6 +352,42 @@ TEST(FloatGemm, ConvKBlocksPackEachBlockAndFillTheColumnTableOncePerPanel) {
   loops_named(kernel, k_loop[0], "kb0", &channels);
   ASSERT_EQ(channels.size(), 1u);
   EXPECT_FALSE(is_const(channels[0]->extent));
+}
+
+// k outer (a 1 KiB-per-row-block L2 share: the 10 A panels of 40 filters
+// overflow it): the k-block loop runs outside the column panels, and each
+// column panel's table is filled once per group of panels ("jtt", one copy
+// per panel), before the blocks; the blocks pack only ("jb").
+TEST(FloatGemm, ConvKOuterFillsEachColumnTableOncePerGroup) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 23, 14, 13}).output("y");
+  b.initializer_f("w", {40, 23, 3, 3}, ramp(40 * 23 * 9));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
+  Graph g = import_and_optimize(b, "conv_k_outer");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  ASSERT_GE(packs.a, 0);
+  scheduler::ArchSpec arch = host_with_small_l1();
+  arch.l2_bytes = 2048;
+  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, arch);
+  codegen::verify(kernel);
+  EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 8);
+  EXPECT_GE(ukernel_param(kernel, "group_panels"), 1);
+  std::vector<codegen::Stmt> groups, k_loop, fill, fill_in_block, pack_in_block;
+  loops_named(kernel, kernel.body, "ng", &groups);
+  loops_named(kernel, kernel.body, "kcb", &k_loop);
+  loops_named(kernel, kernel.body, "jtt", &fill);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(k_loop.size(), 1u);
+  EXPECT_EQ(fill.size(), 1u);
+  loops_named(kernel, k_loop[0], "jtt", &fill_in_block);
+  loops_named(kernel, k_loop[0], "jt", &fill_in_block);
+  loops_named(kernel, k_loop[0], "jb", &pack_in_block);
+  EXPECT_TRUE(fill_in_block.empty());
+  EXPECT_EQ(pack_in_block.size(), 1u);
+  EXPECT_EQ(divisions_in(pack_in_block[0]), 0);
 }
 
 // Weights packed at compile time as B (x @ W): the k blocks read them at
