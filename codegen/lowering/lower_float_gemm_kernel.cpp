@@ -205,12 +205,7 @@ class FloatGemmLowering : KernelBuilder {
           return {b_pack.pack};
         };
         auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
-          const Expr k0 = block * kb.kc;
-          const Expr k_here =
-              m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
-          CallArg a_arg = a_at(vp);
-          a_arg.value = a_arg.value + k0 * v.mr;
-          return make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, b_arg,
+          return make_call("tg_sgemm::tile", {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), b_arg,
                                               {panels, int_imm(c_offset) + var(vp) * tile_floats},
                                               {-1, accumulate}});
         };
@@ -241,6 +236,19 @@ class FloatGemmLowering : KernelBuilder {
   }
 
  private:
+  // K's extent in k block `block`: kc, or what is left of K in the last one.
+  Expr k_in_block(const Expr& block) {
+    const scheduler::FloatGemmBlocking& kb = geo_.blocking;
+    if (geo_.m.k % kb.kc == 0) return int_imm(kb.kc);
+    return simplify(min(int_imm(kb.kc), int_imm(geo_.m.k) - block * kb.kc), bounds_);
+  }
+
+  // A row panel's packed A, advanced to k block `block` (panels are k-major, MR floats per k).
+  CallArg a_in_block(CallArg a, const Expr& block) const {
+    a.value = a.value + block * geo_.blocking.kc * geo_.v.mr;
+    return a;
+  }
+
   // The chunk's column panels with the k-block loop outside them
   // (scheduler/float_gemm_blocking.h, k outer), in groups of `group`: per
   // group and k block, each column panel's B block is packed once (at
@@ -250,7 +258,6 @@ class FloatGemmLowering : KernelBuilder {
   Stmt k_outer_column_panels(int vb, int vc, const RowPanels& rows, int panels,
                              const std::function<CallArg(int)>& a_at, int64_t b_offset, int64_t c_offset,
                              int64_t group) {
-    const scheduler::Gemm& m = geo_.m;
     const FloatGemmVariant& v = geo_.v;
     const scheduler::FloatGemmBlocking& kb = geo_.blocking;
     const int64_t chunk = grid_.chunk_panels, groups = ceil_div(chunk, group);
@@ -280,12 +287,7 @@ class FloatGemmLowering : KernelBuilder {
       return {pack_b_at(vb, column(vq), panels, b_offset, block, false, "", {tables.table, group, var(vq)}).pack};
     };
     auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
-      const Expr k0 = block * kb.kc;
-      const Expr k_here =
-          m.k % kb.kc == 0 ? int_imm(kb.kc) : simplify(min(int_imm(kb.kc), int_imm(m.k) - k0), bounds_);
-      CallArg a_arg = a_at(vp);
-      a_arg.value = a_arg.value + k0 * v.mr;
-      return make_call("tg_sgemm::tile", {{-1, k_here}, a_arg, {panels, int_imm(b_offset)},
+      return make_call("tg_sgemm::tile", {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), {panels, int_imm(b_offset)},
                                           {panels, int_imm(c_offset) + (var(vp) * group + var(vq)) * tile_floats},
                                           {-1, accumulate}});
     };
