@@ -77,7 +77,7 @@ class Splitter {
     for (const Stmt& c : s->body) d.scan(c);
     const std::optional<int64_t> c = d.divisor();
     if (!c || *c == 0 || *c < kMinSplitRun || *c >= extent || extent % *c != 0) return nullptr;
-    const std::string& name = k_.var_names[static_cast<size_t>(s->var)];
+    const std::string name = k_.var_names[static_cast<size_t>(s->var)];  // a copy: push_back below may move the names
     const int vo = static_cast<int>(k_.var_names.size());
     k_.var_names.push_back(name + "_o");
     const int vi = static_cast<int>(k_.var_names.size());
