@@ -22,6 +22,7 @@
 #include "scheduler/graph_connecting.h"
 #include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -80,7 +81,7 @@ struct Outcome {
 Outcome run_sanitized(const codegen::Kernel& kernel, int warp_size, const std::string& name) {
   const codegen::Kernel k = codegen::expand_thread_locals(kernel);
   const codegen::Dialect d = codegen::sanitizer_dialect(warp_size);
-  const fs::path dir = fs::temp_directory_path() / "tilegraph_unit" / "sanitizer" / name;
+  const fs::path dir = testing::unit_temp_dir() / "sanitizer" / name;
   fs::create_directories(dir);
   std::ostringstream src;
   src << codegen::kernel_prelude(d) << "namespace tg_kernels {\n" << codegen::print_kernel(k, d) << "}\n"

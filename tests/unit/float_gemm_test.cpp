@@ -20,6 +20,7 @@
 #include "scheduler/int_gemm.h"
 #include "scheduler/ukernel_features.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -28,7 +29,7 @@ using testing::OnnxModelBuilder;
 
 Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
   const std::string path =
-      (std::filesystem::temp_directory_path() / "tilegraph_unit" / "float_gemm" / name / "model.onnx").string();
+      (testing::unit_temp_dir() / "float_gemm" / name / "model.onnx").string();
   b.save(path);
   return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
 }

@@ -7,6 +7,7 @@
 #include "frontends/onnx/import.h"
 #include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 using testing::OnnxModelBuilder;
 
 std::string temp_model_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
+  return (testing::unit_temp_dir() / name / "model.onnx").string();
 }
 
 TEST(FrontendImport, ShapeSubgraphFoldsToStaticReshape) {

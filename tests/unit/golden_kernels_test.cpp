@@ -33,6 +33,7 @@
 #include "tests/unit/golden_file.h"
 #include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -242,7 +243,7 @@ std::string section(const std::string& text, const std::string& first, const std
 
 TEST(GoldenKernels, LibraryGemmInCuda) {
   const LibraryGemmModel m;
-  const fs::path dir = fs::temp_directory_path() / "tilegraph_unit" / "golden_kernels" / "gemm_bias_relu_cuda";
+  const fs::path dir = testing::unit_temp_dir() / "golden_kernels" / "gemm_bias_relu_cuda";
   codegen::ProjectInfo info;
   info.arch = "H100";
   codegen::emit_cuda_project(m.g, m.kernels, codegen::plan_memory(m.g, m.kernels), info, "sm_90", dir.string());

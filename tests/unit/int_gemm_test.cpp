@@ -17,6 +17,7 @@
 #include "scheduler/graph_connecting.h"
 #include "scheduler/int_gemm.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -25,7 +26,7 @@ using testing::OnnxModelBuilder;
 
 Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
   const std::string path =
-      (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
+      (testing::unit_temp_dir() / name / "model.onnx").string();
   b.save(path);
   return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
 }
@@ -119,7 +120,7 @@ TEST(Gemm, ConvIntegerWithAScalarWeightIsAUserError) {
   b.input("x", 2, {1, 1, 3, 3}).input("w", 2, {}).output("y", 6);
   b.node("ConvInteger", {"x", "w"}, {"y"}, "bad_conv");
   const std::string path =
-      (std::filesystem::temp_directory_path() / "tilegraph_unit" / "conv_int_rank" / "model.onnx").string();
+      (testing::unit_temp_dir() / "conv_int_rank" / "model.onnx").string();
   b.save(path);
   try {
     onnx_frontend::import_model(path);
@@ -153,7 +154,7 @@ std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
 TEST(QuantizeMatmul, QdqMatMulBecomesIntegerGemmTimesScales) {
   const OnnxModelBuilder b = qdq_matmul();
   const std::string path =
-      (std::filesystem::temp_directory_path() / "tilegraph_unit" / "qdq_mm" / "model.onnx").string();
+      (testing::unit_temp_dir() / "qdq_mm" / "model.onnx").string();
   b.save(path);
   const Graph before = onnx_frontend::import_model(path);
   const Graph after = passes::quantize_matmul(before);
@@ -177,7 +178,7 @@ TEST(QuantizeMatmul, FloatMatMulIsLeftAlone) {
   b.initializer_f("w", {8, 2}, std::vector<float>(16, 0.5f));
   b.node("MatMul", {"x", "w"}, {"y"});
   const std::string path =
-      (std::filesystem::temp_directory_path() / "tilegraph_unit" / "float_mm" / "model.onnx").string();
+      (testing::unit_temp_dir() / "float_mm" / "model.onnx").string();
   b.save(path);
   const Graph g = onnx_frontend::import_model(path);
   const Graph same = passes::quantize_matmul(g);

@@ -1,4 +1,5 @@
 #include "tests/unit/lowering_test_util.h"
+#include "tests/unit/unit_temp_dir.h"
 
 #include <cstring>
 #include <filesystem>
@@ -11,7 +12,7 @@
 namespace tilegraph::testing {
 
 std::string test_model_path(const std::string& suite, const std::string& name) {
-  return (std::filesystem::temp_directory_path() / "tilegraph_unit" / suite / name / "model.onnx").string();
+  return (testing::unit_temp_dir() / suite / name / "model.onnx").string();
 }
 
 std::map<std::string, std::string> read_tree(const std::string& dir) {

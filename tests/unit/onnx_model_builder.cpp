@@ -6,6 +6,7 @@
 #include <random>
 
 #include "frontends/onnx/import.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph::testing {
 
@@ -127,7 +128,7 @@ void OnnxModelBuilder::save(const std::string& path) const {
 }
 
 Graph OnnxModelBuilder::import_as(const std::string& name) const {
-  const std::string path = (std::filesystem::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
+  const std::string path = (testing::unit_temp_dir() / name / "model.onnx").string();
   save(path);
   return onnx_frontend::import_model(path);
 }

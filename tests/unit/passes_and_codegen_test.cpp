@@ -20,6 +20,7 @@
 #include "tests/unit/golden_file.h"
 #include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -28,7 +29,7 @@ namespace fs = std::filesystem;
 using testing::OnnxModelBuilder;
 
 Graph import_built(OnnxModelBuilder& b, const std::string& name) {
-  const std::string path = (fs::temp_directory_path() / "tilegraph_unit" / name / "model.onnx").string();
+  const std::string path = (testing::unit_temp_dir() / name / "model.onnx").string();
   b.save(path);
   return onnx_frontend::import_model(path);
 }
@@ -155,7 +156,7 @@ TEST(EmitCpuProject, SameGraphGivesByteIdenticalProjects) {
   b.node("MatMul", {"x", "w"}, {"h"});
   b.node("Tanh", {"h"}, {"y"});
   const Graph g = import_built(b, "determinism");
-  const fs::path root = fs::temp_directory_path() / "tilegraph_unit" / "determinism";
+  const fs::path root = testing::unit_temp_dir() / "determinism";
   for (const char* out : {"p1", "p2"}) {
     const auto schedule = scheduler::schedule_one_op_per_kernel(g, scheduler::host_arch());
     std::vector<codegen::Kernel> kernels;

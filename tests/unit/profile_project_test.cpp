@@ -16,6 +16,7 @@
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -35,7 +36,7 @@ TEST(ProfileProject, CudaHarnessTimesEveryCandidateAndNvccBuildsIt) {
   b.input("x", 10, {1, 64, 64}).input("w", 10, {64, 64}).output("y", 10);
   b.node("MatMul", {"x", "w"}, {"h"});
   b.node("Relu", {"h"}, {"y"});
-  const fs::path dir = fs::temp_directory_path() / "tilegraph_unit" / "profile_cuda";
+  const fs::path dir = testing::unit_temp_dir() / "profile_cuda";
   fs::remove_all(dir);
   b.save((dir / "model.onnx").string());
   const Graph g = onnx_frontend::import_model((dir / "model.onnx").string());

@@ -15,6 +15,7 @@
 
 #include "codegen/kernel_ir/verify_kernel.h"
 #include "codegen/printing/c_printer.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -112,7 +113,7 @@ TEST(SplitDivModLoops, LeavesLoopsWithoutOneDividingRunAlone) {
 // prints out and rowmax, and compares with the values computed here.
 TEST(SplitDivModLoops, SplitKernelComputesTheSameValues) {
   const Kernel k = split_div_mod_loops(merged_heads_kernel());
-  const fs::path dir = fs::temp_directory_path() / "tilegraph_unit" / "split_div_mod_loops";
+  const fs::path dir = testing::unit_temp_dir() / "split_div_mod_loops";
   fs::create_directories(dir);
   std::ostringstream src;
   src << kernel_prelude(cpu_dialect()) << "namespace tg_kernels {\n" << print_kernel(k, cpu_dialect()) << "}\n"

@@ -14,6 +14,7 @@
 #include "frontends/onnx/import.h"
 #include "scheduler/schedule.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
@@ -72,7 +73,7 @@ std::string printed_gelu_kernel(int elem_type, const codegen::Dialect& d) {
   b.input("x", elem_type, {4, 8}).output("y");
   b.node("Erf", {"x"}, {"e"});
   b.node("Exp", {"e"}, {"y"});
-  const std::string path = (std::filesystem::temp_directory_path() / "tilegraph_unit" /
+  const std::string path = (testing::unit_temp_dir() /
                             ("vector_math_" + std::to_string(elem_type)) / "model.onnx").string();
   b.save(path);
   const Graph g = onnx_frontend::import_model(path);
