@@ -14,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from security_cli import TILEGRAPH, env, needs_tilegraph, save_mlp, tg
 
