@@ -80,6 +80,17 @@ ProjectStaging::~ProjectStaging() {
 }
 
 void ProjectStaging::commit() {
+  swap_into_place();
+  // The project's build folder was configured in the staging folder, and CMake
+  // keeps that absolute path in it: a link by that name to the project lets a
+  // rebuild in place (`cmake --build <arch>/build`) find its sources. Relative,
+  // so it stays right when PREFIX moves. Best effort: tune's own builds never
+  // need it, and the next tune replaces the link (not following it).
+  std::error_code ec;
+  fs::create_directory_symlink(fs::path(project_).filename(), staging_, ec);
+}
+
+void ProjectStaging::swap_into_place() {
   // One atomic exchange where the file system offers it: at every instant
   // the project folder is either the old project or the new one.
   std::error_code ec;

@@ -8,7 +8,10 @@
 // and caches included, with timestamps kept, so a re-tune rebuilds only the
 // files whose contents changed. Its name never changes: CMake's build
 // folder remembers the path it was configured in, and it is always
-// configured in .<arch>.next (see cmake_build.h for building by hand).
+// configured in .<arch>.next. After a tune, .<arch>.next is a link to the
+// project, so its build folder also rebuilds in place (`cmake --build
+// PREFIX/tilegraph_rt/<arch>/build`); after a failed tune it is the failed
+// attempt, and that build folder builds the attempt.
 //
 // The copy takes regular files and folders only: a symlink planted in a
 // project is not carried over, so nothing tune writes can land outside it.
@@ -30,10 +33,13 @@ class ProjectStaging {
 
   // Where to write and build the new project.
   const std::string& dir() const { return staging_; }
-  // Moves the staging folder into place; the old project is removed.
+  // Moves the staging folder into place (the old project is removed) and
+  // leaves the link to it in the staging folder's place.
   void commit();
 
  private:
+  void swap_into_place();
+
   std::string project_, staging_;
   int lock_fd_ = -1;
 };

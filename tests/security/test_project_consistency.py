@@ -165,3 +165,26 @@ def test_a_failed_tune_leaves_the_previous_project_runnable(tmp_path):
     r = tg("tune", prefix, "-j", "2")
     assert r.returncode == 0, r.stderr
     assert "Building CXX object" not in (p / "build.log").read_text()
+
+
+def test_a_tuned_project_rebuilds_in_place(tmp_path):
+    """Its build folder was configured in .host.next; after the swap that name links to the project."""
+    prefix = save_mlp(tmp_path / "m", seed=1)
+    p = tuned(prefix)
+    rt = prefix / "tilegraph_rt"
+    assert (rt / ".host.next").is_symlink() and os.readlink(rt / ".host.next") == "host"
+    before = run_outputs(prefix, tmp_path, "before")
+    library = p / "build" / "libmodel.so"
+    old_mtime = library.stat().st_mtime_ns
+    (p / "model.cpp").touch()
+    r = subprocess.run(["cmake", "--build", str(p / "build")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert library.stat().st_mtime_ns > old_mtime  # rebuilt, in the project's own build folder
+    assert not any(x.name == "build" for x in rt.iterdir())  # nothing written beside the project
+    np.testing.assert_array_equal(run_outputs(prefix, tmp_path, "rebuilt"), before)
+
+    # A re-tune replaces the link by its staging folder (not following it), and leaves it again.
+    save_mlp(prefix, seed=2)
+    p = tuned(prefix)
+    assert (rt / ".host.next").is_symlink() and sorted(x.name for x in rt.iterdir()) == [".host.lock", ".host.next", "host"]
+    assert not np.array_equal(run_outputs(prefix, tmp_path, "retuned"), before)
