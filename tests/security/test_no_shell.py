@@ -6,6 +6,7 @@ lists to subprocess. A folder named with quotes, spaces, `$(...)`, backticks
 and a newline must tune, build, profile, run and pass test_acc, and nothing
 in its name may ever execute.
 """
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,4 +48,6 @@ def test_shell_code_in_the_prefix_is_only_a_name(tmp_path):
     # Nothing named after a mangled form of the path (CMake splits on quotes and
     # semicolons when it meets one): the models folder holds the model folder only.
     assert [p.name for p in root.iterdir()] == [WEIRD]
-    assert sorted(p.name for p in (prefix / "tilegraph_rt").iterdir()) == [".host.lock", "host"]
+    rt = prefix / "tilegraph_rt"
+    assert sorted(p.name for p in rt.iterdir()) == [".host.lock", ".host.next", "host"]
+    assert os.readlink(rt / ".host.next") == "host"  # the staging folder's name, left as a link to the project
