@@ -1,5 +1,8 @@
 #include "codegen/lowering/lower_direct_conv_kernel.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "codegen/lowering/gemm_coords.h"
 #include "codegen/kernel_ir/kernel_exprs.h"
 #include "compiler/ir/error.h"
@@ -11,6 +14,9 @@ namespace tilegraph::codegen {
 namespace {
 
 constexpr int kRow = 2, kCol = 3, kRank = 4;
+
+// Output planes at most this wide take the padded form (build_padded).
+constexpr int64_t kPaddedMaxWidth = 14;
 
 // A half-open range of output rows or columns.
 struct Span {
@@ -134,6 +140,7 @@ class DirectConvLowering {
     kernel_.flops = 2 * num_elements(shape_) * taps;
     const Span rows = interior(kRow), cols = interior(kCol);
     const SlidingWindow window = sliding_window(conv_, shape_, factors_.window);
+    if (padded_applies(window)) return build_padded(window);
     if (flat_applies(window, rows, cols)) return build_flat(window, rows, cols);
     const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
     const Span all_cols{0, shape_[kCol]};
@@ -160,26 +167,13 @@ class DirectConvLowering {
   Kernel build_flat(const SlidingWindow& window, const Span& rows, const Span& cols) {
     const int64_t width = shape_[kCol];
     const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
-    std::vector<Expr> op_vars{var(vn), var(vc), int_imm(0), int_imm(0)};
-    for (size_t a = 0; a < conv_.reduce_extents.size(); ++a) op_vars.push_back(int_imm(0));
-    const Shape& in = input_shape(window);
-    const Expr in_plane = (simplify(substitute_vars(window.batch, op_vars), bounds_) * in[1] +
-                           simplify(substitute_vars(window.channel, op_vars), bounds_)) *
-                          (in[kRow] * in[kCol]);
+    const Expr in_plane = input_plane(window, vn, vc);
     const int64_t first = rows.begin * width + cols.begin, last = (rows.end - 1) * width + cols.end;
     const int vq = new_var("q", last - first);
     const Expr q = var(vq) + first;
-    const auto taps = all_taps(conv_.reduce_extents);
-    Expr sum;
-    for (size_t t = 0; t < taps.size(); ++t) {
-      std::vector<Expr> vars = op_vars;
-      for (size_t a = 0; a < taps[t].size(); ++a) vars[kRank + a] = int_imm(taps[t][a]);
-      const Expr weight =
-          to_kernel_loads(g_, conv_, simplify(substitute_vars(factors_.weight, vars), bounds_), bounds_);
-      const int64_t offset = window.rows.offset[t] * width + window.cols.offset[t];
-      const Expr term = load(window.input_slot, DType::kF32, {in_plane + q + offset}) * weight;
-      sum = sum ? sum + term : term;
-    }
+    const Expr sum = sum_of_taps(vn, vc, window, [&](int64_t row_offset, int64_t col_offset) {
+      return load(window.input_slot, DType::kF32, {in_plane + q + (row_offset * width + col_offset)});
+    });
     const std::vector<Expr> coords{var(vn), var(vc), floordiv(q, width), floormod(q, width)};
     std::vector<Stmt> plane;
     // The border rows in column segments too: their interior columns then
@@ -195,6 +189,140 @@ class DirectConvLowering {
     const Stmt per_channel = make_for(vc, int_imm(shape_[1]), LoopKind::kSerial, plane);
     kernel_.body = make_for(vn, int_imm(shape_[0]), LoopKind::kParallel, {per_channel}, 2);
     return std::move(kernel_);
+  }
+
+  // The offset of task (n, c)'s input plane: the window's batch and channel
+  // index (a depthwise conv's channel, over the multiplier) at (n, c).
+  Expr input_plane(const SlidingWindow& window, int vn, int vc) {
+    std::vector<Expr> op_vars{var(vn), var(vc), int_imm(0), int_imm(0)};
+    for (size_t a = 0; a < conv_.reduce_extents.size(); ++a) op_vars.push_back(int_imm(0));
+    const Shape& in = input_shape(window);
+    return (simplify(substitute_vars(window.batch, op_vars), bounds_) * in[1] +
+            simplify(substitute_vars(window.channel, op_vars), bounds_)) *
+           (in[kRow] * in[kCol]);
+  }
+
+  // The sum over every tap (the frontend's order) of the window value
+  // `at(row offset, column offset)` times the tap's weight for channel c.
+  Expr sum_of_taps(int vn, int vc, const SlidingWindow& window,
+                   const std::function<Expr(int64_t, int64_t)>& at) {
+    std::vector<Expr> op_vars{var(vn), var(vc), int_imm(0), int_imm(0)};
+    for (size_t a = 0; a < conv_.reduce_extents.size(); ++a) op_vars.push_back(int_imm(0));
+    const auto taps = all_taps(conv_.reduce_extents);
+    Expr sum;
+    for (size_t t = 0; t < taps.size(); ++t) {
+      std::vector<Expr> vars = op_vars;
+      for (size_t a = 0; a < taps[t].size(); ++a) vars[kRank + a] = int_imm(taps[t][a]);
+      const Expr weight =
+          to_kernel_loads(g_, conv_, simplify(substitute_vars(factors_.weight, vars), bounds_), bounds_);
+      const Expr term = at(window.rows.offset[t], window.cols.offset[t]) * weight;
+      sum = sum ? sum + term : term;
+    }
+    return sum;
+  }
+
+  // The padded form of a stride-1 conv on a narrow plane (7 x 7, 14 x 14):
+  // each task copies its input plane into a zeroed local one with the
+  // padding around it (pt rows above, pl columns left), so every output
+  // reads its taps at fixed offsets with no guard: output q' = oh * Wp + ow
+  // of the padded width Wp sums the padded plane at q' + (row offset + pt) *
+  // Wp + (column offset + pl) under every tap. One vectorized loop over q'
+  // computes all rows (and, between them, Wp - OW positions that no output
+  // keeps) into a local result plane, from which a loop per row stores the
+  // outputs through the epilogue. On such planes the flat form's border
+  // (a 7 x 7 map: 24 of 49 outputs) ran as tiny scalar loops, one or a few
+  // outputs each; here the border costs one copy of the plane.
+  Kernel build_padded(const SlidingWindow& window) {
+    const Shape& in = input_shape(window);
+    const PaddedPlane pp = padded_plane(window);
+    const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
+    const Expr in_plane = input_plane(window, vn, vc);
+    const int padded = add_local_buffer(kernel_, "padded", DType::kF32, pp.height * pp.width);
+    const int64_t results = (shape_[kRow] - 1) * pp.width + shape_[kCol];
+    const int result = add_local_buffer(kernel_, "result", DType::kF32, results);
+    std::vector<Stmt> plane;
+    const int vz = new_var("z", pp.height * pp.width);
+    plane.push_back(make_for(vz, int_imm(pp.height * pp.width), LoopKind::kVectorized,
+                             {make_store(padded, var(vz), float_imm(0.0))}));
+    const int vih = new_var("ih", in[kRow]), viw = new_var("iw", in[kCol]);
+    const Expr copied = load(window.input_slot, DType::kF32, {in_plane + var(vih) * in[kCol] + var(viw)});
+    plane.push_back(make_for(
+        vih, int_imm(in[kRow]), LoopKind::kSerial,
+        {make_for(viw, int_imm(in[kCol]), LoopKind::kVectorized,
+                  {make_store(padded, (var(vih) + pp.top) * pp.width + var(viw) + pp.left,
+                              finalize_indices(copied, bounds_))})}));
+    const int vq = new_var("q", results);
+    const Expr sum = sum_of_taps(vn, vc, window, [&](int64_t row_offset, int64_t col_offset) {
+      return load(padded, DType::kF32, {var(vq) + ((row_offset + pp.top) * pp.width + col_offset + pp.left)});
+    });
+    plane.push_back(make_for(vq, int_imm(results), LoopKind::kVectorized,
+                             {make_store(result, var(vq), finalize_indices(sum, bounds_))}));
+    const int voh = new_var("oh", shape_[kRow]), vow = new_var("ow", shape_[kCol]);
+    const std::vector<Expr> coords{var(vn), var(vc), var(voh), var(vow)};
+    const Expr value = load(result, DType::kF32, {var(voh) * pp.width + var(vow)});
+    plane.push_back(make_for(
+        voh, int_imm(shape_[kRow]), LoopKind::kSerial,
+        {make_for(vow, int_imm(shape_[kCol]), LoopKind::kVectorized,
+                  {epilogue_output_store(g_, phases_, shape_, epilogue_buffers_, output_, bounds_, coords, value)})}));
+    const Stmt per_plane = make_allocate(padded, {make_allocate(result, plane)});
+    const Stmt per_channel = make_for(vc, int_imm(shape_[1]), LoopKind::kSerial, {per_plane});
+    kernel_.body = make_for(vn, int_imm(shape_[0]), LoopKind::kParallel, {per_channel}, 2);
+    return std::move(kernel_);
+  }
+
+  // The padded input plane of the padded form: the input at row top and
+  // column left, zeros around it, rows `width` wide, so that every tap of
+  // every output row (and of the positions between rows) reads inside it.
+  struct PaddedPlane {
+    int64_t top = 0, left = 0, height = 0, width = 0;
+  };
+
+  PaddedPlane padded_plane(const SlidingWindow& window) const {
+    const Shape& in = input_shape(window);
+    const auto [row_lo, row_hi] = std::minmax_element(window.rows.offset.begin(), window.rows.offset.end());
+    const auto [col_lo, col_hi] = std::minmax_element(window.cols.offset.begin(), window.cols.offset.end());
+    PaddedPlane pp;
+    pp.top = std::max<int64_t>(0, -*row_lo);
+    pp.left = std::max<int64_t>(0, -*col_lo);
+    pp.height = pp.top + std::max(in[kRow], shape_[kRow] + *row_hi);
+    pp.width = pp.left + std::max(in[kCol], shape_[kCol] + *col_hi);
+    return pp;
+  }
+
+  // The padded form needs stride 1, a plane at most kPaddedMaxWidth wide,
+  // and a guard that is exactly the input's bounds along each axis (a tap
+  // outside the input reads 0: the padding the local plane holds).
+  bool padded_applies(const SlidingWindow& window) const {
+    if (!window.ok || window.rows.stride != 1 || window.cols.stride != 1 || shape_[kCol] > kPaddedMaxWidth)
+      return false;
+    const Shape& in = input_shape(window);
+    return guard_is_bounds(kRow, window.rows, in[kRow]) && guard_is_bounds(kCol, window.cols, in[kCol]);
+  }
+
+  // At every output position along `axis` and every tap, the window's guard
+  // conjuncts on that axis hold exactly when the input index lies in
+  // [0, extent).
+  bool guard_is_bounds(int axis, const SlidingAxis& sliding, int64_t extent) const {
+    std::vector<Expr> tests;
+    if (factors_.window->kind == ExprKind::kSelect)
+      for (const Expr& c : scheduler::conjuncts(factors_.window->args[0]))
+        if (uses_var(c, axis)) tests.push_back(c);
+    const auto taps = all_taps(conv_.reduce_extents);
+    for (int64_t p = 0; p < shape_[static_cast<size_t>(axis)]; ++p)
+      for (size_t t = 0; t < taps.size(); ++t) {
+        std::vector<int64_t> point(kRank, 0);
+        point[static_cast<size_t>(axis)] = p;
+        point.insert(point.end(), taps[t].begin(), taps[t].end());
+        const int64_t index = p * sliding.stride + sliding.offset[t];
+        bool holds = true;
+        for (const Expr& test : tests) {
+          int64_t v = 0;
+          if (!eval_at(test, point, &v)) return false;
+          holds = holds && v != 0;
+        }
+        if (holds != (index >= 0 && index < extent)) return false;
+      }
+    return true;
   }
 
   // The flat form needs stride 1 along both axes, input rows as wide as the

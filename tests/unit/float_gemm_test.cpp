@@ -479,12 +479,12 @@ struct ScheduledConv {
   scheduler::Schedule s;
 };
 
-// Conv (8 filters, 9 x 10 output) + bias + Clip(0, 6), scheduled for the host.
-ScheduledConv conv_relu6(const std::string& name, int64_t channels, int64_t group, int64_t k) {
+// Conv (8 filters, 9 x `width` output) + bias + Clip(0, 6), scheduled for the host.
+ScheduledConv conv_relu6(const std::string& name, int64_t channels, int64_t group, int64_t k, int64_t width = 10) {
   constexpr int64_t kFilters = 8;
   const int64_t weights = kFilters * channels / group * k * k;
   OnnxModelBuilder b(13);
-  b.input("x", 1, {1, channels, 9, 10}).output("y");
+  b.input("x", 1, {1, channels, 9, width}).output("y");
   b.initializer_f("w", {kFilters, channels / group, k, k}, ramp(static_cast<int>(weights)));
   b.initializer_f("bias", {kFilters}, ramp(kFilters));
   b.initializer_f("lo", {}, {0.0f});
@@ -509,23 +509,57 @@ TEST(FloatGemm, DepthwiseConvsTakeTheDirectKernelWithTheirEpilogue) {
   }
 }
 
-// A stride-1 'same' depthwise conv runs its interior rows as one flat loop
-// over the plane (lower_direct_conv_kernel.h); the border rows and columns
-// keep their segments.
+// A stride-1 'same' depthwise conv on a plane wider than 14 runs its
+// interior rows as one flat loop over the plane (lower_direct_conv_kernel.h);
+// the border rows and columns keep their segments.
 TEST(FloatGemm, SameDepthwiseConvRunsItsInteriorAsOneFlatLoop) {
-  const ScheduledConv c = conv_relu6("dw_flat", 8, 8, 3);
+  const ScheduledConv c = conv_relu6("dw_flat", 8, 8, 3, 20);
   ASSERT_EQ(c.s.kernels.size(), 1u);
   const codegen::Kernel kernel = codegen::lower_direct_conv_kernel(c.g, c.s.kernels[0]);
   std::vector<codegen::Stmt> flat, rows;
   loops_named(kernel, kernel.body, "q", &flat);
   ASSERT_EQ(flat.size(), 1u);
-  // From output (1, 1) to (7, 8) of the 9 x 10 plane: 6 rows of 10 + 8.
+  // From output (1, 1) to (7, 18) of the 9 x 20 plane: 6 rows of 20 + 18.
   int64_t extent = 0;
   ASSERT_TRUE(is_const_int(flat[0]->extent, &extent));
-  EXPECT_EQ(extent, 6 * 10 + 8);
+  EXPECT_EQ(extent, 6 * 20 + 18);
   EXPECT_EQ(flat[0]->loop, codegen::LoopKind::kVectorized);
   loops_named(kernel, kernel.body, "oh1", &rows);
   EXPECT_EQ(rows.size(), 1u) << "the interior rows' border columns are stored again";
+}
+
+// On a plane at most 14 wide the same conv takes the padded form: the 9 x 10
+// input copied into a zeroed 11 x 12 local plane (one row and column of
+// padding each side), one vectorized loop over all 9 rows of 12 padded
+// columns (the last row's 10 only) into a local result, and a loop per row
+// storing the outputs through the epilogue; no segments.
+TEST(FloatGemm, NarrowDepthwiseConvRunsOnAPaddedLocalPlane) {
+  const ScheduledConv c = conv_relu6("dw_padded", 8, 8, 3);
+  ASSERT_EQ(c.s.kernels.size(), 1u);
+  const codegen::Kernel kernel = codegen::lower_direct_conv_kernel(c.g, c.s.kernels[0]);
+  auto extent_of = [&](const std::string& name) -> int64_t {
+    std::vector<codegen::Stmt> loops;
+    loops_named(kernel, kernel.body, name, &loops);
+    int64_t extent = -1;
+    if (loops.size() != 1 || !is_const_int(loops[0]->extent, &extent)) return -1;
+    EXPECT_EQ(loops[0]->loop, name == "ih" || name == "oh" ? codegen::LoopKind::kSerial : codegen::LoopKind::kVectorized)
+        << name;
+    return extent;
+  };
+  EXPECT_EQ(extent_of("z"), 11 * 12);  // zeroing the padded plane
+  EXPECT_EQ(extent_of("ih"), 9);
+  EXPECT_EQ(extent_of("iw"), 10);
+  EXPECT_EQ(extent_of("q"), 8 * 12 + 10);
+  EXPECT_EQ(extent_of("oh"), 9);
+  EXPECT_EQ(extent_of("ow"), 10);
+  std::vector<int64_t> locals;
+  for (const codegen::Buffer& b : kernel.buffers)
+    if (b.scope == codegen::MemoryScope::kLocal) locals.push_back(b.elements);
+  EXPECT_EQ(locals, (std::vector<int64_t>{11 * 12, 8 * 12 + 10}));
+  std::vector<codegen::Stmt> segments;
+  loops_named(kernel, kernel.body, "oh0", &segments);
+  EXPECT_TRUE(segments.empty());
+  EXPECT_EQ(kernel.flops, 2 * 8 * 9 * 10 * 9);
 }
 
 // Convs that sum over input channels stay GEMMs (direct_conv.h: measured).
