@@ -6,6 +6,7 @@
 #include "codegen/lowering/gemm_coords.h"
 #include "codegen/lowering/int_gemm_task_grid.h"
 #include "codegen/lowering/kernel_builder.h"
+#include "codegen/lowering/narrow_index.h"
 #include "codegen/kernel_ir/kernel_exprs.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
@@ -447,10 +448,6 @@ class FloatGemmLowering : KernelBuilder {
     if (!terms.empty()) {
       const int64_t per_term = t.positions * v.nr;
       const int64_t table_size = static_cast<int64_t>(terms.size()) * per_term;
-      table = shared.buffer >= 0 ? shared.buffer
-                                 : add_local("columns" + sfx, DType::kI64, table_size * shared.copies, kUkernelAlignment);
-      const Expr base = shared.copy ? shared.copy * table_size : int_imm(0);
-      value = replace_column_terms(reassociated, vj, t, terms, table, base);
       // The fill loops: their own vars for the window axes and the column.
       const int vt = new_var("jt" + sfx, v.nr);
       std::vector<Expr> at(static_cast<size_t>(vt) + 1);
@@ -467,10 +464,30 @@ class FloatGemmLowering : KernelBuilder {
       }
       for (size_t i = 0; i < at.size(); ++i)
         if (!at[i]) at[i] = var(static_cast<int>(i));
+      // Entries in int32 where every term computes in it (narrow_index.h);
+      // a table the k-outer group shares (its copies filled by another
+      // packing of the same terms) narrows alike.
+      std::vector<Expr> filled;
+      bool narrow = true;
+      for (const Expr& term : terms) {
+        filled.push_back(substitute_vars(term, at));
+        const Expr n = narrow_index_to_i32(filled.back(), bounds_);
+        if (n) filled.back() = n;
+        narrow = narrow && n;
+      }
+      if (!narrow)
+        for (size_t i = 0; i < terms.size(); ++i) filled[i] = substitute_vars(terms[i], at);
+      const DType entry = narrow ? DType::kI32 : DType::kI64;
+      table = shared.buffer >= 0 ? shared.buffer
+                                 : add_local("columns" + sfx, entry, table_size * shared.copies, kUkernelAlignment);
+      TG_CHECK(kernel_.buffers[static_cast<size_t>(table)].dtype == entry, "column table ", sfx,
+               ": a shared table of another entry type");
+      const Expr base = shared.copy ? shared.copy * table_size : int_imm(0);
+      value = replace_column_terms(reassociated, vj, t, terms, table, base, entry);
       std::vector<Stmt> stores;
       for (size_t i = 0; i < terms.size(); ++i) {
-        Expr term = substitute_vars(terms[i], at);
-        if (term->dtype == DType::kBool) term = cast(DType::kI64, term);
+        Expr term = filled[i];
+        if (term->dtype == DType::kBool) term = cast(entry, term);
         const Expr at_term = int_imm(static_cast<int64_t>(i) * per_term) + position * v.nr + var(vt);
         stores.push_back(make_store(table, finalize_indices(shared.copy ? base + at_term : at_term, bounds_), term));
       }
@@ -601,9 +618,10 @@ class FloatGemmLowering : KernelBuilder {
     for (const Expr& a : e->args) collect_column_terms(a, vj, t, terms);
   }
 
-  // e with each of `terms` read from table[base + (t * positions + window) * NR + vj].
+  // e with each of `terms` read from table[base + (t * positions + window) * NR + vj],
+  // whose entries are of type `entry` (int64, or int32: widened as read).
   Expr replace_column_terms(const Expr& e, int vj, const ColumnTable& t, const std::vector<Expr>& terms,
-                            int table, const Expr& base) const {
+                            int table, const Expr& base, DType entry) const {
     for (size_t i = 0; i < terms.size(); ++i)
       if (same_expr(terms[i], e)) {
         Expr position = int_imm(0);
@@ -611,14 +629,15 @@ class FloatGemmLowering : KernelBuilder {
           position = position * geo_.m.k_extents[t.window_axes[w]] + var(t.window[w]);
         const Expr at = int_imm(static_cast<int64_t>(i) * t.positions * geo_.v.nr) + position * geo_.v.nr + var(vj);
         int64_t zero = -1;
-        const Expr entry = load(table, DType::kI64, {is_const_int(base, &zero) && zero == 0 ? at : base + at});
-        return e->dtype == DType::kBool ? cast(DType::kBool, entry) : entry;
+        const Expr value = load(table, entry, {is_const_int(base, &zero) && zero == 0 ? at : base + at});
+        if (e->dtype == DType::kBool) return cast(DType::kBool, value);
+        return entry == DType::kI64 ? value : cast(DType::kI64, value);
       }
     if (e->args.empty()) return e;
     auto copy = std::make_shared<ExprNode>(*e);
     bool changed = false;
     for (Expr& a : copy->args) {
-      Expr r = replace_column_terms(a, vj, t, terms, table, base);
+      Expr r = replace_column_terms(a, vj, t, terms, table, base, entry);
       changed = changed || r != a;
       a = std::move(r);
     }
