@@ -336,14 +336,50 @@ class FloatGemmLowering : KernelBuilder {
     const Expr row = clamp_to_last(row0 + var(vp) * v.mr + var(vi), geo_.m.rows());
     const Expr a = op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row, int_imm(0), ks));
     const Expr index = var(vp) * geo_.a_panel + k * v.mr + var(vi);
+    Stmt s = make_store(panels, finalize_indices(index, bounds_), a);
+    if (!divides(a) && !k_vars.empty() && !unit_stride_along(a, k_vars.back())) {
+      // Rows inside k where A is read along its rows, not along k (a 1x1
+      // conv with the pixels as rows, ResNet-50's layer4): each k step
+      // stores MR contiguous floats, where along k it scattered them MR apart
+      // while reading a column with stride H x W.
+      s = make_for(vi, int_imm(v.mr), LoopKind::kVectorized, {s});
+      for (size_t i = k_vars.size(); i-- > 0;)
+        s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
+      return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
+    }
     // Rows outside k: each row's coordinates (a conv's output pixel) are
     // computed once per row, and the source is read along k.
-    Stmt s = make_store(panels, finalize_indices(index, bounds_), a);
     for (size_t i = k_vars.size(); i-- > 0;)
       s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), i + 1 == k_vars.size() ? LoopKind::kVectorized
                                                                                     : LoopKind::kSerial, {s});
     s = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {s});
     return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
+  }
+
+  static bool divides(const Expr& e) {
+    bool found = false;
+    visit(e, [&](const Expr& n) {
+      if (n->kind == ExprKind::kBinary &&
+          (n->binary_op == BinaryOp::kDiv || n->binary_op == BinaryOp::kRem ||
+           n->binary_op == BinaryOp::kFloorDiv || n->binary_op == BinaryOp::kFloorMod))
+        found = true;
+    });
+    return found;
+  }
+
+  // Whether some load of e steps by one element as var kv steps by one.
+  bool unit_stride_along(const Expr& e, int kv) const {
+    std::vector<Expr> next;
+    for (size_t i = 0; i < bounds_.size(); ++i) next.push_back(var(static_cast<int>(i)));
+    next[static_cast<size_t>(kv)] = var(kv) + 1;
+    bool unit = false;
+    visit(e, [&](const Expr& n) {
+      if (n->kind != ExprKind::kLoad || n->args.size() != 1) return;
+      int64_t step = 0;
+      unit = unit || (is_const_int(simplify(substitute_vars(n->args[0], next) - n->args[0], bounds_), &step) &&
+                      step == 1);
+    });
+    return unit;
   }
 
   // The output stores of one MR x NR tile, whose first row is `row`, from

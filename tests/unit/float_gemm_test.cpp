@@ -540,6 +540,53 @@ TEST(FloatGemm, ConvWithFewOutputPixelsKeepsFiltersAsColumns) {
   EXPECT_TRUE(scheduler::reads_only_constants(g, g.ops[0], m[0].b));
 }
 
+// The A panels of a conv with the pixels as rows, packed at run time: a
+// 1x1 conv's A(pixel, channel) steps by one along the pixels, so the rows
+// ("ia") run inside the channels ("ka0"), vectorized: MR contiguous floats
+// per channel. A matmul's activation A steps by one along k and keeps k
+// inside, as does a kxk conv whose pixel coordinates divide.
+codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t stride) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 64, 7 * stride, 7 * stride}).output("y");
+  b.initializer_f("w", {96, 64, k, k}, ramp(96 * 64 * static_cast<int>(k * k)));
+  auto& conv = b.node("Conv", {"x", "w"}, {"y"});
+  OnnxModelBuilder::attr_ints(conv, "strides", {stride, stride});
+  OnnxModelBuilder::attr_ints(conv, "pads", {k / 2, k / 2, k / 2, k / 2});
+  Graph g = import_and_optimize(b, name);
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant avx512 = codegen::float_gemm_variant_named("avx512");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512);
+  EXPECT_LT(packs.a, 0);  // the pixels are the rows: A is the activation
+  codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), avx512, packs, scheduler::host_arch());
+  codegen::verify(kernel);
+  return kernel;
+}
+
+TEST(FloatGemm, PointwiseConvPacksPixelRowsInsideTheChannels) {
+  const codegen::Kernel kernel = few_pixels_kernel("pointwise_rows_inside", 1, 1);
+  std::vector<codegen::Stmt> channels, rows, rows_in_channels;
+  loops_named(kernel, kernel.body, "ka0", &channels);
+  loops_named(kernel, kernel.body, "ia", &rows);
+  ASSERT_EQ(channels.size(), 1u);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->loop, codegen::LoopKind::kVectorized);
+  EXPECT_EQ(channels[0]->loop, codegen::LoopKind::kSerial);
+  loops_named(kernel, channels[0], "ia", &rows_in_channels);
+  EXPECT_EQ(rows_in_channels.size(), 1u);
+}
+
+TEST(FloatGemm, KxKConvPacksPixelRowsOutsideTheWindow) {
+  const codegen::Kernel kernel = few_pixels_kernel("kxk_rows_outside", 3, 2);
+  std::vector<codegen::Stmt> rows, window_in_rows;
+  loops_named(kernel, kernel.body, "ia", &rows);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->loop, codegen::LoopKind::kSerial);
+  loops_named(kernel, rows[0], "ka2", &window_in_rows);
+  ASSERT_EQ(window_in_rows.size(), 1u);
+  EXPECT_EQ(window_in_rows[0]->loop, codegen::LoopKind::kVectorized);
+}
+
 TEST(FloatGemm, DepthwiseConvDoesNotPay) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {1, 8, 6, 6}).output("y");
