@@ -220,6 +220,87 @@ TEST(FloatGemm, ConvColumnCoordinatesAreComputedOncePerPanel) {
                           [](const codegen::Buffer& buf) { return buf.name == "columns"; }));
 }
 
+// The kernel of one 3x3 conv over `channels` x 40 x 40 (pad 1, `stride`),
+// lowered for the AVX-512 variant (32-column panels: two runs of 16).
+codegen::Kernel conv3x3_avx512_kernel(const std::string& name, int64_t stride) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 8, 40, 40}).output("y");
+  b.initializer_f("w", {16, 8, 3, 3}, ramp(16 * 8 * 9));
+  auto& conv = b.node("Conv", {"x", "w"}, {"y"});
+  OnnxModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
+  OnnxModelBuilder::attr_ints(conv, "strides", {stride, stride});
+  Graph g = import_and_optimize(b, name);
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant avx512 = codegen::float_gemm_variant_named("avx512");
+  EXPECT_EQ(avx512.nr, 32);
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512);
+  codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), avx512, packs, scheduler::host_arch());
+  codegen::verify(kernel);
+  return kernel;
+}
+
+// The loads of buffer `buffer` in s's stores and conditions.
+void loads_of(const codegen::Stmt& s, int buffer, std::vector<Expr>* found) {
+  auto collect = [&](const Expr& e) {
+    if (!e) return;
+    visit(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::kLoad && x->int_value == buffer) found->push_back(x);
+    });
+  };
+  collect(s->index);
+  collect(s->value);
+  collect(s->cond);
+  for (const codegen::Stmt& c : s->body) loads_of(c, buffer, found);
+}
+
+// A stride-1 conv's panel packs in runs of 16 columns: where a run's input
+// offsets step by one (its flag, filled per panel after the table: loop
+// "lr"), one plain load at the run's first offset plus the lane; else a
+// load per column through the table. Both loops are "lb"; no "jb" is left.
+// The table is int32 (its 2 terms x 9 positions x 32 columns) plus the 9 x 2
+// flags.
+TEST(FloatGemm, StrideOneConvPacksContiguousRunsWithPlainLoads) {
+  const codegen::Kernel kernel = conv3x3_avx512_kernel("conv_runs", 1);
+  std::vector<codegen::Stmt> runs, flags, per_column;
+  loops_named(kernel, kernel.body, "lb", &runs);
+  loops_named(kernel, kernel.body, "lr", &flags);
+  loops_named(kernel, kernel.body, "jb", &per_column);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(flags.size(), 1u);
+  EXPECT_TRUE(per_column.empty());
+  const auto table = std::find_if(kernel.buffers.begin(), kernel.buffers.end(),
+                                  [](const codegen::Buffer& buf) { return buf.name == "columns"; });
+  ASSERT_NE(table, kernel.buffers.end());
+  EXPECT_EQ(table->dtype, DType::kI32);
+  EXPECT_EQ(table->elements, 2 * 9 * 32 + 9 * 2);
+  const int table_id = static_cast<int>(table - kernel.buffers.begin());
+  const int lane = static_cast<int>(std::find(kernel.var_names.begin(), kernel.var_names.end(), "lb") -
+                                    kernel.var_names.begin());
+  // The run's loop reads the offset once per run (not per lane) and the
+  // padding test per lane; the other loop reads both per lane.
+  std::vector<Expr> fast, each;
+  loads_of(runs[0], table_id, &fast);
+  loads_of(runs[1], table_id, &each);
+  ASSERT_EQ(fast.size(), 2u);
+  ASSERT_EQ(each.size(), 2u);
+  EXPECT_EQ(std::count_if(fast.begin(), fast.end(), [&](const Expr& l) { return uses_var(l, lane); }), 1);
+  EXPECT_EQ(std::count_if(each.begin(), each.end(), [&](const Expr& l) { return uses_var(l, lane); }), 2);
+}
+
+// Stride 2: a panel's offsets step by two, no run can be contiguous, and
+// the packing keeps one load per column with no flags to fill.
+TEST(FloatGemm, StridedConvPacksWithoutRuns) {
+  const codegen::Kernel kernel = conv3x3_avx512_kernel("conv_no_runs", 2);
+  std::vector<codegen::Stmt> runs, flags, per_column;
+  loops_named(kernel, kernel.body, "lb", &runs);
+  loops_named(kernel, kernel.body, "lr", &flags);
+  loops_named(kernel, kernel.body, "jb", &per_column);
+  EXPECT_TRUE(runs.empty());
+  EXPECT_TRUE(flags.empty());
+  EXPECT_EQ(per_column.size(), 1u);
+}
+
 // A matmul's B (weights packed at compile time aside, an activation read
 // along plain rows) needs no table.
 TEST(FloatGemm, MatMulPanelsNeedNoColumnTable) {
@@ -457,6 +538,53 @@ TEST(FloatGemm, ConvWithFewOutputPixelsKeepsFiltersAsColumns) {
   EXPECT_EQ(m[0].col_axes, (std::vector<int>{1}));     // filters
   EXPECT_EQ(m[0].row_axes, (std::vector<int>{2, 3}));  // 7 x 7 output pixels
   EXPECT_TRUE(scheduler::reads_only_constants(g, g.ops[0], m[0].b));
+}
+
+// The A panels of a conv with the pixels as rows, packed at run time: a
+// 1x1 conv's A(pixel, channel) steps by one along the pixels, so the rows
+// ("ia") run inside the channels ("ka0"), vectorized: MR contiguous floats
+// per channel. A matmul's activation A steps by one along k and keeps k
+// inside, as does a kxk conv whose pixel coordinates divide.
+codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t stride) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 64, 7 * stride, 7 * stride}).output("y");
+  b.initializer_f("w", {96, 64, k, k}, ramp(96 * 64 * static_cast<int>(k * k)));
+  auto& conv = b.node("Conv", {"x", "w"}, {"y"});
+  OnnxModelBuilder::attr_ints(conv, "strides", {stride, stride});
+  OnnxModelBuilder::attr_ints(conv, "pads", {k / 2, k / 2, k / 2, k / 2});
+  Graph g = import_and_optimize(b, name);
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant avx512 = codegen::float_gemm_variant_named("avx512");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512);
+  EXPECT_LT(packs.a, 0);  // the pixels are the rows: A is the activation
+  codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), avx512, packs, scheduler::host_arch());
+  codegen::verify(kernel);
+  return kernel;
+}
+
+TEST(FloatGemm, PointwiseConvPacksPixelRowsInsideTheChannels) {
+  const codegen::Kernel kernel = few_pixels_kernel("pointwise_rows_inside", 1, 1);
+  std::vector<codegen::Stmt> channels, rows, rows_in_channels;
+  loops_named(kernel, kernel.body, "ka0", &channels);
+  loops_named(kernel, kernel.body, "ia", &rows);
+  ASSERT_EQ(channels.size(), 1u);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->loop, codegen::LoopKind::kVectorized);
+  EXPECT_EQ(channels[0]->loop, codegen::LoopKind::kSerial);
+  loops_named(kernel, channels[0], "ia", &rows_in_channels);
+  EXPECT_EQ(rows_in_channels.size(), 1u);
+}
+
+TEST(FloatGemm, KxKConvPacksPixelRowsOutsideTheWindow) {
+  const codegen::Kernel kernel = few_pixels_kernel("kxk_rows_outside", 3, 2);
+  std::vector<codegen::Stmt> rows, window_in_rows;
+  loops_named(kernel, kernel.body, "ia", &rows);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->loop, codegen::LoopKind::kSerial);
+  loops_named(kernel, rows[0], "ka2", &window_in_rows);
+  ASSERT_EQ(window_in_rows.size(), 1u);
+  EXPECT_EQ(window_in_rows[0]->loop, codegen::LoopKind::kVectorized);
 }
 
 TEST(FloatGemm, DepthwiseConvDoesNotPay) {
