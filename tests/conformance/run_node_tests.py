@@ -22,6 +22,7 @@ The CMake path of generated projects is covered by the model tests.
 import argparse
 import concurrent.futures as futures
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -38,6 +39,9 @@ REPO = Path(__file__).resolve().parents[2]
 NODE_DIR = Path("/usr/share/libonnx-testdata/data/node")
 MODEL_FLAGS = ["-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math", "-fopenmp",
                "-shared", "-fPIC", "-std=c++17"]
+# As a generated x86 project asks (codegen/project/project_target.cpp): 512-bit simd loops.
+if platform.machine() in ("x86_64", "AMD64"):
+    MODEL_FLAGS.append("-mprefer-vector-width=512")
 
 
 # Link-time stand-in for libmodel.so: main_test is linked against it once,

@@ -1,0 +1,83 @@
+#include "codegen/lowering/hoist_reciprocals.h"
+
+#include <set>
+
+namespace tilegraph::codegen {
+
+namespace {
+
+// The loop variables bound in s (s included) and the buffers it stores.
+void collect_bound(const Stmt& s, std::set<int>* vars, std::set<int>* stored) {
+  if (s->kind == StmtKind::kFor) vars->insert(s->var);
+  if (s->kind == StmtKind::kStore) stored->insert(s->buffer);
+  // A call writes through its pointer arguments.
+  for (const CallArg& a : s->args)
+    if (a.buffer >= 0) stored->insert(a.buffer);
+  for (const Stmt& c : s->body) collect_bound(c, vars, stored);
+}
+
+class Hoister {
+ public:
+  Stmt stmt(const Stmt& s) {
+    if (s->kind == StmtKind::kFor && s->loop == LoopKind::kVectorized) {
+      std::set<int> vars, stored;
+      collect_bound(s, &vars, &stored);
+      return rewrite_divisions(s, vars, stored);
+    }
+    return map_body(s, [&](const Stmt& c) { return stmt(c); });
+  }
+
+ private:
+  template <typename F>
+  static Stmt map_body(const Stmt& s, F&& f) {
+    std::vector<Stmt> body;
+    bool changed = false;
+    for (const Stmt& c : s->body) {
+      body.push_back(f(c));
+      changed |= body.back() != c;
+    }
+    if (!changed) return s;
+    StmtNode n = *s;
+    n.body = std::move(body);
+    return std::make_shared<const StmtNode>(std::move(n));
+  }
+
+  static bool invariant(const Expr& e, const std::set<int>& vars, const std::set<int>& stored) {
+    bool ok = true;
+    visit(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::kVar && vars.count(static_cast<int>(x->int_value))) ok = false;
+      if (x->kind == ExprKind::kLoad && stored.count(static_cast<int>(x->int_value))) ok = false;
+    });
+    return ok;
+  }
+
+  static Expr rewrite_value(const Expr& e, const std::set<int>& vars, const std::set<int>& stored) {
+    return rewrite(e, [&](const Expr& x) -> Expr {
+      const bool float_div = x->kind == ExprKind::kBinary && x->binary_op == BinaryOp::kDiv &&
+                             (x->dtype == DType::kF32 || x->dtype == DType::kF64);
+      if (!float_div || !invariant(x->args[1], vars, stored)) return nullptr;
+      // x's operands are rewritten already (rewrite works bottom-up).
+      return binary(BinaryOp::kMul, x->args[0], binary(BinaryOp::kDiv, float_imm(1.0, x->dtype), x->args[1]));
+    });
+  }
+
+  static Stmt rewrite_divisions(const Stmt& s, const std::set<int>& vars, const std::set<int>& stored) {
+    Stmt out = map_body(s, [&](const Stmt& c) { return rewrite_divisions(c, vars, stored); });
+    if (out->kind != StmtKind::kStore) return out;
+    const Expr value = rewrite_value(out->value, vars, stored);
+    if (value == out->value) return out;
+    StmtNode n = *out;
+    n.value = value;
+    return std::make_shared<const StmtNode>(std::move(n));
+  }
+};
+
+}  // namespace
+
+Kernel hoist_reciprocals(Kernel k) {
+  if (!k.body) return k;
+  k.body = Hoister().stmt(k.body);
+  return k;
+}
+
+}  // namespace tilegraph::codegen
