@@ -500,6 +500,37 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   EXPECT_EQ(k, 32);
 }
 
+// Weights packed as B that overflow the L2 (bert's FFN: 9.4 MB) are
+// streamed again by every task that reads them: two cores then split the
+// columns (each streams half of B once) rather than the rows (each streams
+// all of B). Where B fits the L2, the rows split as before.
+TEST(FloatGemm, WeightsBeyondTheL2SplitByColumnsNotRows) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {32, 64}).output("y");
+  b.initializer_f("w", {64, 256}, ramp(64 * 256));  // 64 KiB packed
+  b.node("MatMul", {"x", "w"}, {"y"});
+  Graph g = import_and_optimize(b, "matmul_b_beyond_l2");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant variant = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], variant);
+  ASSERT_GE(packs.b, 0);
+  const int64_t row_panels = (32 + variant.mr - 1) / variant.mr, col_panels = (256 + variant.nr - 1) / variant.nr;
+  scheduler::ArchSpec arch = scheduler::host_arch();
+  arch.cores = 2;
+
+  arch.l2_bytes = 1 << 20;  // B stays cached
+  const codegen::Kernel cached = codegen::lower_float_gemm_kernel(g, s.kernels[0], variant, packs, arch);
+  EXPECT_EQ(ukernel_param(cached, "row_panels"), row_panels / 2);
+  EXPECT_EQ(ukernel_param(cached, "chunk_panels"), col_panels);
+
+  arch.l2_bytes = 32 << 10;  // half of B
+  const codegen::Kernel streamed = codegen::lower_float_gemm_kernel(g, s.kernels[0], variant, packs, arch);
+  codegen::verify(streamed);
+  EXPECT_EQ(ukernel_param(streamed, "row_panels"), row_panels);
+  EXPECT_EQ(ukernel_param(streamed, "chunk_panels"), col_panels / 2);
+}
+
 // Without k blocks (a B panel, 64 x 8 floats, that fits the L1) the tile
 // call never accumulates.
 TEST(FloatGemm, OneKBlockStartsEveryTile) {
