@@ -7,21 +7,19 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "codegen/kernel_ir/verify_kernel.h"
 #include "codegen/printing/c_printer.h"
+#include "tests/unit/cpu_test_program.h"
 #include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
 
 using namespace codegen;
-namespace fs = std::filesystem;
 
 constexpr int64_t kRows = 4, kCols = 37;
 
@@ -108,8 +106,6 @@ TEST(HoistReciprocals, LeavesOtherDivisionsAlone) {
 // rounding), and inf/NaN where the division gives them.
 TEST(HoistReciprocals, RewrittenKernelComputesTheQuotients) {
   const Kernel k = hoist_reciprocals(row_scale_kernel());
-  const fs::path dir = testing::unit_temp_dir() / "hoist_reciprocals";
-  fs::create_directories(dir);
   std::ostringstream src;
   src << kernel_prelude(cpu_dialect()) << "namespace tg_kernels {\n" << print_kernel(k, cpu_dialect()) << "}\n"
       << "#include <cstdio>\nint main() {\n"
@@ -118,12 +114,9 @@ TEST(HoistReciprocals, RewrittenKernelComputesTheQuotients) {
       << "  in1[0] = 7.0f; in1[1] = -0.3f; in1[2] = 1e-30f; in1[3] = 0.0f;\n"
       << "  tg_kernels::row_scale(in0, in1, out);\n"
       << "  for (float v : out) std::printf(\"%.9g\\n\", v);\n  return 0;\n}\n";
-  std::ofstream(dir / "main.cpp") << src.str();
-  const std::string exe = (dir / "main").string();
-  ASSERT_EQ(std::system(("g++ -std=c++17 -O2 -fopenmp -w -o " + exe + " " + (dir / "main.cpp").string()).c_str()), 0)
-      << src.str();
-  ASSERT_EQ(std::system((exe + " > " + (dir / "out.txt").string()).c_str()), 0);
-  std::ifstream printed(dir / "out.txt");
+  std::string out;
+  ASSERT_TRUE(testing::run_cpu_test_program(testing::unit_temp_dir() / "hoist_reciprocals", src.str(), &out));
+  std::istringstream printed(out);
   const float sums[kRows] = {7.0f, -0.3f, 1e-30f, 0.0f};
   for (int64_t r = 0; r < kRows; ++r)
     for (int64_t c = 0; c < kCols; ++c) {

@@ -6,22 +6,19 @@
 #include "codegen/lowering/split_div_mod_loops.h"
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "codegen/kernel_ir/verify_kernel.h"
 #include "codegen/printing/c_printer.h"
+#include "tests/unit/cpu_test_program.h"
 #include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
 
 using namespace codegen;
-namespace fs = std::filesystem;
 
 // Heads x rows x d, read as rows x (heads * d): d is the run the split finds.
 constexpr int64_t kHeads = 3, kRows = 5, kD = 12, kCols = kHeads * kD;
@@ -113,8 +110,6 @@ TEST(SplitDivModLoops, LeavesLoopsWithoutOneDividingRunAlone) {
 // prints out and rowmax, and compares with the values computed here.
 TEST(SplitDivModLoops, SplitKernelComputesTheSameValues) {
   const Kernel k = split_div_mod_loops(merged_heads_kernel());
-  const fs::path dir = testing::unit_temp_dir() / "split_div_mod_loops";
-  fs::create_directories(dir);
   std::ostringstream src;
   src << kernel_prelude(cpu_dialect()) << "namespace tg_kernels {\n" << print_kernel(k, cpu_dialect()) << "}\n"
       << "#include <cstdio>\nint main() {\n"
@@ -123,12 +118,9 @@ TEST(SplitDivModLoops, SplitKernelComputesTheSameValues) {
       << "  tg_kernels::merged_heads(in0, out, rowmax);\n"
       << "  for (float v : out) std::printf(\"%.9g\\n\", v);\n"
       << "  for (float v : rowmax) std::printf(\"%.9g\\n\", v);\n  return 0;\n}\n";
-  std::ofstream(dir / "main.cpp") << src.str();
-  const std::string exe = (dir / "main").string();
-  ASSERT_EQ(std::system(("g++ -std=c++17 -O2 -fopenmp -w -o " + exe + " " + (dir / "main.cpp").string()).c_str()), 0)
-      << src.str();
-  ASSERT_EQ(std::system((exe + " > " + (dir / "out.txt").string()).c_str()), 0);
-  std::ifstream printed(dir / "out.txt");
+  std::string out;
+  ASSERT_TRUE(testing::run_cpu_test_program(testing::unit_temp_dir() / "split_div_mod_loops", src.str(), &out));
+  std::istringstream printed(out);
   auto in = [](int64_t h, int64_t r, int64_t j) { return std::sin(static_cast<float>((h * kRows + r) * kD + j)); };
   for (int64_t r = 0; r < kRows; ++r)
     for (int64_t c = 0; c < kCols; ++c) {
