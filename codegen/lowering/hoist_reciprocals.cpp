@@ -51,7 +51,30 @@ class Hoister {
     return ok;
   }
 
+  // Whether e turns floats into discrete values (rounds, compares, converts
+  // to an integer): one ulp there can move a result by a whole step (ONNX's
+  // DynamicQuantizeLinear rounds x / scale; Resize's nearest mode floors a
+  // coordinate divided by the scale), so such stores keep exact division.
+  static bool discretizes(const Expr& e) {
+    bool found = false;
+    visit(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::kUnary &&
+          (x->unary_op == UnaryOp::kFloor || x->unary_op == UnaryOp::kCeil || x->unary_op == UnaryOp::kRound ||
+           x->unary_op == UnaryOp::kSign))
+        found = true;
+      if (x->kind == ExprKind::kBinary &&
+          (is_comparison(x->binary_op) || x->binary_op == BinaryOp::kFloorDiv ||
+           x->binary_op == BinaryOp::kFloorMod || x->binary_op == BinaryOp::kRem) &&
+          !x->args.empty() && is_float(x->args[0]->dtype))
+        found = true;
+      if (x->kind == ExprKind::kCast && !x->args.empty() && is_float(x->args[0]->dtype) && !is_float(x->dtype))
+        found = true;
+    });
+    return found;
+  }
+
   static Expr rewrite_value(const Expr& e, const std::set<int>& vars, const std::set<int>& stored) {
+    if (discretizes(e)) return e;
     return rewrite(e, [&](const Expr& x) -> Expr {
       const bool float_div = x->kind == ExprKind::kBinary && x->binary_op == BinaryOp::kDiv &&
                              (x->dtype == DType::kF32 || x->dtype == DType::kF64);

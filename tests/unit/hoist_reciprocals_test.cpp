@@ -99,6 +99,16 @@ TEST(HoistReciprocals, LeavesOtherDivisionsAlone) {
   for (Buffer& b : halves.buffers) b.dtype = DType::kF16;
   halves = with_value(halves, at(0, flat, DType::kF16) / at(1, var(0), DType::kF16));
   EXPECT_EQ(hoist_reciprocals(halves).body, halves.body);
+  // A quotient that is rounded, floored, compared or converted to an integer
+  // (ONNX conformance: DynamicQuantizeLinear's round(x / scale) and Resize's
+  // floor(coordinate / scale) each moved a result by one step).
+  const Expr quotient = at(0, flat) / at(1, var(0));
+  for (const Expr& discrete : {unary(UnaryOp::kRound, quotient), unary(UnaryOp::kFloor, quotient),
+                               select(lt(quotient, float_imm(0.5)), float_imm(1.0), float_imm(0.0)),
+                               cast(DType::kF32, cast(DType::kI32, quotient))}) {
+    const Kernel k = with_value(row_scale_kernel(), discrete);
+    EXPECT_EQ(hoist_reciprocals(k).body, k.body);
+  }
 }
 
 // Builds the rewritten kernel into a program that prints out, and compares
