@@ -18,12 +18,14 @@
 #include "driver/process.h"
 #include "compiler/ir/error.h"
 #include "tests/unit/lowering_test_util.h"
+#include "tests/unit/global_buffer.h"
 
 namespace tilegraph {
 namespace {
 
 namespace fs = std::filesystem;
 using codegen::Buffer;
+using testing::global_buffer;
 using codegen::Kernel;
 using codegen::LoopKind;
 using codegen::MemoryScope;
@@ -39,15 +41,6 @@ struct TwoKernelModel {
   Graph graph;
   std::vector<Kernel> kernels;
 };
-
-Buffer global(const std::string& name, TensorId tensor, bool written) {
-  Buffer b;
-  b.name = name;
-  b.elements = kN;
-  b.tensor = tensor;
-  b.written = written;
-  return b;
-}
 
 // Var ids: 0 the block, 1 the thread. Element block * kThreads + thread.
 Expr element() { return var(0) * kThreads + var(1); }
@@ -72,7 +65,8 @@ TwoKernelModel two_kernel_model() {
   Kernel scale;
   scale.name = "scale_0";
   scale.source_nodes = {"Mul_0"};
-  scale.buffers = {global("in0", x, false), global("in1", wid, false), global("out", h, true)};
+  scale.buffers = {global_buffer("in0", kN, x, false), global_buffer("in1", kN, wid, false),
+                   global_buffer("out", kN, h, true)};
   scale.var_names = {"b", "t"};
   const Expr i = element();
   scale.body = codegen::make_for(
@@ -94,7 +88,7 @@ TwoKernelModel two_kernel_model() {
   tile.name = "tile";
   tile.elements = 16384;
   tile.scope = MemoryScope::kShared;
-  tanh_k.buffers = {global("in0", h, false), global("out", y, true), tile};
+  tanh_k.buffers = {global_buffer("in0", kN, h, false), global_buffer("out", kN, y, true), tile};
   tanh_k.var_names = {"b", "t"};
   const Expr clamped = min(i, int_imm(kN - 1));
   tanh_k.body = codegen::make_for(

@@ -15,6 +15,7 @@
 #include "codegen/printing/c_printer.h"
 #include "tests/unit/cpu_test_program.h"
 #include "tests/unit/unit_temp_dir.h"
+#include "tests/unit/global_buffer.h"
 
 namespace tilegraph {
 namespace {
@@ -22,17 +23,6 @@ namespace {
 using namespace codegen;
 
 constexpr int64_t kRows = 4, kCols = 37;
-
-Buffer buffer(const std::string& name, int64_t elements, TensorId tensor, bool written, DType dtype = DType::kF32) {
-  Buffer b;
-  b.name = name;
-  b.dtype = dtype;
-  b.elements = elements;
-  b.scope = MemoryScope::kGlobal;
-  b.tensor = tensor;
-  b.written = written;
-  return b;
-}
 
 Expr at(int buf, const Expr& index, DType t = DType::kF32) { return load(buf, t, {index}); }
 
@@ -42,8 +32,8 @@ Expr at(int buf, const Expr& index, DType t = DType::kF32) { return load(buf, t,
 Kernel row_scale_kernel(LoopKind inner = LoopKind::kVectorized) {
   Kernel k;
   k.name = "row_scale";
-  k.buffers = {buffer("in0", kRows * kCols, 0, false), buffer("in1", kRows, 1, false),
-               buffer("out", kRows * kCols, 2, true)};
+  k.buffers = {testing::global_buffer("in0", kRows * kCols, 0, false), testing::global_buffer("in1", kRows, 1, false),
+               testing::global_buffer("out", kRows * kCols, 2, true)};
   k.var_names = {"r", "c"};
   const Expr flat = var(0) * kCols + var(1);
   k.body = make_for(0, int_imm(kRows), LoopKind::kSerial,

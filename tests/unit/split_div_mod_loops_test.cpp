@@ -14,6 +14,7 @@
 #include "codegen/printing/c_printer.h"
 #include "tests/unit/cpu_test_program.h"
 #include "tests/unit/unit_temp_dir.h"
+#include "tests/unit/global_buffer.h"
 
 namespace tilegraph {
 namespace {
@@ -22,16 +23,6 @@ using namespace codegen;
 
 // Heads x rows x d, read as rows x (heads * d): d is the run the split finds.
 constexpr int64_t kHeads = 3, kRows = 5, kD = 12, kCols = kHeads * kD;
-
-Buffer buffer(const std::string& name, int64_t elements, MemoryScope scope, TensorId tensor, bool written) {
-  Buffer b;
-  b.name = name;
-  b.elements = elements;
-  b.scope = scope;
-  b.tensor = tensor;
-  b.written = written;
-  return b;
-}
 
 // in0[(c / d) * rows * d + r * d + c % d] for row r, column c (var ids).
 Expr merged_heads_load(int r, int c, int64_t d = kD) {
@@ -46,9 +37,9 @@ Expr merged_heads_load(int r, int c, int64_t d = kD) {
 Kernel merged_heads_kernel(int64_t d = kD) {
   Kernel k;
   k.name = "merged_heads";
-  k.buffers = {buffer("in0", kHeads * kRows * d, MemoryScope::kGlobal, 0, false),
-               buffer("out", kRows * kHeads * d, MemoryScope::kGlobal, 1, true),
-               buffer("rowmax", kRows, MemoryScope::kGlobal, 2, true)};
+  k.buffers = {testing::global_buffer("in0", kHeads * kRows * d, 0, false),
+               testing::global_buffer("out", kRows * kHeads * d, 1, true),
+               testing::global_buffer("rowmax", kRows, 2, true)};
   k.var_names = {"r", "c", "c2"};
   const int64_t cols = kHeads * d;
   const Stmt scale = make_for(1, int_imm(cols), LoopKind::kVectorized,

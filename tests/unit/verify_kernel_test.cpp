@@ -8,11 +8,13 @@
 
 #include "codegen/lowering/lower_library_gemm.h"
 #include "compiler/ir/error.h"
+#include "tests/unit/global_buffer.h"
 
 namespace tilegraph {
 namespace {
 
 using namespace codegen;
+using testing::global_buffer;
 
 // The verifier's message for k ("" when it passes).
 std::string verify_error(const Kernel& k) {
@@ -32,15 +34,6 @@ std::string verify_error(const Kernel& k) {
     EXPECT_NE(message.find(invariant), std::string::npos) << message;           \
   } while (0)
 
-Buffer global(const std::string& name, int64_t elements, TensorId tensor, bool written) {
-  Buffer b;
-  b.name = name;
-  b.elements = elements;
-  b.tensor = tensor;
-  b.written = written;
-  return b;
-}
-
 // A block kernel of 4 blocks x 16 threads that reverses each 16-element
 // chunk of in0 through shared memory:
 //   for b < 4 blocks: shared s[16] {
@@ -55,7 +48,7 @@ struct BlockKernel {
 
   BlockKernel() {
     k.name = "copy";
-    k.buffers = {global("in0", 64, 0, false), global("out", 64, 1, true)};
+    k.buffers = {global_buffer("in0", 64, 0, false), global_buffer("out", 64, 1, true)};
     Buffer s;
     s.name = "s";
     s.elements = 16;
@@ -129,7 +122,7 @@ TEST(VerifyKernel, ThreadsLoopOutsideTheGrid) {
   EXPECT_BREAKS(b.k, "a kernel without launch grid (Kernel::grid 0) has one thread");
   Kernel cpu;
   cpu.name = "copy";
-  cpu.buffers = {global("out", 1, 0, true)};
+  cpu.buffers = {global_buffer("out", 1, 0, true)};
   cpu.var_names = {"tid"};
   cpu.body = make_for(0, int_imm(1), LoopKind::kThreads, {make_store(0, var(0), float_imm(0))});
   EXPECT_BREAKS(cpu, "a kThreads loop is at block level");
@@ -159,7 +152,7 @@ TEST(VerifyKernel, CollapseBindsPerfectlyNestedLoops) {
   EXPECT_BREAKS(b.k, "perfectly nested directly inside it");
   Kernel cpu;
   cpu.name = "copy";
-  cpu.buffers = {global("in0", 64, 0, false), global("out", 64, 1, true)};
+  cpu.buffers = {global_buffer("in0", 64, 0, false), global_buffer("out", 64, 1, true)};
   cpu.var_names = {"i", "j"};
   const Stmt store = make_store(1, var(0) * 8 + var(1), load(0, DType::kF32, {var(0) * 8 + var(1)}));
   cpu.body = make_for(0, int_imm(8), LoopKind::kParallel, {make_for(1, int_imm(8), LoopKind::kSerial, {store})}, 2);
@@ -262,7 +255,7 @@ TEST(VerifyKernel, SharedBufferOutsideTheArena) {
 
 TEST(VerifyKernel, GlobalsComeFirstAndNamesAreUnique) {
   BlockKernel b;
-  b.k.buffers.push_back(global("in9", 4, 2, false));
+  b.k.buffers.push_back(global_buffer("in9", 4, 2, false));
   EXPECT_BREAKS(b.k, "global buffers (the parameters) come before Local and Shared ones: in9");
   b = BlockKernel();
   b.k.var_names[BlockKernel::kI] = "s";
@@ -285,7 +278,7 @@ struct MmaKernel {
   Kernel k;
   MmaKernel() {
     k.name = "copy";
-    k.buffers = {global("out", 4 * 64, 1, true)};
+    k.buffers = {global_buffer("out", 4 * 64, 1, true)};
     for (auto [name, n] : {std::pair{"fa", 8}, std::pair{"fb", 4}, std::pair{"acc", 4}}) {
       Buffer f;
       f.name = name;
@@ -350,7 +343,8 @@ TEST(VerifyKernel, TensorCoresFlagMatchesTheSteps) {
 Kernel library_gemm(int64_t c_rows) {
   Kernel k;
   k.name = "copy";
-  k.buffers = {global("in0", 12, 0, false), global("in1", 15, 1, false), global("out", 20, 2, true)};
+  k.buffers = {global_buffer("in0", 12, 0, false), global_buffer("in1", 15, 1, false),
+               global_buffer("out", 20, 2, true)};
   std::vector<CallArg> args{{0, int_imm(0)}, {1, int_imm(0)}, {2, int_imm(0)}};
   for (int64_t v : {int64_t{1}, c_rows, int64_t{5}, int64_t{3}, int64_t{1}, int64_t{3}, int64_t{12},
                     int64_t{1}, int64_t{5}, int64_t{15}, int64_t{1}, int64_t{5}, int64_t{20}})
