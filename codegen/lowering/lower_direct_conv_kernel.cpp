@@ -191,11 +191,17 @@ class DirectConvLowering {
     return std::move(kernel_);
   }
 
+  // The conv op's vars at plane (n, c): row, column and every tap at 0.
+  std::vector<Expr> plane_op_vars(int vn, int vc) const {
+    std::vector<Expr> op_vars{var(vn), var(vc), int_imm(0), int_imm(0)};
+    for (size_t a = 0; a < conv_.reduce_extents.size(); ++a) op_vars.push_back(int_imm(0));
+    return op_vars;
+  }
+
   // The offset of task (n, c)'s input plane: the window's batch and channel
   // index (a depthwise conv's channel, over the multiplier) at (n, c).
   Expr input_plane(const SlidingWindow& window, int vn, int vc) {
-    std::vector<Expr> op_vars{var(vn), var(vc), int_imm(0), int_imm(0)};
-    for (size_t a = 0; a < conv_.reduce_extents.size(); ++a) op_vars.push_back(int_imm(0));
+    const std::vector<Expr> op_vars = plane_op_vars(vn, vc);
     const Shape& in = input_shape(window);
     return (simplify(substitute_vars(window.batch, op_vars), bounds_) * in[1] +
             simplify(substitute_vars(window.channel, op_vars), bounds_)) *
@@ -206,8 +212,7 @@ class DirectConvLowering {
   // `at(row offset, column offset)` times the tap's weight for channel c.
   Expr sum_of_taps(int vn, int vc, const SlidingWindow& window,
                    const std::function<Expr(int64_t, int64_t)>& at) {
-    std::vector<Expr> op_vars{var(vn), var(vc), int_imm(0), int_imm(0)};
-    for (size_t a = 0; a < conv_.reduce_extents.size(); ++a) op_vars.push_back(int_imm(0));
+    const std::vector<Expr> op_vars = plane_op_vars(vn, vc);
     const auto taps = all_taps(conv_.reduce_extents);
     Expr sum;
     for (size_t t = 0; t < taps.size(); ++t) {

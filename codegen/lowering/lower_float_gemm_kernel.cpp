@@ -528,16 +528,14 @@ class FloatGemmLowering : KernelBuilder {
       // Entries in int32 where every term computes in it (narrow_index.h);
       // a table the k-outer group shares (its copies filled by another
       // packing of the same terms) narrows alike.
-      std::vector<Expr> filled;
+      std::vector<Expr> wide, narrowed;
       bool narrow = true;
       for (const Expr& term : terms) {
-        filled.push_back(substitute_vars(term, at));
-        const Expr n = narrow_index_to_i32(filled.back(), bounds_);
-        if (n) filled.back() = n;
-        narrow = narrow && n;
+        wide.push_back(substitute_vars(term, at));
+        narrowed.push_back(narrow_index_to_i32(wide.back(), bounds_));
+        narrow = narrow && narrowed.back();
       }
-      if (!narrow)
-        for (size_t i = 0; i < terms.size(); ++i) filled[i] = substitute_vars(terms[i], at);
+      const std::vector<Expr>& filled = narrow ? narrowed : wide;
       const DType entry = narrow ? DType::kI32 : DType::kI64;
       table = shared.buffer >= 0 ? shared.buffer
                                  : add_local("columns" + sfx, entry, table_size * shared.copies, kUkernelAlignment);
