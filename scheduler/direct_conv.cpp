@@ -44,9 +44,7 @@ Expr window_load(const Expr& e) {
 }
 
 bool is_weight(const Graph& g, const Op& op, const Expr& e) {
-  bool loads = false;
-  visit(e, [&](const Expr& n) { loads |= n->kind == ExprKind::kLoad; });
-  return loads && e->dtype == DType::kF32 && !has_indirect_load(e) && reads_only_constants(g, op, e) &&
+  return has_load(e) && e->dtype == DType::kF32 && !has_indirect_load(e) && reads_only_constants(g, op, e) &&
          reads_only(e, kChannel, true);
 }
 

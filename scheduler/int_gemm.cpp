@@ -41,10 +41,7 @@ bool match_operand(const Expr& e, Expr* value, Expr* zero_point) {
 
 // A float32 factor: any expression that loads something, without indirection.
 bool match_float_operand(const Expr& e) {
-  if (e->dtype != DType::kF32 || has_indirect_load(e)) return false;
-  bool loads = false;
-  visit(e, [&](const Expr& n) { loads |= n->kind == ExprKind::kLoad; });
-  return loads;
+  return e->dtype == DType::kF32 && !has_indirect_load(e) && has_load(e);
 }
 
 // A float32 GEMM takes the operand reading the output's innermost axis as B
@@ -89,13 +86,10 @@ int64_t Gemm::extent(const std::vector<int>& axes) const {
 }
 
 bool reads_only_constants(const Graph& g, const Op& op, const Expr& e) {
-  bool all = true;
-  visit(e, [&](const Expr& n) {
-    if (n->kind == ExprKind::kLoad &&
-        g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).kind != TensorKind::kConstant)
-      all = false;
+  return !any_node(e, [&](const Expr& n) {
+    return n->kind == ExprKind::kLoad &&
+           g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).kind != TensorKind::kConstant;
   });
-  return all;
 }
 
 std::optional<Gemm> match_gemm(const Graph& g, const Op& op) {
@@ -174,11 +168,9 @@ IntGemmBlocking int_gemm_blocking(const ArchSpec& arch, int64_t k_groups, int nr
 bool is_int8_contraction(const Graph& g, const Op& op) {
   if (op.reduction != Reduction::kSum || op.reduce_extents.empty()) return false;
   auto reads_int8 = [&](const Expr& e) {
-    bool found = false;
-    visit(e, [&](const Expr& n) {
-      found |= n->kind == ExprKind::kLoad && is_int8(g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).dtype);
+    return any_node(e, [&](const Expr& n) {
+      return n->kind == ExprKind::kLoad && is_int8(g.tensor(op.inputs[static_cast<size_t>(n->int_value)]).dtype);
     });
-    return found;
   };
   // A product of two int8-derived factors (not a sum of int8 values, such as
   // a quantized average pool's).

@@ -41,9 +41,8 @@ bool has_reduction(const Graph& g, const KernelSchedule& k) {
 bool has_half_reduction(const Graph& g, const KernelSchedule& k) {
   for (int op : k.ops) {
     const Op& o = g.ops[op];
-    bool half = false;
-    visit(o.body, [&](const Expr& e) { half |= e->dtype == DType::kF16; });
-    if (o.reduction == Reduction::kSum && half) return true;
+    if (o.reduction == Reduction::kSum && any_node(o.body, [](const Expr& e) { return e->dtype == DType::kF16; }))
+      return true;
   }
   return false;
 }

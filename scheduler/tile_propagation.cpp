@@ -98,9 +98,7 @@ constexpr int64_t kMaxOvershoot = 64;
 // read from data (a Gather's CheckIndex) can be anywhere: the whole
 // dimension, which block plans never stage.
 RegionDim fallback_dim(const Expr& index, int64_t dim, const TileVars& vars) {
-  bool data_dependent = false;
-  visit(index, [&](const Expr& n) { data_dependent |= n->kind == ExprKind::kCheckIndex; });
-  if (data_dependent) return whole_dim(dim);
+  if (any_node(index, [](const Expr& n) { return n->kind == ExprKind::kCheckIndex; })) return whole_dim(dim);
   const Interval all = bound_of(index, vars.bounds);
   if (!all.bounded() || all.hi - all.lo + 1 > dim + kMaxOvershoot) return whole_dim(dim);
   return {int_imm(0), all.lo, all.hi - all.lo + 1, false};

@@ -23,12 +23,6 @@ bool is_identifier(const std::string& s) {
 // Bytes of one element where the printers keep it (half computes as float).
 int64_t compute_size(DType t) { return dtype_size(compute_dtype(t)); }
 
-bool has_load(const Expr& e) {
-  bool found = false;
-  visit(e, [&](const Expr& n) { found |= n->kind == ExprKind::kLoad; });
-  return found;
-}
-
 // Evaluates an index expression (integers, no Loads) at var values; false
 // where it cannot.
 bool evaluate_index(const Expr& e, const std::vector<int64_t>& values, Scalar* out) {

@@ -43,12 +43,10 @@ class Hoister {
   }
 
   static bool invariant(const Expr& e, const std::set<int>& vars, const std::set<int>& stored) {
-    bool ok = true;
-    visit(e, [&](const Expr& x) {
-      if (x->kind == ExprKind::kVar && vars.count(static_cast<int>(x->int_value))) ok = false;
-      if (x->kind == ExprKind::kLoad && stored.count(static_cast<int>(x->int_value))) ok = false;
+    return !any_node(e, [&](const Expr& x) {
+      return (x->kind == ExprKind::kVar && vars.count(static_cast<int>(x->int_value))) ||
+             (x->kind == ExprKind::kLoad && stored.count(static_cast<int>(x->int_value)));
     });
-    return ok;
   }
 
   // Whether e turns floats into discrete values (rounds, compares, converts
@@ -56,21 +54,16 @@ class Hoister {
   // DynamicQuantizeLinear rounds x / scale; Resize's nearest mode floors a
   // coordinate divided by the scale), so such stores keep exact division.
   static bool discretizes(const Expr& e) {
-    bool found = false;
-    visit(e, [&](const Expr& x) {
-      if (x->kind == ExprKind::kUnary &&
-          (x->unary_op == UnaryOp::kFloor || x->unary_op == UnaryOp::kCeil || x->unary_op == UnaryOp::kRound ||
-           x->unary_op == UnaryOp::kSign))
-        found = true;
-      if (x->kind == ExprKind::kBinary &&
-          (is_comparison(x->binary_op) || x->binary_op == BinaryOp::kFloorDiv ||
-           x->binary_op == BinaryOp::kFloorMod || x->binary_op == BinaryOp::kRem) &&
-          !x->args.empty() && is_float(x->args[0]->dtype))
-        found = true;
-      if (x->kind == ExprKind::kCast && !x->args.empty() && is_float(x->args[0]->dtype) && !is_float(x->dtype))
-        found = true;
+    return any_node(e, [](const Expr& x) {
+      if (x->kind == ExprKind::kUnary)
+        return x->unary_op == UnaryOp::kFloor || x->unary_op == UnaryOp::kCeil || x->unary_op == UnaryOp::kRound ||
+               x->unary_op == UnaryOp::kSign;
+      const bool from_float = !x->args.empty() && is_float(x->args[0]->dtype);
+      if (x->kind == ExprKind::kBinary)
+        return from_float && (is_comparison(x->binary_op) || x->binary_op == BinaryOp::kFloorDiv ||
+                              x->binary_op == BinaryOp::kFloorMod || x->binary_op == BinaryOp::kRem);
+      return x->kind == ExprKind::kCast && from_float && !is_float(x->dtype);
     });
-    return found;
   }
 
   static Expr rewrite_value(const Expr& e, const std::set<int>& vars, const std::set<int>& stored) {

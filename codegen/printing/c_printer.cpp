@@ -362,12 +362,10 @@ class Printer {
     for (const Stmt& c : loop->body) collect(c);
     if (!plain) return;
     auto reads_written = [&](const Expr& e) {
-      bool found = false;
-      visit(e, [&](const Expr& n) {
-        found |= n->kind == ExprKind::kLoad &&
-                 std::find(written.begin(), written.end(), static_cast<int>(n->int_value)) != written.end();
+      return any_node(e, [&](const Expr& n) {
+        return n->kind == ExprKind::kLoad &&
+               std::find(written.begin(), written.end(), static_cast<int>(n->int_value)) != written.end();
       });
-      return found;
     };
     for (const Expr& e : exprs) {
       visit(e, [&](const Expr& n) {

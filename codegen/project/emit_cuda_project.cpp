@@ -51,7 +51,7 @@ std::string launch_function(const Kernel& k) {
 bool checks_indices(const Kernel& k) {
   bool found = false;
   auto look = [&](const Expr& e) {
-    if (e) visit(e, [&](const Expr& n) { found |= n->kind == ExprKind::kCheckIndex; });
+    found = found || (e && any_node(e, [](const Expr& n) { return n->kind == ExprKind::kCheckIndex; }));
   };
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
     for (const Expr& e : {s->extent, s->index, s->value, s->cond}) look(e);

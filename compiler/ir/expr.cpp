@@ -265,6 +265,13 @@ void visit(const Expr& e, const std::function<void(const Expr&)>& visit_node) {
   for (const Expr& a : e->args) visit(a, visit_node);
 }
 
+bool any_node(const Expr& e, const std::function<bool(const Expr&)>& pred) {
+  if (pred(e)) return true;
+  for (const Expr& a : e->args)
+    if (any_node(a, pred)) return true;
+  return false;
+}
+
 Expr substitute_vars(const Expr& e, const std::vector<Expr>& values) {
   return rewrite(e, [&](const Expr& n) -> Expr {
     if (n->kind == ExprKind::kVar && n->int_value < static_cast<int64_t>(values.size()))
@@ -289,19 +296,21 @@ std::vector<int> count_loads_by_slot(const Expr& e, size_t slots) {
 }
 
 bool uses_var(const Expr& e, int id) {
-  bool used = false;
-  visit(e, [&](const Expr& x) { used |= x->kind == ExprKind::kVar && x->int_value == id; });
-  return used;
+  return any_node(e, [&](const Expr& x) { return x->kind == ExprKind::kVar && x->int_value == id; });
+}
+
+bool has_load(const Expr& e) {
+  return any_node(e, [](const Expr& n) { return n->kind == ExprKind::kLoad; });
 }
 
 bool has_indirect_load(const Expr& e) {
-  bool found = false;
-  visit(e, [&](const Expr& n) {
-    if (n->kind != ExprKind::kLoad) return;
+  auto is_load = [](const Expr& m) { return m->kind == ExprKind::kLoad; };
+  return any_node(e, [&](const Expr& n) {
+    if (!is_load(n)) return false;
     for (const Expr& idx : n->args)
-      visit(idx, [&](const Expr& m) { found |= m->kind == ExprKind::kLoad; });
+      if (any_node(idx, is_load)) return true;
+    return false;
   });
-  return found;
 }
 
 std::string to_string(const Expr& e) {

@@ -144,6 +144,8 @@ bool same_expr(const Expr& a, const Expr& b);  // structural equality
 Expr rewrite(const Expr& e, const std::function<Expr(const Expr&)>& rewrite_node);
 // Calls visit on every node, parents before children.
 void visit(const Expr& e, const std::function<void(const Expr&)>& visit_node);
+// Does any node of e (e itself included) satisfy pred? Stops at the first.
+bool any_node(const Expr& e, const std::function<bool(const Expr&)>& pred);
 // Replaces Var(id) by values[id] (ids beyond values.size() stay).
 Expr substitute_vars(const Expr& e, const std::vector<Expr>& values);
 // Number of Load nodes of input `slot` in e (each evaluation site counts).
@@ -153,6 +155,8 @@ int count_loads(const Expr& e, int slot);
 std::vector<int> count_loads_by_slot(const Expr& e, size_t slots);
 // Does e mention Var(id)?
 bool uses_var(const Expr& e, int id);
+// Does e read memory (contain a Load)?
+bool has_load(const Expr& e);
 // Does e contain a Load inside an index of another Load (data-dependent index)?
 bool has_indirect_load(const Expr& e);
 

@@ -12,11 +12,7 @@ bool is_int8(DType t) { return t == DType::kI8 || t == DType::kU8; }
 
 // Does e read any var in [lo, hi) (the reduce axes)?
 bool uses_vars(const Expr& e, int lo, int hi) {
-  bool found = false;
-  visit(e, [&](const Expr& n) {
-    found |= n->kind == ExprKind::kVar && n->int_value >= lo && n->int_value < hi;
-  });
-  return found;
+  return any_node(e, [&](const Expr& n) { return n->kind == ExprKind::kVar && n->int_value >= lo && n->int_value < hi; });
 }
 
 // One dequantized operand: (f(q) - f(zp)) * scale or f(q) * scale, q int8/uint8.

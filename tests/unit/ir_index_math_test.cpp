@@ -38,6 +38,26 @@ std::vector<Interval> bounds_for(const Shape& extents) {
   return b;
 }
 
+// The traversal predicates: any_node stops at the first match (the later
+// nodes are never offered), and the helpers built on it see nested nodes.
+TEST(ExprTraversal, AnyNodeStopsAtTheFirstMatchParentsFirst) {
+  const Expr x = load(0, DType::kF32, {var(0) + 1});
+  const Expr e = x * load(1, DType::kF32, {var(2)});
+  std::vector<ExprKind> offered;
+  EXPECT_TRUE(any_node(e, [&](const Expr& n) {
+    offered.push_back(n->kind);
+    return n->kind == ExprKind::kLoad;
+  }));
+  EXPECT_EQ(offered, (std::vector<ExprKind>{ExprKind::kBinary, ExprKind::kLoad}));
+  EXPECT_FALSE(any_node(e, [](const Expr& n) { return n->kind == ExprKind::kCheckIndex; }));
+  EXPECT_TRUE(uses_var(e, 2));
+  EXPECT_FALSE(uses_var(e, 1));
+  EXPECT_TRUE(has_load(e));
+  EXPECT_FALSE(has_load(var(0) * 3));
+  EXPECT_FALSE(has_indirect_load(e));
+  EXPECT_TRUE(has_indirect_load(load(0, DType::kF32, {cast(DType::kI64, load(1, DType::kI32, {var(0)}))})));
+}
+
 TEST(Simplify, SplitAndMergeOfAReshapeCancel) {
   const Expr h = var(0), d = var(1);
   const auto b = bounds_for({12, 64});
