@@ -175,6 +175,29 @@ inline int64_t involuntary_switches() {
   return usage.ru_nivcsw;
 }
 
+// One thread's involuntary switches, counted per period of at least
+// `period` (a getrusage call per period, not per loop).
+class SwitchSampler {
+ public:
+  explicit SwitchSampler(std::chrono::microseconds period) : period_(period) {}
+  // Switches since the previous sample once a period has passed since it
+  // (0 at the first), else -1: nothing due yet.
+  int64_t poll() {
+    const Clock::time_point now = Clock::now();
+    if (now < next_) return -1;
+    next_ = now + period_;
+    const int64_t total = involuntary_switches();
+    const int64_t since = seen_ < 0 ? 0 : total - seen_;
+    seen_ = total;
+    return since;
+  }
+
+ private:
+  std::chrono::microseconds period_;
+  Clock::time_point next_{};
+  int64_t seen_ = -1;
+};
+
 class Pool {
  public:
   static Pool& instance() {
@@ -266,15 +289,11 @@ class Pool {
   // the pool's threads taking turns on one core: never so on a quiet
   // machine). Called by the caller of a loop, under run_mutex_.
   void sample_contention() {
-    const Clock::time_point now = Clock::now();
-    if (now < next_sample_) return;
-    next_sample_ = now + kSamplePeriod;
-    static thread_local int64_t caller_seen = -1;  // this caller's count at its last sample
-    const int64_t mine = involuntary_switches();
-    int64_t switches = worker_switches_.exchange(0, std::memory_order_relaxed) +
-                       joins_on_caller_cpu_.exchange(0, std::memory_order_relaxed);
-    if (caller_seen >= 0) switches += mine - caller_seen;
-    caller_seen = mine;
+    static thread_local SwitchSampler caller(kSamplePeriod);
+    const int64_t mine = caller.poll();
+    if (mine < 0) return;
+    const int64_t switches = mine + worker_switches_.exchange(0, std::memory_order_relaxed) +
+                             joins_on_caller_cpu_.exchange(0, std::memory_order_relaxed);
     spin_ns_.store(budget_.update(switches), std::memory_order_relaxed);
   }
 
@@ -325,8 +344,7 @@ class Pool {
   void worker_loop(int index) {
     in_task() = true;
     uint64_t seen = 0;
-    int64_t switches_seen = involuntary_switches();
-    Clock::time_point next_sample = Clock::now();
+    SwitchSampler sampler(kSamplePeriod);
     for (;;) {
       uint64_t s = wait_for_epoch_after(seen);
       if (stop_.load()) return;
@@ -343,13 +361,10 @@ class Pool {
             break;
           }
         }
-        if (adaptive_ && Clock::now() >= next_sample) {
-          // Reported for the caller's next sample.
-          next_sample = Clock::now() + kSamplePeriod;
-          const int64_t switches = involuntary_switches();
-          worker_switches_.fetch_add(switches - switches_seen, std::memory_order_relaxed);
-          switches_seen = switches;
-        }
+        // Reported for the caller's next sample.
+        if (adaptive_)
+          if (const int64_t switches = sampler.poll(); switches > 0)
+            worker_switches_.fetch_add(switches, std::memory_order_relaxed);
       }
       seen = epoch;
     }
@@ -376,7 +391,6 @@ class Pool {
   bool adaptive_ = true;
   SpinBudget budget_{kMaxSpinNs};
   std::atomic<int64_t> spin_ns_{kMaxSpinNs};
-  Clock::time_point next_sample_{};
   std::atomic<int64_t> worker_switches_{0};  // reported by pool threads, not yet sampled
   std::atomic<int> caller_cpu_{-1};          // where the caller started the current loop
   std::atomic<int64_t> joins_on_caller_cpu_{0};  // not yet sampled
