@@ -64,6 +64,10 @@ std::string model_source(const Graph& g, const std::vector<Kernel>& kernels, con
       << "    if (!outputs || !outputs[i]) { g_last_error = \"tg_model_run: output \" + std::to_string(i) + \" is null\"; return 1; }\n"
       << "  const unsigned char* W = m->weights.data + TG_WEIGHTS_HEADER_BYTES;\n  unsigned char* A = m->arena;\n"
       << "  (void)W;\n  (void)A;\n  const bool profile = m->profiling != 0;\n  double t0 = 0;\n";
+  // Host projects run their kernels with denormals flushed (FlushDenormals
+  // in cpu_model_runtime.h); the GPU emulation keeps IEEE denormals as the
+  // GPU's fp32 does.
+  if (t.thread_pool()) out << "  const FlushDenormals flush_denormals;\n";
   ModelMemory memory{chunked ? "chunk_inputs" : "inputs", chunked ? "chunk_outputs" : "outputs"};
   const std::string pad = chunked ? "    " : "  ";
   if (chunked)

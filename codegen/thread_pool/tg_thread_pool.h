@@ -96,6 +96,40 @@ inline void cpu_relax() {
 #endif
 }
 
+// The floating-point control word (x86 MXCSR, aarch64 FPCR): rounding mode
+// and denormal handling. A loop's chunks run under the caller's control
+// bits, so no result depends on which thread computed it (the model flushes
+// denormals while it runs: FlushDenormals in cpu_model_runtime.h).
+#if defined(__x86_64__) || defined(__i386__)
+// MXCSR bits 6-15: DAZ, the exception masks, rounding, FTZ (0-5 are the
+// sticky exception flags, which differ between threads and do not matter).
+constexpr uint64_t kFloatControlBits = 0xffc0;
+constexpr uint64_t kFlushDenormalBits = 0x8040;  // FTZ (bit 15) | DAZ (bit 6)
+inline uint64_t float_control() { return _mm_getcsr(); }
+inline void set_float_control(uint64_t v) { _mm_setcsr(static_cast<unsigned>(v)); }
+#elif defined(__aarch64__)
+constexpr uint64_t kFloatControlBits = ~uint64_t{0};  // FPCR holds controls only
+constexpr uint64_t kFlushDenormalBits = uint64_t{1} << 24;  // FZ
+inline uint64_t float_control() {
+  uint64_t v;
+  asm volatile("mrs %0, fpcr" : "=r"(v));
+  return v;
+}
+inline void set_float_control(uint64_t v) { asm volatile("msr fpcr, %0" : : "r"(v)); }
+#else
+constexpr uint64_t kFloatControlBits = 0;
+constexpr uint64_t kFlushDenormalBits = 0;
+inline uint64_t float_control() { return 0; }
+inline void set_float_control(uint64_t) {}
+#endif
+
+// Puts this thread under `control` (control bits only); writes the register
+// only when they differ (a write is slow: it serializes).
+inline void adopt_float_control(uint64_t control) {
+  const uint64_t mine = float_control();
+  if ((mine & kFloatControlBits) != control) set_float_control((mine & ~kFloatControlBits) | control);
+}
+
 // A futex on a std::atomic<uint32_t> (one plain 32-bit word on Linux): a
 // wake-up is one system call, and none when nobody sleeps.
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "a futex word is one 32-bit integer");
@@ -222,6 +256,7 @@ class Pool {
     const int64_t chunks = std::min<int64_t>(n, int64_t{threads} * kChunksPerThread);
     fn_ = fn;
     ctx_ = ctx;
+    float_control_ = float_control() & kFloatControlBits;
     n_ = n;
     grain_ = (n + chunks - 1) / chunks;
     participants_.store(threads - 1, std::memory_order_relaxed);
@@ -356,6 +391,7 @@ class Pool {
           if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) {
             if (adaptive_ && sched_getcpu() == caller_cpu_.load(std::memory_order_relaxed))
               joins_on_caller_cpu_.fetch_add(1, std::memory_order_relaxed);
+            adopt_float_control(float_control_);
             work();
             leave();
             break;
@@ -399,6 +435,7 @@ class Pool {
   // The current loop (written by the caller before it publishes the epoch).
   ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
+  uint64_t float_control_ = 0;  // the caller's control bits
   int64_t n_ = 0, grain_ = 1;
   std::atomic<int> participants_{0};  // pool threads allowed to join (threads - 1)
   uint64_t epoch_ = 0;

@@ -174,3 +174,29 @@ TEST(ThreadPool, BackToBackLoopsWithStallingChunks) {
 }
 
 }  // namespace
+
+// Every chunk of a loop runs under the caller's floating-point control bits
+// (denormal flushing, rounding), whichever thread runs it, so a result never
+// depends on the thread; and a later loop without them clears them again.
+TEST(ThreadPool, ChunksRunUnderTheCallersFloatControl) {
+  if (tg_pool::kFlushDenormalBits == 0) GTEST_SKIP() << "no float control register on this architecture";
+  PoolThreads pool(2);
+  const uint64_t saved = tg_pool::float_control();
+  for (const uint64_t flush : {tg_pool::kFlushDenormalBits, uint64_t{0}}) {
+    tg_pool::set_float_control((saved & ~tg_pool::kFlushDenormalBits) | flush);
+    std::mutex m;
+    std::set<std::thread::id> ids;
+    std::atomic<int> wrong{0};
+    for (int round = 0; round < 20 && ids.size() < 2; ++round) {
+      tg_parallel_for(64, [&](int64_t, int64_t) {
+        if ((tg_pool::float_control() & tg_pool::kFlushDenormalBits) != flush) wrong.fetch_add(1);
+        std::lock_guard<std::mutex> lock(m);
+        ids.insert(std::this_thread::get_id());
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      });
+    }
+    EXPECT_EQ(ids.size(), 2u) << "the pool thread never took a chunk";
+    EXPECT_EQ(wrong.load(), 0) << "flush bits " << flush;
+  }
+  tg_pool::set_float_control(saved);
+}
