@@ -11,12 +11,24 @@
 #include <cstdint>
 #include <cstring>
 
-static inline float tg_bits_to_float(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
+// Always inlined: a call left inside an `omp simd` loop keeps GCC from
+// vectorizing it, and in a kernel source holding many kernels GCC stops
+// inlining functions this size once the unit has grown past its limit
+// (--param inline-unit-growth): mobilevit's depthwise conv + SiLU kernels
+// then ran scalar, about 10x slower, while the same kernel alone in a file
+// vectorized.
+#if defined(__GNUC__)
+#define TG_VECTOR_MATH_INLINE static inline __attribute__((always_inline))
+#else
+#define TG_VECTOR_MATH_INLINE static inline
+#endif
+
+TG_VECTOR_MATH_INLINE float tg_bits_to_float(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 // e^x = 2^n * e^r with n = round(x / ln2), |r| <= ln2/2 (ln2 split in a
 // part exact in float and a remainder); e^r by its degree-7 Taylor polynomial
 // (truncation < 6e-9). 2^n is applied in two halves, so n from -150
 // (denormal results) to 129 (overflow to inf) needs no special case.
-static inline float tg_exp(float x) {
+TG_VECTOR_MATH_INLINE float tg_exp(float x) {
   float xc = x < -104.0f ? -104.0f : x;  // e^-104 rounds to 0
   xc = xc > 89.0f ? 89.0f : xc;          // e^89 overflows to inf
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
@@ -42,7 +54,7 @@ static inline float tg_exp(float x) {
 // approximation (Abramowitz & Stegun 7.1.28): erf(z) = 1 - 1/P(z)^16 with P
 // of degree 6 (absolute error < 3e-7, ~1e-6 after float rounding): no exp,
 // one division, a third of the time of an exp-based erfc.
-static inline float tg_erf(float x) {
+TG_VECTOR_MATH_INLINE float tg_erf(float x) {
   float z = x < 0 ? -x : x;
   float z2 = x * x;
   float s = -1.0f / (120.0f * 11.0f);
@@ -69,7 +81,7 @@ static inline float tg_erf(float x) {
 }
 // tanh: for |x| < 0.4 its Taylor series up to x^13 (truncation < 4e-9
 // relative); beyond, 1 - 2/(e^(2|x|) + 1), which has no cancellation there.
-static inline float tg_tanh(float x) {
+TG_VECTOR_MATH_INLINE float tg_tanh(float x) {
   float z = x < 0 ? -x : x;
   float z2 = x * x;
   float s = 21844.0f / 6081075.0f;
@@ -83,5 +95,5 @@ static inline float tg_tanh(float x) {
   big = x < 0 ? -big : big;
   return z < 0.4f ? small : big;
 }
-static inline float tg_sigmoid_vec(float x) { return 1.0f / (1.0f + tg_exp(-x)); }
+TG_VECTOR_MATH_INLINE float tg_sigmoid_vec(float x) { return 1.0f / (1.0f + tg_exp(-x)); }
 #endif  // TG_VECTOR_MATH_H
