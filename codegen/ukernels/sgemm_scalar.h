@@ -35,5 +35,18 @@ inline void tile(int64_t k, const float* a, const float* b, float* c, bool accum
   for (int i = 0; i < kMR * kNR; ++i) c[i] = acc[i];
 }
 
+// Asks the caches for b[0, floats) (into the L2) ahead of its use: the
+// generated code spreads the next B block over the calls on the current
+// one, so that weights packed at compile time stream in from L3 or DRAM
+// while the micro-kernel computes instead of stalling the block's first call.
+inline void prefetch(const float* b, int64_t floats) {
+#if defined(__GNUC__)
+  for (int64_t i = 0; i < floats; i += 16) __builtin_prefetch(b + i, 0, 2);
+#else
+  (void)b;
+  (void)floats;
+#endif
+}
+
 }  // namespace scalar
 }  // namespace tg_sgemm
