@@ -213,11 +213,11 @@ class FloatGemmLowering : KernelBuilder {
         }
         const int vp = new_var("p", grid_.row_panels);
         const Stmt tile_loops = store_tile(vb, row0 + var(vp) * v.mr, nb, ctile, int_imm(0));
-        const Stmt call = make_call("tg_sgemm::tile", {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
-                                                       {-1, const_of(0, DType::kBool)}});
-        std::vector<Stmt> calls = {call, tile_loops};
-        if (prefetches_b()) calls.insert(calls.begin(), prefetch_b(vp, b_panel_at + geo_.b_panel, m.k));
-        panel_body.push_back(row_panel_loop(vp, rows, calls));
+        std::vector<CallArg> args = {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
+                                     {-1, const_of(0, DType::kBool)}};
+        if (prefetches_b()) add_next_b(&args, vp, b_panel_at + geo_.b_panel, m.k);
+        const Stmt call = make_call("tg_sgemm::tile", args);
+        panel_body.push_back(row_panel_loop(vp, rows, {call, tile_loops}));
       } else {
         // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
         // panel, each block's B rows are packed (or read from the packed
@@ -236,13 +236,12 @@ class FloatGemmLowering : KernelBuilder {
           return {b_pack.pack};
         };
         auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
-          const Stmt tile = make_call("tg_sgemm::tile", {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), b_arg,
-                                                         {panels, int_imm(c_offset) + var(vp) * tile_floats},
-                                                         {-1, accumulate}});
-          if (!prefetches_b()) return tile;
+          std::vector<CallArg> args = {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), b_arg,
+                                       {panels, int_imm(c_offset) + var(vp) * tile_floats}, {-1, accumulate}};
           // The next block: this panel's, or after the last the next panel's first.
-          const Expr next = simplify(min((block + 1) * kb.kc, int_imm(m.k)) * v.nr, bounds_);
-          return make_seq({prefetch_b(vp, b_panel_at + next, kb.kc), tile});
+          if (prefetches_b())
+            add_next_b(&args, vp, b_panel_at + simplify(min((block + 1) * kb.kc, int_imm(m.k)) * v.nr, bounds_), kb.kc);
+          return make_call("tg_sgemm::tile", args);
         };
         const Stmt k_blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call);
         // A conv's column table is filled once per panel, for every block.
@@ -277,13 +276,14 @@ class FloatGemmLowering : KernelBuilder {
   bool prefetches_b() const { return pixel_rows(geo_.m) && packed_b_ >= 0; }
 
   // Row panel vp's share of the next B block (k values of NR floats at
-  // `next` in the packed B): tg_sgemm::prefetch of its 1/row_panels, kept
-  // inside the packed weights (the last block of the last panel has none).
-  Stmt prefetch_b(int vp, const Expr& next, int64_t k) {
+  // `next` in the packed B) as the tile call's prefetch arguments
+  // (sgemm_*.h: `next`, `next_floats`): its 1/row_panels, kept inside the
+  // packed weights (the last block of the last panel has no next).
+  void add_next_b(std::vector<CallArg>* args, int vp, const Expr& next, int64_t k) {
     const int64_t total = kernel_.buffers[static_cast<size_t>(packed_b_)].elements;
     const int64_t slice = std::min(total, round_up(ceil_div(k * geo_.v.nr, grid_.row_panels), kPanelAlign));
-    const Expr at = simplify(min(next + var(vp) * slice, int_imm(total - slice)), bounds_);
-    return make_call("tg_sgemm::prefetch", {{packed_b_, at}, {-1, int_imm(slice)}});
+    args->push_back({packed_b_, simplify(min(next + var(vp) * slice, int_imm(total - slice)), bounds_)});
+    args->push_back({-1, int_imm(slice)});
   }
 
   // K's extent in k block `block`: kc, or what is left of K in the last one.

@@ -23,9 +23,17 @@ constexpr int kNR = 8;
 // A(r, k') * B(k', j), summed in k' order.
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
-inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                 const float* next = nullptr, int64_t next_floats = 0) {
   float acc[kMR * kNR];
   for (int i = 0; i < kMR * kNR; ++i) acc[i] = accumulate ? c[i] : 0.0f;
+  // `next` (the next B block, README.md): a hint, all at the start here.
+#if defined(__GNUC__)
+  for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
+#else
+  (void)next;
+  (void)next_floats;
+#endif
   for (int64_t kk = 0; kk < k; ++kk) {
     for (int r = 0; r < kMR; ++r)
       for (int j = 0; j < kNR; ++j) acc[r * kNR + j] += a[r] * b[j];
@@ -33,19 +41,6 @@ inline void tile(int64_t k, const float* a, const float* b, float* c, bool accum
     b += kNR;
   }
   for (int i = 0; i < kMR * kNR; ++i) c[i] = acc[i];
-}
-
-// Asks the caches for b[0, floats) (into the L2) ahead of its use: the
-// generated code spreads the next B block over the calls on the current
-// one, so that weights packed at compile time stream in from L3 or DRAM
-// while the micro-kernel computes instead of stalling the block's first call.
-inline void prefetch(const float* b, int64_t floats) {
-#if defined(__GNUC__)
-  for (int64_t i = 0; i < floats; i += 16) __builtin_prefetch(b + i, 0, 2);
-#else
-  (void)b;
-  (void)floats;
-#endif
 }
 
 }  // namespace scalar

@@ -498,9 +498,7 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   int64_t k = 0;
   EXPECT_TRUE(is_const_int(calls[0]->args[0].value, &k));
   EXPECT_EQ(k, 32);
-  calls.clear();
-  calls_in(kernel.body, "tg_sgemm::prefetch", &calls);
-  EXPECT_TRUE(calls.empty()) << "a matmul's rows are not the output's pixels";
+  EXPECT_EQ(calls[0]->args.size(), 5u) << "no prefetch: a matmul's rows are not the output's pixels";
 }
 
 // Weights packed as B that overflow the L2 (bert's FFN: 9.4 MB) are
@@ -645,24 +643,24 @@ TEST(FloatGemm, KxKConvPacksPixelRowsInsideTheWindowFromARowTable) {
 }
 
 // The pixel rows' B (the weights, packed at compile time) streams in one
-// block ahead: before each row panel's call ("p"), tg_sgemm::prefetch of
-// its 1/row_panels share of the next B block (kc x NR floats), so the next
-// block's first call does not wait on L3 or DRAM. Both with k blocks (3x3)
-// and without (1x1: the next column panel's whole K).
+// block ahead: each row panel's call ("p") passes the micro-kernel its
+// 1/row_panels share of the next B block (kc x NR floats) to prefetch while
+// it computes, so the next block's first call does not wait on L3 or DRAM.
+// Both with k blocks (3x3) and without (1x1: the next column panel's K).
 TEST(FloatGemm, PixelRowsPrefetchTheNextWeightBlockPerRowPanel) {
   for (const int64_t k : {int64_t{3}, int64_t{1}}) {
     const codegen::Kernel kernel = few_pixels_kernel("prefetch_" + std::to_string(k), k, 1);
     const int64_t kc = ukernel_param(kernel, "kc"), row_panels = ukernel_param(kernel, "row_panels");
     EXPECT_GT(row_panels, 1);  // of 7 (49 pixels)
-    std::vector<codegen::Stmt> panel_loops, prefetches, all;
+    std::vector<codegen::Stmt> panel_loops, calls;
     loops_named(kernel, kernel.body, "p", &panel_loops);
     ASSERT_EQ(panel_loops.size(), 1u) << k;
-    calls_in(panel_loops[0], "tg_sgemm::prefetch", &prefetches);
-    calls_in(kernel.body, "tg_sgemm::prefetch", &all);
-    ASSERT_EQ(prefetches.size(), 1u) << k;
-    EXPECT_EQ(all.size(), 1u) << k;
+    calls_in(panel_loops[0], "tg_sgemm::tile", &calls);
+    ASSERT_EQ(calls.size(), 1u) << k;
+    ASSERT_EQ(calls[0]->args.size(), 7u) << k;
+    EXPECT_EQ(calls[0]->args[5].buffer, calls[0]->args[2].buffer) << "the next block of the same packed weights";
     int64_t floats = 0;
-    ASSERT_TRUE(is_const_int(prefetches[0]->args[1].value, &floats));
+    ASSERT_TRUE(is_const_int(calls[0]->args[6].value, &floats));
     EXPECT_EQ(floats, ((kc * 32 + row_panels - 1) / row_panels + 15) / 16 * 16) << k;
   }
 }
