@@ -32,7 +32,8 @@ constexpr int kNR = 16;
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
 // Not inlined: see sgemm_avx512.h.
-__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                                           const float* next = nullptr, int64_t next_floats = 0) {
   constexpr int kVecs = kNR / 8;  // ymm per row
   __m256 acc[kMR][kVecs];
 #pragma GCC unroll 6
@@ -41,7 +42,8 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     for (int v = 0; v < kVecs; ++v)
       acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * kNR + 8 * v) : _mm256_setzero_ps();
 
-  for (int64_t kk = 0; kk < k; ++kk) {
+  // One k step: the outer product of MR A values and NR B values.
+  auto step = [&]() __attribute__((always_inline)) {
     __m256 bv[kVecs];
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
@@ -53,7 +55,18 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     }
     a += kMR;
     b += kNR;
+  };
+  // `next` (the next B block, README.md) one 64-byte line every `every` k
+  // steps: spread over the loop, the prefetches stay few in flight, where a
+  // burst of them before the call would wait for the fill buffers.
+  const int64_t lines = (next_floats + 15) / 16;
+  const int64_t every = lines == 0 ? k : (k / lines > 0 ? k / lines : 1);
+  int64_t kk = 0;
+  for (int64_t line = 0; line < lines; ++line) {
+    __builtin_prefetch(next + line * 16, 0, 2);
+    for (const int64_t stop = kk + every < k ? kk + every : k; kk < stop; ++kk) step();
   }
+  for (; kk < k; ++kk) step();
 
 #pragma GCC unroll 6
   for (int r = 0; r < kMR; ++r)

@@ -32,7 +32,8 @@ constexpr int kNR = 12;
 //   b: B(k', j) at b[k' * kNR + j]
 // Not inlined: inside a big generated loop nest GCC shuffles the
 // accumulators between registers every iteration; alone it keeps them put.
-__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                                           const float* next = nullptr, int64_t next_floats = 0) {
   // Accumulator q register i (row i / 3, columns 4 * (i % 3)...) starts at
   // c[4 * i...] when continuing an earlier k block.
   const float32x4_t zero = vdupq_n_f32(0);
@@ -41,6 +42,8 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   float32x4_t c20 = start(6), c21 = start(7), c22 = start(8), c30 = start(9), c31 = start(10), c32 = start(11);
   float32x4_t c40 = start(12), c41 = start(13), c42 = start(14), c50 = start(15), c51 = start(16), c52 = start(17);
   float32x4_t c60 = start(18), c61 = start(19), c62 = start(20), c70 = start(21), c71 = start(22), c72 = start(23);
+  // `next` (the next B block, README.md): a hint, all at the start here.
+  for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
   for (int64_t kk = 0; kk < k; ++kk) {
     const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
     const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8);

@@ -23,9 +23,17 @@ constexpr int kNR = 8;
 // A(r, k') * B(k', j), summed in k' order.
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
-inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                 const float* next = nullptr, int64_t next_floats = 0) {
   float acc[kMR * kNR];
   for (int i = 0; i < kMR * kNR; ++i) acc[i] = accumulate ? c[i] : 0.0f;
+  // `next` (the next B block, README.md): a hint, all at the start here.
+#if defined(__GNUC__)
+  for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
+#else
+  (void)next;
+  (void)next_floats;
+#endif
   for (int64_t kk = 0; kk < k; ++kk) {
     for (int r = 0; r < kMR; ++r)
       for (int j = 0; j < kNR; ++j) acc[r * kNR + j] += a[r] * b[j];

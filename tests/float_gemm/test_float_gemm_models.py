@@ -155,7 +155,21 @@ def k_blocks(path):
            _w("wp", 17, 71, 1, 1), _w("w5", 13, 20)])
 
 
-MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd}
+def pixel_rows(path):
+    # convs on a 7 x 7 map (49 pixels: the micro-kernel's rows, the filters its columns): a
+    # strided 1x1 (its rows' input offsets divide) and a padded 3x3 with bias + Relu over 45
+    # channels (K = 405: B in k blocks on avx512, whose next block each row panel prefetches)
+    # packed from a per-panel row table; the last row panel holds one pixel
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 40, 13, 13])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], strides=[2, 2]),
+             helper.make_node("Conv", ["c0", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["y"])]
+    _save(path, nodes, [x], [y], [_w("w0", 45, 40, 1, 1), _w("w1", 70, 45, 3, 3), _w("b1", 70)])
+
+
+MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd,
+          "pixel_rows": pixel_rows}
 
 
 def _tune(exe, prefix, env, *flags):
@@ -177,7 +191,7 @@ def test_float_gemm_model(name, variant, tmp_path):
     assert f"on the float micro-kernel (sgemm_{variant})" in tune.stdout, tune.stdout[-3000:]
     manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
     on_ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
-    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 2}[name]
+    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 2, "pixel_rows": 2}[name]
     assert len(on_ukernel) == expected, (on_ukernel, [k["name"] for k in manifest["kernels"]])
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)

@@ -498,6 +498,7 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   int64_t k = 0;
   EXPECT_TRUE(is_const_int(calls[0]->args[0].value, &k));
   EXPECT_EQ(k, 32);
+  EXPECT_EQ(calls[0]->args.size(), 5u) << "no prefetch: a matmul's rows are not the output's pixels";
 }
 
 // Weights packed as B that overflow the L2 (bert's FFN: 9.4 MB) are
@@ -607,15 +608,61 @@ TEST(FloatGemm, PointwiseConvPacksPixelRowsInsideTheChannels) {
   EXPECT_EQ(rows_in_channels.size(), 1u);
 }
 
-TEST(FloatGemm, KxKConvPacksPixelRowsOutsideTheWindow) {
-  const codegen::Kernel kernel = few_pixels_kernel("kxk_rows_outside", 3, 2);
-  std::vector<codegen::Stmt> rows, window_in_rows;
+// A kxk conv's pixel rows: what a row needs besides the channel (its
+// pixel's input offset and padding test per window position: div/mod by the
+// output width) is filled once per row panel ("pa") into a table ("rows",
+// loop "it"), so the packing loop runs the rows ("ia") innermost,
+// vectorized inside the window ("ka2"), and divides nothing.
+TEST(FloatGemm, KxKConvPacksPixelRowsInsideTheWindowFromARowTable) {
+  const codegen::Kernel kernel = few_pixels_kernel("kxk_row_table", 3, 2);
+  std::vector<codegen::Stmt> panels, fills, rows, window, rows_in_window, channels, fills_in_channels;
+  loops_named(kernel, kernel.body, "pa", &panels);
+  ASSERT_EQ(panels.size(), 1u);
+  loops_named(kernel, panels[0], "it", &fills);
+  ASSERT_EQ(fills.size(), 1u);
+  EXPECT_EQ(fills[0]->loop, codegen::LoopKind::kVectorized);
+  EXPECT_GT(divisions_in(fills[0]), 0);
+  loops_named(kernel, panels[0], "ka0", &channels);
+  ASSERT_EQ(channels.size(), 1u);
+  loops_named(kernel, channels[0], "it", &fills_in_channels);
+  EXPECT_TRUE(fills_in_channels.empty()) << "the table is filled once per panel, not per channel";
   loops_named(kernel, kernel.body, "ia", &rows);
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0]->loop, codegen::LoopKind::kSerial);
-  loops_named(kernel, rows[0], "ka2", &window_in_rows);
-  ASSERT_EQ(window_in_rows.size(), 1u);
-  EXPECT_EQ(window_in_rows[0]->loop, codegen::LoopKind::kVectorized);
+  EXPECT_EQ(rows[0]->loop, codegen::LoopKind::kVectorized);
+  EXPECT_EQ(divisions_in(rows[0]), 0);
+  loops_named(kernel, kernel.body, "ka2", &window);
+  ASSERT_EQ(window.size(), 1u);
+  loops_named(kernel, window[0], "ia", &rows_in_window);
+  EXPECT_EQ(rows_in_window.size(), 1u);
+  // Per window position (3 x 3) and row (MR = 8): a padding test and an offset, in int32.
+  const auto table = std::find_if(kernel.buffers.begin(), kernel.buffers.end(),
+                                  [](const codegen::Buffer& b) { return b.name == "rows"; });
+  ASSERT_NE(table, kernel.buffers.end());
+  EXPECT_EQ(table->elements, 2 * 9 * 8);
+  EXPECT_EQ(table->dtype, DType::kI32);
+}
+
+// The pixel rows' B (the weights, packed at compile time) streams in one
+// block ahead: each row panel's call ("p") passes the micro-kernel its
+// 1/row_panels share of the next B block (kc x NR floats) to prefetch while
+// it computes, so the next block's first call does not wait on L3 or DRAM.
+// Both with k blocks (3x3) and without (1x1: the next column panel's K).
+TEST(FloatGemm, PixelRowsPrefetchTheNextWeightBlockPerRowPanel) {
+  for (const int64_t k : {int64_t{3}, int64_t{1}}) {
+    const codegen::Kernel kernel = few_pixels_kernel("prefetch_" + std::to_string(k), k, 1);
+    const int64_t kc = ukernel_param(kernel, "kc"), row_panels = ukernel_param(kernel, "row_panels");
+    EXPECT_GT(row_panels, 1);  // of 7 (49 pixels)
+    std::vector<codegen::Stmt> panel_loops, calls;
+    loops_named(kernel, kernel.body, "p", &panel_loops);
+    ASSERT_EQ(panel_loops.size(), 1u) << k;
+    calls_in(panel_loops[0], "tg_sgemm::tile", &calls);
+    ASSERT_EQ(calls.size(), 1u) << k;
+    ASSERT_EQ(calls[0]->args.size(), 7u) << k;
+    EXPECT_EQ(calls[0]->args[5].buffer, calls[0]->args[2].buffer) << "the next block of the same packed weights";
+    int64_t floats = 0;
+    ASSERT_TRUE(is_const_int(calls[0]->args[6].value, &floats));
+    EXPECT_EQ(floats, ((kc * 32 + row_panels - 1) / row_panels + 15) / 16 * 16) << k;
+  }
 }
 
 TEST(FloatGemm, DepthwiseConvDoesNotPay) {

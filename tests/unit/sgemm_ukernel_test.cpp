@@ -82,10 +82,11 @@ std::vector<float> ukernel_gemm(const SGemmVariantInfo& v, const Problem& p, int
         for (int r = 0; r < v.mr; ++r)
           a_panel.data()[kk * v.mr + r] = p.a[std::min(m0 + r, p.m - 1) * p.k + kk];
       if (kc <= 0 || p.k == 0) {
-        v.tile(p.k, a_panel.data(), b_panel.data(), tile.data(), false);
+        v.tile(p.k, a_panel.data(), b_panel.data(), tile.data(), false, nullptr, 0);
       } else {
         for (int64_t k0 = 0; k0 < p.k; k0 += kc)
-          v.tile(std::min(kc, p.k - k0), a_panel.data() + k0 * v.mr, b_panel.data() + k0 * v.nr, tile.data(), k0 > 0);
+          v.tile(std::min(kc, p.k - k0), a_panel.data() + k0 * v.mr, b_panel.data() + k0 * v.nr, tile.data(), k0 > 0,
+                 nullptr, 0);
       }
       for (int r = 0; r < v.mr && m0 + r < p.m; ++r)
         for (int j = 0; j < v.nr && n0 + j < p.n; ++j) c[(m0 + r) * p.n + n0 + j] = tile[r * v.nr + j];
@@ -142,7 +143,7 @@ TEST_P(SGemmVariantTest, KZeroGivesZeros) {
   const SGemmVariantInfo& v = GetParam();
   std::vector<float> tile(v.mr * v.nr, NAN);
   AlignedFloats panel(16);
-  v.tile(0, panel.data(), panel.data(), tile.data(), false);
+  v.tile(0, panel.data(), panel.data(), tile.data(), false, nullptr, 0);
   for (float x : tile) EXPECT_EQ(x, 0.0f);
 }
 
@@ -159,15 +160,37 @@ TEST_P(SGemmVariantTest, AccumulateAddsOntoC) {
   std::vector<float> tile(v.mr * v.nr), start(v.mr * v.nr);
   for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<float>(i) + 0.5f;
   tile = start;
-  v.tile(0, a.data(), b.data(), tile.data(), true);
+  v.tile(0, a.data(), b.data(), tile.data(), true, nullptr, 0);
   EXPECT_EQ(tile, start);
-  v.tile(5, a.data(), b.data(), tile.data(), true);
+  v.tile(5, a.data(), b.data(), tile.data(), true, nullptr, 0);
   for (int r = 0; r < v.mr; ++r)
     for (int j = 0; j < v.nr; ++j) {
       double want = start[r * v.nr + j];
       for (int64_t kk = 0; kk < 5; ++kk) want += static_cast<double>(p.a[r * 5 + kk]) * p.b[kk * v.nr + j];
       EXPECT_NEAR(tile[r * v.nr + j], want, 1e-4) << v.name << " at (" << r << ", " << j << ")";
     }
+}
+
+TEST_P(SGemmVariantTest, PrefetchHintLeavesTheTileUnchanged) {
+  // `next` is a hint: with fewer 64-byte lines than k steps, more (spread
+  // one per step, the rest after the loop), a partial line or none, the
+  // tile is bit for bit the one without it.
+  const SGemmVariantInfo& v = GetParam();
+  const int64_t k = 37;
+  const Problem p = random_problem(v.mr, v.nr, k, 13);
+  AlignedFloats a(static_cast<size_t>(k * v.mr)), b(static_cast<size_t>(k * v.nr)), next(100 * 16);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int r = 0; r < v.mr; ++r) a.data()[kk * v.mr + r] = p.a[r * k + kk];
+    for (int j = 0; j < v.nr; ++j) b.data()[kk * v.nr + j] = p.b[kk * v.nr + j];
+  }
+  std::vector<float> want(v.mr * v.nr), tile(v.mr * v.nr);
+  v.tile(k, a.data(), b.data(), want.data(), false, nullptr, 0);
+  EXPECT_NE(want, std::vector<float>(v.mr * v.nr, 0.0f));
+  for (const int64_t floats : {int64_t{16}, int64_t{5 * 16}, int64_t{100 * 16}, int64_t{7}, int64_t{0}}) {
+    std::fill(tile.begin(), tile.end(), NAN);
+    v.tile(k, a.data(), b.data(), tile.data(), false, next.data(), floats);
+    EXPECT_EQ(tile, want) << v.name << ", " << floats << " floats to prefetch";
+  }
 }
 
 TEST_P(SGemmVariantTest, KBlocksGiveTheUnblockedSumsExactly) {

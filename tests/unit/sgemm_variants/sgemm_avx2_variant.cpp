@@ -21,8 +21,9 @@
 #include "codegen/ukernels/sgemm_avx2.h"
 #undef TG_SGEMM_FORCE
 
-static void sgemm_tile_avx2(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
-  tg_sgemm::avx2::tile(k, a, b, c, accumulate);
+static void sgemm_tile_avx2(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                            const float* next, int64_t next_floats) {
+  tg_sgemm::avx2::tile(k, a, b, c, accumulate, next, next_floats);
 }
 
 #if defined(__clang__)

@@ -10,7 +10,8 @@ struct SGemmVariantInfo {
   const char* name;  // the header's kVariant
   int mr;            // kMR
   int nr;            // kNR
-  void (*tile)(int64_t k, const float* a, const float* b, float* c, bool accumulate);
+  void (*tile)(int64_t k, const float* a, const float* b, float* c, bool accumulate, const float* next,
+               int64_t next_floats);
   bool (*supported)();  // whether this CPU can run tile
 };
 
