@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "codegen/lowering/gemm_coords.h"
@@ -217,7 +218,8 @@ class FloatGemmLowering : KernelBuilder {
                                      {-1, const_of(0, DType::kBool)}};
         if (prefetches_b()) add_next_b(&args, vp, b_panel_at + geo_.b_panel, m.k);
         const Stmt call = make_call("tg_sgemm::tile", args);
-        panel_body.push_back(row_panel_loop(vp, rows, {call, tile_loops}));
+        const std::optional<Stmt> fused = fused_bias_clamp(nb, tile_loops, call, a_at(vp), b_arg, ctile);
+        panel_body.push_back(row_panel_loop(vp, rows, fused ? std::vector<Stmt>{*fused} : std::vector<Stmt>{call, tile_loops}));
       } else {
         // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
         // panel, each block's B rows are packed (or read from the packed
@@ -509,6 +511,89 @@ class FloatGemmLowering : KernelBuilder {
                       step == 1);
     });
     return unit;
+  }
+
+  // The tile's call and epilogue as one tg_sgemm::tile_bias_clamp call
+  // (codegen/ukernels/README.md) where the epilogue of the full tiles
+  // (`tile_loops`, store_tile's loops over the C tile in `c_buffer`) is
+  // out[o + i * ldc + j] = min(max(acc + bias[r + i], lo), hi), Min and Max
+  // optional, their bound second (tg_max(x, lo) keeps a NaN x): a conv's
+  // bias with ReLU, Clip or nothing. The micro-kernel applies it to its
+  // accumulators and stores the output rows itself; the C tile's store,
+  // reload and loop go (MobileNet-v2's 1x1 convs: the epilogue was a fifth
+  // of the 16 -> 96 expand over 112 x 112). Where N has a tail, its last
+  // panel keeps `call` and the epilogue loops. None where M has a tail (the
+  // rows past M would be stored) or the epilogue is anything else.
+  std::optional<Stmt> fused_bias_clamp(const Expr& nb, const Stmt& tile_loops, const Stmt& call, const CallArg& a,
+                                       const CallArg& b, int c_buffer) const {
+    const FloatGemmVariant& v = geo_.v;
+    if (geo_.m.rows() % v.mr != 0) return std::nullopt;
+    const bool split = full_panels() > 0;
+    // store_tile's shape: For i (MR) { If (row + i < M) { For j (NR) { Store } } },
+    // for the full panels under split_full_panels' first If.
+    const Stmt whole = split ? tile_loops->body[0]->body[0] : tile_loops;
+    if (whole->kind != StmtKind::kFor || whole->body.size() != 1 || whole->body[0]->kind != StmtKind::kIf ||
+        whole->body[0]->body.size() != 1)
+      return std::nullopt;
+    const Stmt cols = whole->body[0]->body[0];
+    int64_t nr = 0;
+    if (cols->kind != StmtKind::kFor || !is_const_int(cols->extent, &nr) || nr != v.nr || cols->body.size() != 1 ||
+        cols->body[0]->kind != StmtKind::kStore)
+      return std::nullopt;
+    const Stmt& store = cols->body[0];
+    const int vi = whole->var, vj = cols->var;
+    if (kernel_.buffers[static_cast<size_t>(store.get()->buffer)].dtype != DType::kF32) return std::nullopt;
+    // The value: peel Min(x, hi) and Max(x, lo), then acc + bias[r + i] (either order).
+    Expr x = store->value;
+    double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+    auto bound = [](const Expr& e, BinaryOp op, double* value) {
+      if (e->kind != ExprKind::kBinary || e->binary_op != op || e->args[1]->kind != ExprKind::kFloatImm ||
+          e->args[1]->dtype != DType::kF32)
+        return false;
+      *value = e->args[1]->float_value;
+      return true;
+    };
+    if (bound(x, BinaryOp::kMin, &hi)) x = x->args[0];
+    if (bound(x, BinaryOp::kMax, &lo)) x = x->args[0];
+    if (x->kind != ExprKind::kBinary || x->binary_op != BinaryOp::kAdd || x->dtype != DType::kF32) return std::nullopt;
+    auto is_load_of = [](const Expr& e, int buffer) {
+      return e->kind == ExprKind::kLoad && e->args.size() == 1 && (buffer < 0 || e->int_value == buffer);
+    };
+    const bool acc_first = is_load_of(x->args[0], c_buffer);
+    const Expr acc = x->args[acc_first ? 0 : 1], bias = x->args[acc_first ? 1 : 0];
+    if (!is_load_of(acc, c_buffer) || !is_load_of(bias, -1) || bias->int_value == c_buffer ||
+        bias->dtype != DType::kF32)
+      return std::nullopt;
+    // Offsets: acc at i * NR + j, the bias at its row's + i, the output at o + i * ldc + j.
+    auto at = [&](const Expr& e, int64_t i, int64_t j) {
+      std::vector<Expr> vars;
+      for (size_t n = 0; n < bounds_.size(); ++n) vars.push_back(var(static_cast<int>(n)));
+      vars[static_cast<size_t>(vi)] = int_imm(i);
+      vars[static_cast<size_t>(vj)] = int_imm(j);
+      return simplify(substitute_vars(e, vars), bounds_);
+    };
+    auto step = [&](const Expr& e, int64_t i, int64_t j, int64_t* d) {
+      return is_const_int(simplify(at(e, i, j) - at(e, 0, 0), bounds_), d);
+    };
+    auto affine = [&](const Expr& e, int64_t di, int64_t dj) {  // e == e(0, 0) + i * di + j * dj
+      int64_t zero = -1;
+      return is_const_int(simplify(e - at(e, 0, 0) - var(vi) * di - var(vj) * dj, bounds_), &zero) && zero == 0;
+    };
+    const Expr acc_at = acc->args[0], bias_at = bias->args[0], out_at = store->index;
+    int64_t ldc = 0;
+    if (!affine(acc_at, v.nr, 1) || !is_const_int(at(acc_at, 0, 0)) || !affine(bias_at, 1, 0) ||
+        !step(out_at, 1, 0, &ldc) || ldc < v.nr || !affine(out_at, ldc, 1))
+      return std::nullopt;
+    int64_t acc_first_at = -1;
+    if (!is_const_int(at(acc_at, 0, 0), &acc_first_at) || acc_first_at != 0) return std::nullopt;
+    const Stmt fused = make_call("tg_sgemm::tile_bias_clamp",
+                                 {call->args[0], a, b, {store->buffer, at(out_at, 0, 0)}, {-1, int_imm(ldc)},
+                                  {static_cast<int>(bias->int_value), at(bias_at, 0, 0)},
+                                  {-1, float_imm(lo)}, {-1, float_imm(hi)}});
+    if (!split) return fused;
+    const int64_t full = full_panels();
+    const Stmt tail = tile_loops->body[1]->body[0];
+    return make_seq({make_if(lt(nb, int_imm(full)), {fused}), make_if(lt(int_imm(full - 1), nb), {call, tail})});
   }
 
   // The output stores of one MR x NR tile, whose first row is `row`, from

@@ -11,7 +11,10 @@
 //     with its padding select (an implicit GEMM: no im2col buffer, only the
 //     panels; a 1x1 conv's B panel reads NR contiguous pixels per channel).
 //   * Each tile() call leaves an MR x NR tile in L1, which the fused epilogue
-//     (bias, activation, residual add) turns into the output.
+//     (bias, activation, residual add) turns into the output. Where the
+//     whole K is one block and a full tile's epilogue is only a bias and
+//     bounds (ReLU, Clip), tile_bias_clamp applies it to the accumulators
+//     and stores the output rows itself (fused_bias_clamp).
 // The cache blocking comes from scheduler/float_gemm_blocking.h: a row
 // block's A panels (all of K) fit in half of the arch's L2, and where a B
 // panel (K x NR) would overflow half the L1, K runs in blocks of kc: per

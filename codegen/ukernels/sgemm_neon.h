@@ -64,6 +64,22 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     for (int v = 0; v < 3; ++v) vst1q_f32(c + r * kNR + 4 * v, rows[r][v]);
 }
 
+// c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()
+// computes (not accumulating): a conv's bias with ReLU (hi = INFINITY),
+// Clip or none (lo = -INFINITY) as the generated epilogue computes it,
+// NaN kept; c: row r of the output at c + r * ldc (README.md).
+inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
+                            float lo, float hi) {
+  alignas(64) float t[kMR * kNR];
+  tile(k, a, b, t, false);
+  for (int r = 0; r < kMR; ++r)
+    for (int j = 0; j < kNR; ++j) {
+      float x = t[r * kNR + j] + bias[r];
+      x = x < lo ? lo : x;
+      c[r * ldc + j] = hi < x ? hi : x;
+    }
+}
+
 }  // namespace neon
 }  // namespace tg_sgemm
 

@@ -3,6 +3,7 @@
 // micro-kernel, the lowered loops (packing, column tables, k blocks), and
 // epilogue fusion in the CPU schedule.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <tuple>
@@ -773,6 +774,94 @@ TEST(FloatGemm, ConvsOverChannelsStayOffTheDirectKernel) {
   for (const auto& [name, channels, k] : {std::tuple<const char*, int64_t, int64_t>{"pointwise", 3, 1}, {"stem", 3, 3}}) {
     const ScheduledConv c = conv_relu6(name, channels, 1, k);
     for (const scheduler::KernelSchedule& ks : c.s.kernels) EXPECT_NE(ks.kind, scheduler::KernelKind::kDirectConv) << name;
+  }
+}
+
+// A 1x1 conv (16 channels -> `filters`, over h x w) + bias + `activation`
+// ("Relu", "Clip" 0..6, "Sigmoid"), lowered for the AVX-512 variant.
+codegen::Kernel pointwise_avx512_kernel(const std::string& name, int64_t filters, int64_t h, int64_t w,
+                                        const std::string& activation) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 16, h, w}).output("y");
+  b.initializer_f("w", {filters, 16, 1, 1}, ramp(static_cast<int>(filters * 16)));
+  b.initializer_f("bias", {filters}, ramp(static_cast<int>(filters)));
+  b.node("Conv", {"x", "w", "bias"}, {"c"});
+  if (activation == "Clip") {
+    b.initializer_f("lo", {}, {0.0f});
+    b.initializer_f("hi", {}, {6.0f});
+    b.node("Clip", {"c", "lo", "hi"}, {"y"});
+  } else {
+    b.node(activation, {"c"}, {"y"});
+  }
+  Graph g = import_and_optimize(b, name);
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1) << name;
+  EXPECT_EQ(s.kernels.size(), 1u) << name << ": the activation should be the GEMM's epilogue";
+  const codegen::FloatGemmVariant avx512 = codegen::float_gemm_variant_named("avx512");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512);
+  codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), avx512, packs, scheduler::host_arch());
+  codegen::verify(kernel);
+  return kernel;
+}
+
+double float_arg(const codegen::CallArg& a) {
+  EXPECT_EQ(a.buffer, -1);
+  EXPECT_EQ(a.value->kind, ExprKind::kFloatImm);
+  return a.value->float_value;
+}
+
+// Bias + Clip over full tiles (16 filters, 16 x 16 = 8 panels of 32): the
+// micro-kernel's fused epilogue, storing the output rows 256 floats apart
+// from the accumulators, with no C tile call or epilogue loop left.
+TEST(FloatGemm, BiasAndClipAreTheMicroKernelsEpilogue) {
+  const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_clip", 16, 16, 16, "Clip");
+  std::vector<codegen::Stmt> fused, plain;
+  calls_in(kernel.body, "tg_sgemm::tile_bias_clamp", &fused);
+  calls_in(kernel.body, "tg_sgemm::tile", &plain);
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(plain.size(), 0u);
+  const std::vector<codegen::CallArg>& args = fused[0]->args;
+  ASSERT_EQ(args.size(), 8u);
+  int64_t k = 0, ldc = 0;
+  EXPECT_TRUE(is_const_int(args[0].value, &k) && k == 16);
+  EXPECT_TRUE(kernel.buffers.at(static_cast<size_t>(args[3].buffer)).written) << "c is the output";
+  EXPECT_TRUE(is_const_int(args[4].value, &ldc) && ldc == 256);
+  EXPECT_EQ(kernel.buffers.at(static_cast<size_t>(args[5].buffer)).dtype, DType::kF32);
+  EXPECT_EQ(float_arg(args[6]), 0.0);
+  EXPECT_EQ(float_arg(args[7]), 6.0);
+  std::vector<codegen::Stmt> epilogue;
+  loops_named(kernel, kernel.body, "j", &epilogue);
+  EXPECT_EQ(epilogue.size(), 0u);
+}
+
+// ReLU over 20 x 20 = 400 pixels: the 12 full panels take the fused
+// call (no upper bound), the tail panel keeps tile() and its epilogue.
+TEST(FloatGemm, ColumnTailKeepsTheTileAndItsEpilogue) {
+  const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_relu_tail", 16, 20, 20, "Relu");
+  std::vector<codegen::Stmt> fused, plain, epilogue;
+  calls_in(kernel.body, "tg_sgemm::tile_bias_clamp", &fused);
+  calls_in(kernel.body, "tg_sgemm::tile", &plain);
+  loops_named(kernel, kernel.body, "j", &epilogue);
+  ASSERT_EQ(fused.size(), 1u);
+  EXPECT_EQ(plain.size(), 1u);
+  EXPECT_EQ(epilogue.size(), 1u);
+  int64_t ldc = 0;
+  EXPECT_TRUE(is_const_int(fused[0]->args.at(4).value, &ldc) && ldc == 400);
+  EXPECT_EQ(float_arg(fused[0]->args.at(6)), 0.0);
+  EXPECT_TRUE(std::isinf(float_arg(fused[0]->args.at(7))));
+}
+
+// Not fused: 12 filters (the row tail's padding rows would be stored) and
+// an epilogue other than bias and bounds (Sigmoid).
+TEST(FloatGemm, RowTailsAndOtherEpiloguesKeepTheTile) {
+  for (const auto& [name, filters, activation] :
+       {std::tuple<const char*, int64_t, const char*>{"pointwise_rows12", 12, "Relu"}, {"pointwise_sigmoid", 16, "Sigmoid"}}) {
+    const codegen::Kernel kernel = pointwise_avx512_kernel(name, filters, 16, 16, activation);
+    std::vector<codegen::Stmt> fused, plain;
+    calls_in(kernel.body, "tg_sgemm::tile_bias_clamp", &fused);
+    calls_in(kernel.body, "tg_sgemm::tile", &plain);
+    EXPECT_EQ(fused.size(), 0u) << name;
+    EXPECT_EQ(plain.size(), 1u) << name;
   }
 }
 

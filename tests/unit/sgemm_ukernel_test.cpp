@@ -26,7 +26,7 @@ namespace {
 
 SGemmVariantInfo scalar_variant() {
   namespace v = tg_sgemm::scalar;
-  return {v::kVariant, v::kMR, v::kNR, v::tile, [] { return true; }};
+  return {v::kVariant, v::kMR, v::kNR, v::tile, v::tile_bias_clamp, [] { return true; }};
 }
 
 std::vector<SGemmVariantInfo> linked_variants() {
@@ -223,6 +223,52 @@ TEST_P(SGemmVariantTest, ExactOnSmallIntegers) {
       for (int64_t kk = 0; kk < p.k; ++kk) exact += p.a[i * p.k + kk] * p.b[kk * p.n + j];
       ASSERT_EQ(c[i * p.n + j], exact) << v.name << " at (" << i << ", " << j << ")";
     }
+}
+
+// tile_bias_clamp stores min(max(S + bias[r], lo), hi) into rows ldc apart,
+// bit for bit what tile() and the generated epilogue (x < lo ? lo : x, then
+// hi < x ? hi : x) give: with ReLU, Clip and no bounds, a NaN bias row
+// staying NaN, a -0 bias, and the floats between the rows untouched.
+TEST_P(SGemmVariantTest, BiasClampIsTheTileAndTheEpilogue) {
+  const SGemmVariantInfo& v = GetParam();
+  const int64_t k = 19, ldc = v.nr + 5;
+  const Problem p = random_problem(v.mr, v.nr, k, 11);
+  AlignedFloats a_panel(static_cast<size_t>(k * v.mr)), b_panel(static_cast<size_t>(k * v.nr));
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int r = 0; r < v.mr; ++r) a_panel.data()[kk * v.mr + r] = p.a[r * k + kk] * 4;
+    for (int j = 0; j < v.nr; ++j) b_panel.data()[kk * v.nr + j] = p.b[kk * v.nr + j];
+  }
+  std::vector<float> tile(static_cast<size_t>(v.mr * v.nr));
+  v.tile(k, a_panel.data(), b_panel.data(), tile.data(), false, nullptr, 0);
+  std::vector<float> bias(static_cast<size_t>(v.mr));
+  for (int r = 0; r < v.mr; ++r) bias[static_cast<size_t>(r)] = 0.25f * static_cast<float>(r - 3);
+  bias[1] = NAN;
+  bias[2] = -0.0f;
+  const float bounds[][2] = {{0.0f, 6.0f}, {0.0f, INFINITY}, {-INFINITY, INFINITY}, {-1.5f, 0.5f}};
+  for (const auto& [lo, hi] : bounds) {
+    std::vector<float> out(static_cast<size_t>(v.mr * ldc), 42.0f);
+    v.tile_bias_clamp(k, a_panel.data(), b_panel.data(), out.data(), ldc, bias.data(), lo, hi);
+    int clamped = 0;
+    for (int r = 0; r < v.mr; ++r)
+      for (int64_t j = 0; j < ldc; ++j) {
+        const float got = out[static_cast<size_t>(r * ldc + j)];
+        if (j >= v.nr) {
+          ASSERT_EQ(got, 42.0f) << v.name << " wrote past its row at (" << r << ", " << j << ")";
+          continue;
+        }
+        float x = tile[static_cast<size_t>(r * v.nr + j)] + bias[static_cast<size_t>(r)];
+        x = x < lo ? lo : x;
+        x = hi < x ? hi : x;
+        if (std::isnan(x)) {
+          ASSERT_TRUE(std::isnan(got)) << v.name << " lo=" << lo << " hi=" << hi << " at (" << r << ", " << j << ")";
+          continue;
+        }
+        clamped += x == lo || x == hi;
+        ASSERT_EQ(got, x) << v.name << " lo=" << lo << " hi=" << hi << " at (" << r << ", " << j << ")";
+        ASSERT_EQ(std::signbit(got), std::signbit(x)) << v.name << " at (" << r << ", " << j << ")";
+      }
+    if (std::isfinite(lo)) EXPECT_GT(clamped, 0) << "the bounds " << lo << ", " << hi << " clamp nothing";
+  }
 }
 
 TEST_P(SGemmVariantTest, CompilerTableAgreesWithTheHeader) {

@@ -26,6 +26,11 @@ static void sgemm_tile_avx2(int64_t k, const float* a, const float* b, float* c,
   tg_sgemm::avx2::tile(k, a, b, c, accumulate, next, next_floats);
 }
 
+static void sgemm_tile_bias_clamp_avx2(int64_t k, const float* a, const float* b, float* c, int64_t ldc,
+                                     const float* bias, float lo, float hi) {
+  tg_sgemm::avx2::tile_bias_clamp(k, a, b, c, ldc, bias, lo, hi);
+}
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -39,7 +44,7 @@ static bool avx2_supported() {
 
 SGemmVariantInfo sgemm_avx2_variant() {
   namespace v = tg_sgemm::avx2;
-  return {v::kVariant, v::kMR, v::kNR, sgemm_tile_avx2, avx2_supported};
+  return {v::kVariant, v::kMR, v::kNR, sgemm_tile_avx2, sgemm_tile_bias_clamp_avx2, avx2_supported};
 }
 
 #endif  // defined(__x86_64__)

@@ -12,6 +12,8 @@ struct SGemmVariantInfo {
   int nr;            // kNR
   void (*tile)(int64_t k, const float* a, const float* b, float* c, bool accumulate, const float* next,
                int64_t next_floats);
+  void (*tile_bias_clamp)(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
+                          float lo, float hi);
   bool (*supported)();  // whether this CPU can run tile
 };
 
