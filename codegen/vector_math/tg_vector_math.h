@@ -28,9 +28,15 @@ TG_VECTOR_MATH_INLINE float tg_bits_to_float(uint32_t b) { float f; std::memcpy(
 // part exact in float and a remainder); e^r by its degree-7 Taylor polynomial
 // (truncation < 6e-9). 2^n is applied in two halves, so n from -150
 // (denormal results) to 129 (overflow to inf) needs no special case.
+// Below -104 (e^x rounds to 0) the lanes compute e^0 and select 0: clamped
+// to -104 they multiplied down to a denormal and then 0, and on x86 every
+// vector multiply that underflows takes a microcode assist (~150 cycles)
+// where denormals are not flushed: softmax over bert's masked positions
+// (-10000) spent 2/3 of its time there.
 TG_VECTOR_MATH_INLINE float tg_exp(float x) {
-  float xc = x < -104.0f ? -104.0f : x;  // e^-104 rounds to 0
-  xc = xc > 89.0f ? 89.0f : xc;          // e^89 overflows to inf
+  const bool zero = x < -104.0f;
+  float xc = zero ? 0.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;  // e^89 overflows to inf
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
   n = n == n ? n : 0.0f;  // NaN: any finite n; the NaN travels through r
   float r = xc - n * 0.693359375f;
@@ -47,7 +53,8 @@ TG_VECTOR_MATH_INLINE float tg_exp(float x) {
   int32_t half = ni >> 1;
   float s1 = tg_bits_to_float(static_cast<uint32_t>(half + 127) << 23);
   float s2 = tg_bits_to_float(static_cast<uint32_t>(ni - half + 127) << 23);
-  return p * s1 * s2;
+  const float e = p * s1 * s2;
+  return zero ? 0.0f : e;
 }
 // erf: for |x| < 0.5 the odd Taylor series up to x^11 (alternating, so the
 // truncation is below the next term, 1.3e-8); beyond, Hastings' rational

@@ -140,5 +140,32 @@ TEST(FloatGemmBlocking, KOuterOnlyForPackedFiltersAndRunTimeColumns) {
   EXPECT_FALSE(float_gemm_blocking(conv_gemm(4096, {256}), 8, 32, arch, {true, false}).k_outer);
 }
 
+// x @ W with W [k, n] packed at compile time: M = out_shape[0].
+Gemm matmul_gemm(int64_t rows, int64_t k, int64_t cols) {
+  Gemm m = gemm_with_k({k});
+  m.out_shape = {rows, cols};
+  m.row_axes = {0};
+  m.col_axes = {1};
+  return m;
+}
+
+TEST(FloatGemmBlocking, WeightsThatOverflowTheL2LetTheRowBlockFillIt) {
+  const ArchSpec arch = caches(48 << 10, 2 << 20);
+  // bert-base's FFN output: 128 x 3072 @ 3072 x 768 (9.4 MB of B). A panel
+  // of 3072 x 8 floats and its C tile (8 x 32): 10 of them in half the L2,
+  // 21 in all of it, so all 16 row panels stream B once.
+  const int64_t per_panel = (3072 * 8 + 256) * 4;
+  const FloatGemmBlocking streamed = float_gemm_blocking(matmul_gemm(128, 3072, 768), 8, 32, arch, {false, true});
+  EXPECT_EQ(streamed.k_blocks, 16);
+  EXPECT_EQ(streamed.max_row_panels, (2 << 20) / per_panel);
+  EXPECT_EQ(streamed.max_row_panels, 21);
+  // 3072 x 160 (1.9 MB of B) fits the L2: half of it, as before.
+  EXPECT_EQ(float_gemm_blocking(matmul_gemm(128, 3072, 160), 8, 32, arch, {false, true}).max_row_panels,
+            (1 << 20) / per_panel);
+  // Both operands run-time (attention's activations): half.
+  EXPECT_EQ(float_gemm_blocking(matmul_gemm(128, 3072, 768), 8, 32, arch, {false, false}).max_row_panels,
+            (1 << 20) / per_panel);
+}
+
 }  // namespace
 }  // namespace tilegraph::scheduler
