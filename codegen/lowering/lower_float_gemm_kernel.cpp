@@ -436,14 +436,8 @@ class FloatGemmLowering : KernelBuilder {
       at.push_back(var(fill_vars.back()));
       at[static_cast<size_t>(t.window[w])] = var(fill_vars.back());
     }
-    std::vector<Expr> wide, narrowed;
-    bool narrow = true;
-    for (const Expr& term : terms) {
-      wide.push_back(substitute_vars(term, at));
-      narrowed.push_back(narrow_index_to_i32(wide.back(), bounds_));
-      narrow = narrow && narrowed.back();
-    }
-    const DType entry = narrow ? DType::kI32 : DType::kI64;
+    const TableEntries entries = table_entries(terms, at);
+    const DType entry = entries.type;
     const int64_t per_term = t.positions * v.mr;
     const int table = add_local("rows", entry, static_cast<int64_t>(terms.size()) * per_term, kUkernelAlignment);
     Expr fill_position = int_imm(0);
@@ -451,7 +445,7 @@ class FloatGemmLowering : KernelBuilder {
       fill_position = fill_position * geo_.m.k_extents[t.window_axes[w]] + var(fill_vars[w]);
     std::vector<Stmt> stores;
     for (size_t i = 0; i < terms.size(); ++i) {
-      Expr term = narrow ? narrowed[i] : wide[i];
+      Expr term = entries.values[i];
       if (term->dtype == DType::kBool) term = cast(entry, term);
       const Expr at_term = int_imm(static_cast<int64_t>(i) * per_term) + fill_position * v.mr + var(vt);
       stores.push_back(make_store(table, finalize_indices(at_term, bounds_), term));
@@ -465,6 +459,24 @@ class FloatGemmLowering : KernelBuilder {
     for (size_t i = k_vars.size(); i-- > 0;)
       pack = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {pack});
     return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {make_allocate(table, {fill, pack})});
+  }
+
+  // A row or column table's entries: `terms` at `at` (their vars
+  // substituted), in int32 where every one computes in it (narrow_index.h),
+  // else all in int64.
+  struct TableEntries {
+    std::vector<Expr> values;
+    DType type;
+  };
+  TableEntries table_entries(const std::vector<Expr>& terms, const std::vector<Expr>& at) const {
+    std::vector<Expr> wide, narrowed;
+    bool narrow = true;
+    for (const Expr& term : terms) {
+      wide.push_back(substitute_vars(term, at));
+      narrowed.push_back(narrow_index_to_i32(wide.back(), bounds_));
+      narrow = narrow && narrowed.back();
+    }
+    return narrow ? TableEntries{std::move(narrowed), DType::kI32} : TableEntries{std::move(wide), DType::kI64};
   }
 
   // e with each of `terms` (outermost first) read from table[i * per_term + at].
@@ -722,15 +734,9 @@ class FloatGemmLowering : KernelBuilder {
       // Entries in int32 where every term computes in it (narrow_index.h);
       // a table the k-outer group shares (its copies filled by another
       // packing of the same terms) narrows alike.
-      std::vector<Expr> wide, narrowed;
-      bool narrow = true;
-      for (const Expr& term : terms) {
-        wide.push_back(substitute_vars(term, at));
-        narrowed.push_back(narrow_index_to_i32(wide.back(), bounds_));
-        narrow = narrow && narrowed.back();
-      }
-      const std::vector<Expr>& filled = narrow ? narrowed : wide;
-      const DType entry = narrow ? DType::kI32 : DType::kI64;
+      const TableEntries entries = table_entries(terms, at);
+      const std::vector<Expr>& filled = entries.values;
+      const DType entry = entries.type;
       table = shared.buffer >= 0 ? shared.buffer
                                  : add_local("columns" + sfx, entry, table_size * shared.copies, kUkernelAlignment);
       TG_CHECK(kernel_.buffers[static_cast<size_t>(table)].dtype == entry, "column table ", sfx,
