@@ -479,35 +479,43 @@ class FloatGemmLowering : KernelBuilder {
     return narrow ? TableEntries{std::move(narrowed), DType::kI32} : TableEntries{std::move(wide), DType::kI64};
   }
 
-  // e with each of `terms` (outermost first) read from table[i * per_term + at].
-  static Expr replace_row_terms(const Expr& e, const std::vector<Expr>& terms, int table, DType entry,
-                                const Expr& at, int64_t per_term) {
+  // e with each of `terms` replaced by read(i, term). Top-down: a term is
+  // replaced whole, before any part of it could match another.
+  static Expr replace_terms(const Expr& e, const std::vector<Expr>& terms,
+                            const std::function<Expr(size_t, const Expr&)>& read) {
     for (size_t i = 0; i < terms.size(); ++i)
-      if (same_expr(terms[i], e)) {
-        const Expr value = load(table, entry, {int_imm(static_cast<int64_t>(i) * per_term) + at});
-        if (e->dtype == DType::kBool) return cast(DType::kBool, value);
-        return entry == DType::kI64 ? value : cast(DType::kI64, value);
-      }
+      if (same_expr(terms[i], e)) return read(i, e);
     if (e->args.empty()) return e;
     auto copy = std::make_shared<ExprNode>(*e);
     bool changed = false;
     for (Expr& arg : copy->args) {
-      Expr r = replace_row_terms(arg, terms, table, entry, at, per_term);
+      Expr r = replace_terms(arg, terms, read);
       changed = changed || r != arg;
       arg = std::move(r);
     }
     return changed ? Expr(copy) : e;
   }
 
-  static bool divides(const Expr& e) {
-    bool found = false;
-    visit(e, [&](const Expr& n) {
-      if (n->kind == ExprKind::kBinary &&
-          (n->binary_op == BinaryOp::kDiv || n->binary_op == BinaryOp::kRem ||
-           n->binary_op == BinaryOp::kFloorDiv || n->binary_op == BinaryOp::kFloorMod))
-        found = true;
+  // A table entry read back as the term it replaces: bool, or int64.
+  static Expr table_read(const Expr& term, int table, DType entry, const Expr& at) {
+    const Expr value = load(table, entry, {at});
+    if (term->dtype == DType::kBool) return cast(DType::kBool, value);
+    return entry == DType::kI64 ? value : cast(DType::kI64, value);
+  }
+
+  // e with each of `terms` (outermost first) read from table[i * per_term + at].
+  static Expr replace_row_terms(const Expr& e, const std::vector<Expr>& terms, int table, DType entry,
+                                const Expr& at, int64_t per_term) {
+    return replace_terms(e, terms, [&](size_t i, const Expr& term) {
+      return table_read(term, table, entry, int_imm(static_cast<int64_t>(i) * per_term) + at);
     });
-    return found;
+  }
+
+  static bool divides(const Expr& e) {
+    return any_node(e, [](const Expr& n) {
+      return n->kind == ExprKind::kBinary && (n->binary_op == BinaryOp::kDiv || n->binary_op == BinaryOp::kRem ||
+                                              n->binary_op == BinaryOp::kFloorDiv || n->binary_op == BinaryOp::kFloorMod);
+    });
   }
 
   // Whether some load of e steps by one element as var kv steps by one.
@@ -515,14 +523,11 @@ class FloatGemmLowering : KernelBuilder {
     std::vector<Expr> next;
     for (size_t i = 0; i < bounds_.size(); ++i) next.push_back(var(static_cast<int>(i)));
     next[static_cast<size_t>(kv)] = var(kv) + 1;
-    bool unit = false;
-    visit(e, [&](const Expr& n) {
-      if (n->kind != ExprKind::kLoad || n->args.size() != 1) return;
+    return any_node(e, [&](const Expr& n) {
+      if (n->kind != ExprKind::kLoad || n->args.size() != 1) return false;
       int64_t step = 0;
-      unit = unit || (is_const_int(simplify(substitute_vars(n->args[0], next) - n->args[0], bounds_), &step) &&
-                      step == 1);
+      return is_const_int(simplify(substitute_vars(n->args[0], next) - n->args[0], bounds_), &step) && step == 1;
     });
-    return unit;
   }
 
   // The tile's call and epilogue as one tg_sgemm::tile_bias_clamp call
@@ -593,7 +598,7 @@ class FloatGemmLowering : KernelBuilder {
     };
     const Expr acc_at = acc->args[0], bias_at = bias->args[0], out_at = store->index;
     int64_t ldc = 0;
-    if (!affine(acc_at, v.nr, 1) || !is_const_int(at(acc_at, 0, 0)) || !affine(bias_at, 1, 0) ||
+    if (!affine(acc_at, v.nr, 1) || !affine(bias_at, 1, 0) ||
         !step(out_at, 1, 0, &ldc) || ldc < v.nr || !affine(out_at, ldc, 1))
       return std::nullopt;
     int64_t acc_first_at = -1;
@@ -965,21 +970,7 @@ class FloatGemmLowering : KernelBuilder {
     if ((e->dtype != DType::kI64 && e->dtype != DType::kBool) || e->kind != ExprKind::kBinary ||
         !uses_var(e, vj) || uses_any(e, t.hoisted))
       return false;
-    bool costly = uses_any(e, t.window), loads = false;
-    visit(e, [&](const Expr& n) {
-      if (n->kind == ExprKind::kLoad) loads = true;
-      if (n->kind == ExprKind::kBinary) switch (n->binary_op) {
-          case BinaryOp::kDiv:
-          case BinaryOp::kRem:
-          case BinaryOp::kFloorDiv:
-          case BinaryOp::kFloorMod:
-            costly = true;
-            break;
-          default:
-            break;
-        }
-    });
-    return costly && !loads;
+    return (uses_any(e, t.window) || divides(e)) && !has_load(e);
   }
 
   // The maximal column terms of e, each once.
@@ -1000,27 +991,15 @@ class FloatGemmLowering : KernelBuilder {
   Expr replace_column_terms(const Expr& e, int vj, const ColumnTable& t, const std::vector<Expr>& terms,
                             int table, const Expr& base, DType entry, const Expr* run_first,
                             const Expr& lane = nullptr) const {
-    for (size_t i = 0; i < terms.size(); ++i)
-      if (same_expr(terms[i], e)) {
-        const bool offset = run_first && e->dtype != DType::kBool;
-        const Expr column = offset ? *run_first : var(vj);
-        const Expr at = int_imm(static_cast<int64_t>(i) * t.positions * geo_.v.nr) + window_position(t) * geo_.v.nr +
-                        column;
-        int64_t zero = -1;
-        const Expr value = load(table, entry, {is_const_int(base, &zero) && zero == 0 ? at : base + at});
-        if (e->dtype == DType::kBool) return cast(DType::kBool, value);
-        const Expr wide = entry == DType::kI64 ? value : cast(DType::kI64, value);
-        return offset ? wide + lane : wide;
-      }
-    if (e->args.empty()) return e;
-    auto copy = std::make_shared<ExprNode>(*e);
-    bool changed = false;
-    for (Expr& a : copy->args) {
-      Expr r = replace_column_terms(a, vj, t, terms, table, base, entry, run_first, lane);
-      changed = changed || r != a;
-      a = std::move(r);
-    }
-    return changed ? Expr(copy) : e;
+    return replace_terms(e, terms, [&](size_t i, const Expr& term) {
+      const bool offset = run_first && term->dtype != DType::kBool;
+      const Expr column = offset ? *run_first : var(vj);
+      const Expr at = int_imm(static_cast<int64_t>(i) * t.positions * geo_.v.nr) + window_position(t) * geo_.v.nr +
+                      column;
+      int64_t zero = -1;
+      const Expr read = table_read(term, table, entry, is_const_int(base, &zero) && zero == 0 ? at : base + at);
+      return offset ? read + lane : read;
+    });
   }
 
   std::vector<Op> phases_;
