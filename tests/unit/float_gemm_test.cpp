@@ -573,6 +573,26 @@ TEST(FloatGemm, ConvWithFewOutputPixelsKeepsFiltersAsColumns) {
   EXPECT_TRUE(scheduler::reads_only_constants(g, g.ops[0], m[0].b));
 }
 
+// Under 256 output pixels with 1 MiB or more of weights (ResNet-50's layer3:
+// 14 x 14 pixels) the weights are B and the pixels the rows; the same conv
+// with a quarter of the filters (256 KB of weights) keeps the pixels as
+// columns.
+TEST(FloatGemm, FewPixelConvWithLargeWeightsTakesThePixelsAsRows) {
+  for (const int64_t filters : {1024, 256}) {
+    OnnxModelBuilder b(13);
+    b.input("x", 1, {1, 256, 14, 14}).output("y");
+    b.initializer_f("w", {filters, 256, 1, 1}, ramp(filters * 256));
+    b.node("Conv", {"x", "w"}, {"y"});
+    const Graph g = import_and_optimize(b, "conv1x1");
+    const std::vector<scheduler::Gemm> m = float_gemms(g);
+    ASSERT_EQ(m.size(), 1u);
+    const bool large = filters * 256 * 4 >= (1 << 20);
+    EXPECT_EQ(m[0].row_axes, large ? (std::vector<int>{2, 3}) : (std::vector<int>{1})) << filters;
+    EXPECT_EQ(m[0].col_axes, large ? (std::vector<int>{1}) : (std::vector<int>{2, 3})) << filters;
+    EXPECT_EQ(scheduler::reads_only_constants(g, g.ops[0], m[0].b), large) << filters;
+  }
+}
+
 // The A panels of a conv with the pixels as rows, packed at run time: a
 // 1x1 conv's A(pixel, channel) steps by one along the pixels, so the rows
 // ("ia") run inside the channels ("ka0"), vectorized: MR contiguous floats
