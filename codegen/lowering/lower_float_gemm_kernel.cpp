@@ -432,7 +432,7 @@ class FloatGemmLowering : KernelBuilder {
     at[static_cast<size_t>(vi)] = var(vt);
     std::vector<int> fill_vars;
     for (size_t w = 0; w < t.window.size(); ++w) {
-      fill_vars.push_back(new_var(str_cat("kt", w), geo_.m.k_extents[t.window_axes[w]]));
+      fill_vars.push_back(new_var(str_cat("kr", w), geo_.m.k_extents[t.window_axes[w]]));
       at.push_back(var(fill_vars.back()));
       at[static_cast<size_t>(t.window[w])] = var(fill_vars.back());
     }

@@ -598,7 +598,7 @@ TEST(FloatGemm, FewPixelConvWithLargeWeightsTakesThePixelsAsRows) {
 // ("ia") run inside the channels ("ka0"), vectorized: MR contiguous floats
 // per channel. A matmul's activation A steps by one along k and keeps k
 // inside, as does a kxk conv whose pixel coordinates divide.
-codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t stride) {
+codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t stride, bool prepack = true) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {1, 64, 7 * stride, 7 * stride}).output("y");
   b.initializer_f("w", {96, 64, k, k}, ramp(96 * 64 * static_cast<int>(k * k)));
@@ -609,7 +609,8 @@ codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t st
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
   EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
   const codegen::FloatGemmVariant avx512 = codegen::float_gemm_variant_named("avx512");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512);
+  const codegen::FloatGemmPacks packs =
+      prepack ? codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512) : codegen::FloatGemmPacks{};
   EXPECT_LT(packs.a, 0);  // the pixels are the rows: A is the activation
   codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), avx512, packs, scheduler::host_arch());
   codegen::verify(kernel);
@@ -661,6 +662,18 @@ TEST(FloatGemm, KxKConvPacksPixelRowsInsideTheWindowFromARowTable) {
   ASSERT_NE(table, kernel.buffers.end());
   EXPECT_EQ(table->elements, 2 * 9 * 8);
   EXPECT_EQ(table->dtype, DType::kI32);
+}
+
+// Weights left for the run time to pack (lower_kernel without the packs):
+// the row table's and the column table's fill loops each name their window
+// vars, so the kernel verifies (names are unique) with both tables.
+TEST(FloatGemm, KxKConvPixelRowsWithRunTimePackedWeightsVerify) {
+  const codegen::Kernel kernel = few_pixels_kernel("kxk_rows_runtime_b", 3, 2, /*prepack=*/false);
+  std::vector<codegen::Stmt> row_fills, b_packs;
+  loops_named(kernel, kernel.body, "it", &row_fills);
+  loops_named(kernel, kernel.body, "jb", &b_packs);
+  EXPECT_EQ(row_fills.size(), 1u);
+  EXPECT_FALSE(b_packs.empty()) << "B is packed in the kernel";
 }
 
 // The pixel rows' B (the weights, packed at compile time) streams in one
