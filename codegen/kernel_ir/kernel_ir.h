@@ -101,6 +101,12 @@ struct StmtNode {
   Expr extent;                  // For
   LoopKind loop = LoopKind::kSerial;
   int collapse = 1;             // For kParallel
+  // For kParallel: a var bound at the top of the innermost collapsed loop's
+  // body to how many iterations of the (flattened) nest the same thread ran
+  // back to back just before this one, so a thread's scratch arena (Local
+  // scratch buffers) still holds what the previous iteration left there
+  // when it is > 0. A printer that cannot tell binds 0 (always safe).
+  int run_var = -1;
   int buffer = -1;              // Store, Allocate
   Expr index;                   // Store
   Expr value;                   // Store
@@ -111,6 +117,8 @@ struct StmtNode {
 };
 
 Stmt make_for(int var, Expr extent, LoopKind loop, std::vector<Stmt> body, int collapse = 1);
+// A kParallel For whose body reads run_var (StmtNode::run_var).
+Stmt make_parallel_for(int var, Expr extent, std::vector<Stmt> body, int collapse, int run_var);
 Stmt make_store(int buffer, Expr index, Expr value);
 Stmt make_seq(std::vector<Stmt> body);
 Stmt make_allocate(int buffer, std::vector<Stmt> body);

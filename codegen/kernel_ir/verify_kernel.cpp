@@ -201,6 +201,16 @@ class Verifier {
       c.in_threads = true;
     }
     bind(s->var, s->extent);
+    // The run var (how many iterations ran before on the thread): under the
+    // nest's flattened extent.
+    if (s->run_var >= 0) {
+      const std::string& run = var_name(s->run_var, "a parallel For's run variable");
+      if (s->loop != LoopKind::kParallel) fail("only kParallel loops bind a run variable", run);
+      if (bound_[s->run_var] || s->run_var == s->var) fail("a For does not rebind the variable of an enclosing For", run);
+      Expr iterations = s->extent;
+      for (size_t i = 1; i < nest.size(); ++i) iterations = iterations * nest[i]->extent;
+      bind(s->run_var, iterations);
+    }
     // An extent that varies (a tail panel's columns) bounds the variable
     // more tightly than its interval: evaluation sees it as a guard.
     const bool varies = !is_const(s->extent);
@@ -208,6 +218,7 @@ class Verifier {
     for (const Stmt& b : s->body) stmt(b, c);
     if (varies) guards_.pop_back();
     bound_[s->var] = false;
+    if (s->run_var >= 0) bound_[s->run_var] = false;
   }
 
   // The launch grid: one nest of constant-extent kBlocks loops.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include "codegen/project/embedded_sanitizer.h"
@@ -261,9 +262,17 @@ class Printer {
           // (GCC's unroll pragma drops an inner `omp simd` loop to scalar code.)
           out << pad << d_.unroll_pragma << "\n";
         }
+        if (s->run_var >= 0) {
+          // Not split over a pool's runs: every iteration may be a thread's first.
+          const StmtNode* innermost_loop = s.get();
+          for (int i = 1; i < s->collapse; ++i) innermost_loop = innermost_loop->body.at(0).get();
+          first_iteration_binds_[innermost_loop] = s->run_var;
+        }
         const std::string& v = k_.var_names[s->var];
         out << pad << "for (int64_t " << v << " = 0; " << v << " < " << expr(s->extent) << "; ++" << v
             << ") {\n";
+        if (auto bind = first_iteration_binds_.find(s.get()); bind != first_iteration_binds_.end())
+          out << pad << "  const int64_t " << k_.var_names[bind->second] << " = 0;\n";
         for (const Stmt& c : s->body) stmt(c, depth + 1, out);
         out << pad << "}\n";
         hoisted_checks_.resize(hoisted_before);
@@ -467,6 +476,9 @@ class Printer {
             << inner_pad << "tg_rest /= (" << e << ");\n";
       }
     }
+    if (loops[0]->run_var >= 0)
+      out << inner_pad << "const int64_t " << k_.var_names[loops[0]->run_var] << " = "
+          << (loops.size() == 1 ? k_.var_names[loops[0]->var] : std::string("tg_it")) << " - tg_begin;\n";
     if (*arena) out << inner_pad << arena << "\n";
     for (const Stmt& c : loops.back()->body) stmt(c, depth + 3, out);
     out << pad << "    }\n"
@@ -693,6 +705,9 @@ class Printer {
   bool bounds_only_ = false;  // printing loads a GPU evaluates but whose values are unused
   // Checks computed before the loops being printed (hoist_checks), by name.
   std::vector<std::pair<Expr, std::string>> hoisted_checks_;
+  // The innermost loop of a parallel nest printed without the pool (serial
+  // or an OpenMP pragma) -> its run var, bound to 0 there.
+  std::map<const StmtNode*, int> first_iteration_binds_;
   int hoisted_names_ = 0;  // names are never reused in a kernel (sibling loops share a scope)
 };
 

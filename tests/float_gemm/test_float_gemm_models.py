@@ -168,6 +168,18 @@ def pixel_rows(path):
     _save(path, nodes, [x], [y], [_w("w0", 45, 40, 1, 1), _w("w1", 70, 45, 3, 3), _w("b1", 70)])
 
 
+def pixel_rows_in_chunks(path):
+    # 7 x 7 maps whose filters (300, then 230: a 12 and a 6 column tail on avx512) span
+    # several column chunks of the one row block of 49 pixels (the last row panel holds one):
+    # a padded 3x3 over 63 channels with bias + Relu (A from the row table), then a 1x1
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 63, 7, 7])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1"], ["y"])]
+    _save(path, nodes, [x], [y], [_w("w0", 300, 63, 3, 3), _w("b0", 300), _w("w1", 230, 300, 1, 1)])
+
+
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd,
           "pixel_rows": pixel_rows}
 
@@ -296,3 +308,26 @@ def test_k_outer_blocks_match_onnxruntime(variant, tmp_path):
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout
+
+
+def test_pixel_rows_pack_a_row_block_once_per_run_of_chunks(tmp_path):
+    """A pixel-rows conv split into column chunks of one row block packs the row block's A
+    panels only on a thread's first task or a batch's first chunk (lower_float_gemm_kernel.cpp:
+    the parallel loop's run var): one thread runs every chunk back to back on the panels the
+    first one packed, two threads each pack their own; both match onnxruntime."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "pixel_rows_in_chunks"
+    pixel_rows_in_chunks(prefix)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    tune = _tune(exe, prefix, env)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    host = prefix / "tilegraph_rt" / "host"
+    source = "".join(p.read_text() for p in sorted(host.glob("kernels_*.cpp")))
+    assert source.count("const int64_t run = tg_it - tg_begin;") == 2, "both convs skip the repack"
+    for threads in ("1", "2"):
+        acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--threads", threads],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+        assert acc.returncode == 0, acc.stdout
+        assert "PASS" in acc.stdout, acc.stdout
