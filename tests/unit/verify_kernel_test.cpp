@@ -163,6 +163,32 @@ TEST(VerifyKernel, CollapseBindsPerfectlyNestedLoops) {
   EXPECT_BREAKS(cpu, "only kParallel and kBlocks loops collapse");
 }
 
+// A parallel nest's run var (iterations the thread ran before this one) is
+// bound inside the nest, under its flattened extent, and only a kParallel
+// loop binds one.
+TEST(VerifyKernel, RunVarIsBoundInsideItsParallelNest) {
+  Kernel cpu;
+  cpu.name = "copy";
+  cpu.buffers = {global_buffer("in0", 64, 0, false), global_buffer("out", 64, 1, true)};
+  cpu.var_names = {"i", "j", "run"};
+  const Stmt store = make_store(1, var(0) * 8 + var(1), load(0, DType::kF32, {var(0) * 8 + var(1)}));
+  const Stmt first = make_if(lt(var(2), int_imm(1)), {store});
+  const Stmt nest = make_parallel_for(0, int_imm(8), {make_for(1, int_imm(8), LoopKind::kSerial, {first})}, 2, 2);
+  cpu.body = nest;
+  EXPECT_EQ(verify_error(cpu), "");
+  // Its bound is the nest's 64 iterations: out[run] stays inside out.
+  cpu.body = make_parallel_for(0, int_imm(8), {make_for(1, int_imm(8), LoopKind::kSerial,
+                                                        {make_store(1, var(2), float_imm(0))})}, 2, 2);
+  EXPECT_EQ(verify_error(cpu), "");
+  cpu.body = make_seq({nest, make_store(1, var(2), float_imm(0))});
+  EXPECT_BREAKS(cpu, "every variable is bound by an enclosing For");
+  StmtNode serial = *nest;
+  serial.loop = LoopKind::kSerial;
+  serial.collapse = 1;
+  cpu.body = std::make_shared<const StmtNode>(serial);
+  EXPECT_BREAKS(cpu, "only kParallel loops bind a run variable");
+}
+
 TEST(VerifyKernel, BufferIdOutOfRange) {
   BlockKernel b;
   b.k.body = b.grid({BlockKernel::threads({make_store(7, var(BlockKernel::kTid), float_imm(0))})});
