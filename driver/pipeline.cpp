@@ -121,7 +121,9 @@ Graph import_graph(const CompileOptions& options) {
 
 Graph optimize_graph(const CompileOptions& options, const Graph& imported, bool gpu) {
   passes::InlineIndexMapOptions inline_options;
-  inline_options.wide_into_contractions = !gpu;
+  // Where contractions run on the float micro-kernels, whose packing reads
+  // a Concat along K range by range (codegen/lowering/lower_float_gemm_kernel.h).
+  inline_options.wide_into_contractions = !gpu && options.float_ukernels;
   Graph g = run_pass(options, "inline_index_maps", imported,
                      [&](const Graph& in) { return passes::inline_index_maps(in, inline_options); });
   g = run_pass(options, "simplify_indices", g, passes::simplify_indices);

@@ -24,7 +24,8 @@ bool is_index_map(const Op& op);
 
 struct InlineIndexMapOptions {
   // Set where contractions pack their operands once per row block (the CPU's
-  // float GEMM micro-kernels), not on GPUs, whose tiles would load every branch.
+  // float GEMM micro-kernels), not on GPUs or with --no-float-ukernels, whose
+  // loop nests would load every branch per reduce step.
   bool wide_into_contractions = false;
 };
 

@@ -968,7 +968,8 @@ TEST(FloatGemm, ChannelConcatPacksEachInputFromItsOwnChannelRange) {
 
 // Where the wide Concat is not read along a contraction's reduce axes (a
 // depthwise conv picks its channel by an output axis), or the target's
-// kernels would load every branch (a GPU), it stays an op of its own.
+// kernels would load every branch (a GPU, or --no-float-ukernels's loop
+// nests), it stays an op of its own.
 TEST(FloatGemm, WideConcatStaysWhereItsBranchesAreNotReduceSteps) {
   OnnxModelBuilder b(13);
   std::vector<std::string> parts;
@@ -997,6 +998,13 @@ TEST(FloatGemm, WideConcatStaysWhereItsBranchesAreNotReduceSteps) {
   for (const Op& op : gpu.ops)
     for (TensorId in : op.inputs) concat_readers += gpu.tensor(in).name == "cat";
   EXPECT_EQ(concat_readers, 2) << to_string(gpu);
+  driver::CompileOptions loop_nests;
+  loop_nests.float_ukernels = false;
+  const Graph no_ukernels = driver::optimize_graph(loop_nests, imported);
+  concat_readers = 0;
+  for (const Op& op : no_ukernels.ops)
+    for (TensorId in : op.inputs) concat_readers += no_ukernels.tensor(in).name == "cat";
+  EXPECT_EQ(concat_readers, 2) << to_string(no_ukernels);
 }
 
 }  // namespace
