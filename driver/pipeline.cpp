@@ -82,8 +82,8 @@ bool wants_dump(const CompileOptions& o, const std::string& pass) {
 
 // Runs one named pass, logging whether it changed the graph and dumping it
 // when asked (--dump-after=NAME).
-Graph run_pass(const CompileOptions& o, const std::string& name, const Graph& g,
-               Graph (*pass)(const Graph&)) {
+template <typename Pass>
+Graph run_pass(const CompileOptions& o, const std::string& name, const Graph& g, const Pass& pass) {
   Graph result = pass(g);
   verify(result);
   if (o.verbose)
@@ -119,8 +119,13 @@ Graph import_graph(const CompileOptions& options) {
   return g;
 }
 
-Graph optimize_graph(const CompileOptions& options, const Graph& imported) {
-  Graph g = run_pass(options, "inline_index_maps", imported, passes::inline_index_maps);
+Graph optimize_graph(const CompileOptions& options, const Graph& imported, bool gpu) {
+  passes::InlineIndexMapOptions inline_options;
+  // Where contractions run on the float micro-kernels, whose packing reads
+  // a Concat along K range by range (codegen/lowering/lower_float_gemm_kernel.h).
+  inline_options.wide_into_contractions = !gpu && options.float_ukernels;
+  Graph g = run_pass(options, "inline_index_maps", imported,
+                     [&](const Graph& in) { return passes::inline_index_maps(in, inline_options); });
   g = run_pass(options, "simplify_indices", g, passes::simplify_indices);
   g = run_pass(options, "quantize_matmul", g, passes::quantize_matmul);
   g = run_pass(options, "fold_constants", g, passes::fold_constants);
@@ -483,7 +488,7 @@ CompileReport compile(const CompileOptions& options) {
 
   t = Clock::now();
   progress(2, target.steps, str_cat("optimizing graph (", g.ops.size(), " ops)"), start);
-  g = optimize_graph(options, g);
+  g = optimize_graph(options, g, target.gpu);
   report.seconds_passes = seconds_since(t);
 
   t = Clock::now();

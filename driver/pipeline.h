@@ -67,8 +67,9 @@ const std::vector<std::string>& dump_points();
 // Where a GPU arch's CPU emulation project lives.
 std::string emulation_dir(const std::string& output_dir);
 
-// The first two steps alone (for tools and tests that inspect the IR).
+// The first two steps alone (for tools and tests that inspect the IR); gpu:
+// the target is a GPU (passes that pick by what its kernels do well).
 Graph import_graph(const CompileOptions& options);
-Graph optimize_graph(const CompileOptions& options, const Graph& imported);
+Graph optimize_graph(const CompileOptions& options, const Graph& imported, bool gpu = false);
 
 }  // namespace tilegraph::driver

@@ -138,6 +138,63 @@ FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSche
 
 namespace {
 
+// A range [begin, end) of a reduce axis whose operand values read one input
+// (a Concat along K), with those values.
+struct KRange {
+  int64_t begin = 0, end = 0;
+  Expr value, fast_value;
+};
+
+bool reads_var(const Expr& e, int v) {
+  bool found = false;
+  visit(e, [&](const Expr& n) { found |= n->kind == ExprKind::kVar && n->int_value == v; });
+  return found;
+}
+
+// Splits e = select(kv < c1, v1, select(kv < c2, v2, ... vn)), with c
+// increasing inside (0, extent), into the ranges [0, c1), [c1, c2) ...
+// [c_{n-1}, extent) and their values; a single range of e otherwise. Under
+// a guard that does not depend on kv (the column tail's select(col < N, b,
+// 0)), each range keeps the guard.
+std::vector<KRange> peel_k_ranges(const Expr& e, int kv, int64_t extent) {
+  if (e->kind == ExprKind::kSelect && !reads_var(e->args[0], kv) && !reads_var(e->args[2], kv)) {
+    std::vector<KRange> ranges = peel_k_ranges(e->args[1], kv, extent);
+    if (ranges.size() == 1) return {{0, extent, e, nullptr}};
+    for (KRange& r : ranges) r.value = select(e->args[0], r.value, e->args[2]);
+    return ranges;
+  }
+  std::vector<KRange> ranges;
+  Expr rest = e;
+  int64_t begin = 0;
+  while (rest && rest->kind == ExprKind::kSelect) {
+    const Expr& c = rest->args[0];
+    if (c->kind != ExprKind::kBinary || c->binary_op != BinaryOp::kLt) break;
+    const Expr& lhs = c->args[0];
+    int64_t bound = 0;
+    if (lhs->kind != ExprKind::kVar || lhs->int_value != kv || !is_const_int(c->args[1], &bound)) break;
+    if (bound <= begin || bound >= extent) break;
+    ranges.push_back({begin, bound, rest->args[1], nullptr});
+    begin = bound;
+    rest = rest->args[2];
+  }
+  ranges.push_back({begin, extent, rest, nullptr});
+  return ranges;
+}
+
+// The ranges of value (and fast_value, which must split at the same
+// bounds, else neither is split) along reduce var kv of `extent` indices.
+std::vector<KRange> k_ranges(const Expr& value, const Expr& fast_value, int kv, int64_t extent) {
+  std::vector<KRange> ranges = peel_k_ranges(value, kv, extent);
+  if (!fast_value || ranges.size() == 1) return ranges;
+  const std::vector<KRange> fast = peel_k_ranges(fast_value, kv, extent);
+  if (fast.size() != ranges.size()) return {{0, extent, value, fast_value}};
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    if (fast[r].end != ranges[r].end) return {{0, extent, value, fast_value}};
+    ranges[r].fast_value = fast[r].value;
+  }
+  return ranges;
+}
+
 // A B panel's column table shared by several column panels (k outer: each
 // panel of a group fills its copy once, before the k blocks): `copies` of it
 // in `buffer` (-1: allocate it), the one at index `copy`.
@@ -786,6 +843,13 @@ class FloatGemmLowering : KernelBuilder {
     const size_t ax = static_cast<size_t>(kb.k_axis);
     std::vector<Expr> extents;
     for (int64_t e : geo_.m.k_extents) extents.push_back(int_imm(e));
+    // A Concat along the blocked axis: each of its ranges reads one input.
+    const std::vector<KRange> ranges = k_ranges(value, fast_value, k_vars[ax], geo_.m.k_extents[ax]);
+    auto row = [&](const Expr& at, const Expr& value_here, const Expr& fast_here) {
+      return pack_b_row(at, value_here, fast_here, run_flag, vj, run_var, lane_var, panels);
+    };
+    if (ranges.size() > 1)
+      return {table, fill, pack_b_ranges(ranges, k_vars, k * v.nr + var(vj) + offset, block, sfx, row)};
     if (block) {
       const Expr first = block * kb.axis_step;
       std::vector<Expr> at;
@@ -793,11 +857,70 @@ class FloatGemmLowering : KernelBuilder {
       at[static_cast<size_t>(k_vars[ax])] = first + var(k_vars[ax]);
       value = simplify(substitute_vars(value, at), bounds_);
       if (fast_value) fast_value = simplify(substitute_vars(fast_value, at), bounds_);
-      extents[ax] = geo_.m.k_extents[ax] % kb.axis_step == 0
-                        ? int_imm(kb.axis_step)
-                        : simplify(min(int_imm(kb.axis_step), int_imm(geo_.m.k_extents[ax]) - first), bounds_);
+      extents[ax] = block_extent(first);
     }
     const Expr panel_at = int_imm(offset) + k * v.nr + var(vj);
+    Stmt s = row(panel_at, value, fast_value);
+    for (size_t i = k_vars.size(); i-- > 0;) s = make_for(k_vars[i], extents[i], LoopKind::kSerial, {s});
+    return {table, fill, s};
+  }
+
+  // The blocked axis's indices in the k block starting at `first`.
+  Expr block_extent(const Expr& first) {
+    const scheduler::FloatGemmBlocking& kb = geo_.blocking;
+    const int64_t whole = geo_.m.k_extents[static_cast<size_t>(kb.k_axis)];
+    return whole % kb.axis_step == 0 ? int_imm(kb.axis_step)
+                                     : simplify(min(int_imm(kb.axis_step), int_imm(whole) - first), bounds_);
+  }
+
+  // The B panel packed by ranges of the blocked reduce axis (k_ranges), one
+  // loop per range whose values read that range's input alone, where one
+  // loop would evaluate every input's load per value (select is eager in
+  // the printed code). In a k block the ranges are cut to the block's
+  // indices: each loop runs from its range's start (or the block's) to its
+  // end (or the block's), possibly no iterations.
+  // panel_at: where k's row starts in the panel; row(at, value, fast_value)
+  // packs one; sfx: the packing's var names' tag.
+  Stmt pack_b_ranges(const std::vector<KRange>& ranges, const std::vector<int>& k_vars, const Expr& panel_at,
+                     const Expr& block, const std::string& sfx,
+                     const std::function<Stmt(const Expr&, const Expr&, const Expr&)>& row) {
+    const scheduler::FloatGemmBlocking& kb = geo_.blocking;
+    const size_t ax = static_cast<size_t>(kb.k_axis);
+    const int kv = k_vars[ax];
+    const int64_t whole = geo_.m.k_extents[ax];
+    const Expr first = block ? block * kb.axis_step : int_imm(0);
+    const Expr extent = block ? block_extent(first) : int_imm(whole);
+    const int64_t most = block ? kb.axis_step : whole;
+    std::vector<Stmt> loops;
+    for (size_t r = 0; r < ranges.size(); ++r) {
+      // The range in the block's indices: [begin, end) within [0, extent).
+      auto local = [&](int64_t at) { return simplify(min(max(int_imm(at) - first, int_imm(0)), extent), bounds_); };
+      const Expr begin = local(ranges[r].begin), end = local(ranges[r].end);
+      int64_t count = 0;
+      if (is_const_int(simplify(end - begin, bounds_), &count) && count <= 0) continue;
+      const int vr = new_var(str_cat("kbr", sfx, r), std::min(most, ranges[r].end - ranges[r].begin));
+      std::vector<Expr> read_at, store_at;
+      for (size_t i = 0; i < bounds_.size(); ++i) read_at.push_back(var(static_cast<int>(i)));
+      store_at = read_at;
+      read_at[static_cast<size_t>(kv)] = first + begin + var(vr);
+      store_at[static_cast<size_t>(kv)] = begin + var(vr);
+      auto read = [&](const Expr& e) { return e ? simplify(substitute_vars(e, read_at), bounds_) : e; };
+      Stmt s = row(simplify(substitute_vars(panel_at, store_at), bounds_), read(ranges[r].value),
+                   read(ranges[r].fast_value));
+      for (size_t i = k_vars.size(); i-- > ax + 1;)
+        s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
+      loops.push_back(make_for(vr, simplify(end - begin, bounds_), LoopKind::kSerial, {s}));
+    }
+    Stmt s = make_seq(loops);
+    for (size_t i = ax; i-- > 0;) s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {s});
+    return s;
+  }
+
+  // One k's row of a B panel: panels[panel_at] = value over the panel's
+  // columns; with runs (fast_value), per run of kRunLanes columns.
+  Stmt pack_b_row(const Expr& panel_at, const Expr& value, const Expr& fast_value, const Expr& run_flag, int vj,
+                  int run_var, int lane_var, int panels) {
+    const FloatGemmVariant& v = geo_.v;
     Stmt s;
     if (!fast_value) {
       s = make_store(panels, finalize_indices(panel_at, bounds_), value);
@@ -819,8 +942,7 @@ class FloatGemmLowering : KernelBuilder {
       s = make_for(vg, int_imm(v.nr / kRunLanes), LoopKind::kSerial,
                    {make_if(flag, {fast}), make_if(unary(UnaryOp::kNot, flag), {each})});
     }
-    for (size_t i = k_vars.size(); i-- > 0;) s = make_for(k_vars[i], extents[i], LoopKind::kSerial, {s});
-    return {table, fill, s};
+    return s;
   }
 
   // The B panel's table layout: the reduce axes it is indexed by (the

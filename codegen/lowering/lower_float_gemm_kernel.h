@@ -10,6 +10,9 @@
 //     index map, an inlined elementwise producer, or a convolution window
 //     with its padding select (an implicit GEMM: no im2col buffer, only the
 //     panels; a 1x1 conv's B panel reads NR contiguous pixels per channel).
+//     Over a Concat along K (a conv over a channel Concat) B is packed by
+//     the Concat's ranges of K, one loop per input, so each value reads one
+//     input instead of evaluating every input's load and selecting.
 //   * Each tile() call leaves an MR x NR tile in L1, which the fused epilogue
 //     (bias, activation, residual add) turns into the output. Where the
 //     whole K is one block and a full tile's epilogue is only a bias and

@@ -180,8 +180,30 @@ def pixel_rows_in_chunks(path):
     _save(path, nodes, [x], [y], [_w("w0", 300, 63, 3, 3), _w("b0", 300), _w("w1", 230, 300, 1, 1)])
 
 
+def concat_k(path):
+    # Channel Concats wider than 4 inputs read along the contraction's K (passes/inline_index_maps.h):
+    # a 1x1 conv (bias + Relu) over 6 inputs of 3, 5, 7, 2, 9 and 41 channels (the last computed:
+    # a Relu) packs each input's channel range in its own loop; a padded 3x3 conv over the same
+    # Concat (its column table); a MatMul over a 5-way Concat along K (A's packing). 11 x 13
+    # pixels: a short last column panel.
+    chans = [3, 5, 7, 2, 9, 41]
+    xs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, c, 11, 13]) for i, c in enumerate(chans)]
+    ms = [helper.make_tensor_value_info(f"m{i}", TensorProto.FLOAT, [3, 7, k]) for i, k in enumerate([4, 1, 6, 3, 5])]
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "w")]
+    parts = [f"x{i}" for i in range(5)] + ["r5"]
+    nodes = [helper.make_node("Relu", ["x5"], ["r5"]),
+             helper.make_node("Concat", parts, ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "w1", "b1"], ["c1"]),
+             helper.make_node("Relu", ["c1"], ["y"]),
+             helper.make_node("Conv", ["cat", "w3"], ["z"], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", [f"m{i}" for i in range(5)], ["mcat"], axis=2),
+             helper.make_node("MatMul", ["mcat", "wm"], ["w"])]
+    _save(path, nodes, xs + ms, outs, [_w("w1", 19, 67, 1, 1), _w("b1", 19), _w("w3", 10, 67, 3, 3),
+                                       _w("wm", 19, 23)])
+
+
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd,
-          "pixel_rows": pixel_rows}
+          "pixel_rows": pixel_rows, "concat_k": concat_k}
 
 
 def _tune(exe, prefix, env, *flags):
@@ -203,8 +225,11 @@ def test_float_gemm_model(name, variant, tmp_path):
     assert f"on the float micro-kernel (sgemm_{variant})" in tune.stdout, tune.stdout[-3000:]
     manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
     on_ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
-    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 2, "pixel_rows": 2}[name]
+    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 2, "pixel_rows": 2, "concat_k": 3}[name]
     assert len(on_ukernel) == expected, (on_ukernel, [k["name"] for k in manifest["kernels"]])
+    if name == "concat_k":  # no kernel writes a Concat: each is inside its contractions' kernels
+        readers = [k for k in manifest["kernels"] if {"cat", "mcat"} & set(k["onnx_nodes"])]
+        assert len(readers) == 3 and all(k.get("ukernel") for k in readers), manifest["kernels"]
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout
@@ -331,3 +356,27 @@ def test_pixel_rows_pack_a_row_block_once_per_run_of_chunks(tmp_path):
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
         assert acc.returncode == 0, acc.stdout
         assert "PASS" in acc.stdout, acc.stdout
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_concat_ranges_across_k_blocks(variant, tmp_path):
+    """With 32 k values per B block (_small_l1_spec) the 1x1 conv's K = 67 runs in 3 blocks whose
+    bounds (23, 46) fall inside the Concat's channel ranges (3, 8, 15, 17, 26): each block packs the
+    part of every range it holds, possibly none; the 3x3 conv's blocks (of whole channels) too."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "concat_k"
+    concat_k(prefix)
+    spec = _small_l1_spec(tmp_path / "small_l1.json", variant)
+    env = dict(os.environ, TILEGRAPH_SGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
+    tune = _tune(exe, prefix, env, "--arch-file", str(spec))
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    blocks = sorted(k["ukernel_params"]["k_blocks"] for k in manifest["kernels"]
+                    if k.get("ukernel") == f"sgemm_{variant}")
+    assert len(blocks) == 3 and blocks[-1] > 1 and blocks[-2] > 1, blocks
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout
+    assert acc.stdout.count("  ok ") == 3, acc.stdout

@@ -14,6 +14,7 @@
 #include "codegen/lowering/lower_float_gemm_kernel.h"
 #include "codegen/lowering/lower_kernel.h"
 #include "codegen/kernel_ir/verify_kernel.h"
+#include "compiler/ir/error.h"
 #include "driver/pipeline.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
@@ -949,6 +950,94 @@ TEST(FloatGemm, UkernelFeaturesCountTheGemmAndItsRunTimePacking) {
   EXPECT_GT(s.kernels[0].estimate.ukernel_seconds, 0);
   EXPECT_GT(s.kernels[0].estimate.pack_seconds, 0);
   EXPECT_EQ(s.kernels[0].features.ukernel_flops, f.ukernel_flops);
+}
+
+// A 1x1 conv over a 6-way channel Concat (3, 5, 7, 2, 9 and 4 channels, too
+// many loads to inline everywhere) reads the inputs directly: the Concat is
+// inlined into the conv alone (passes/inline_index_maps.h), and the B panel
+// is packed by channel ranges, one loop per input ("kbr0".."kbr5") whose
+// values read only that input, where one loop would evaluate all six loads
+// per value. On 9 x 15 pixels (scalar NR 8: 16 full panels and one of 7
+// columns) the full panels' copy needs no select at all and the last
+// panel's keeps only its column guard, once per range.
+TEST(FloatGemm, ChannelConcatPacksEachInputFromItsOwnChannelRange) {
+  OnnxModelBuilder b(13);
+  const std::vector<int64_t> channels = {3, 5, 7, 2, 9, 4};
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    parts.push_back(str_cat("x", i));
+    b.input(parts.back(), 1, {1, channels[i], 9, 15});
+  }
+  b.output("y");
+  b.initializer_f("w", {16, 30, 1, 1}, ramp(16 * 30));
+  OnnxModelBuilder::attr_int(b.node("Concat", parts, {"cat"}), "axis", 1);
+  b.node("Conv", {"cat", "w"}, {"y"});
+  Graph g = import_and_optimize(b, "concat_conv");
+  ASSERT_EQ(g.ops.size(), 1u) << to_string(g);
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
+  const codegen::Kernel kernel =
+      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  codegen::verify(kernel);
+  for (size_t r = 0; r < channels.size(); ++r) {
+    std::vector<codegen::Stmt> full_range, tail_range;
+    loops_named(kernel, kernel.body, str_cat("kbrw", r), &full_range);
+    loops_named(kernel, kernel.body, str_cat("kbr", r), &tail_range);
+    ASSERT_EQ(full_range.size(), 1u) << r;
+    ASSERT_EQ(tail_range.size(), 1u) << r;
+    int64_t count = 0;
+    EXPECT_TRUE(is_const_int(full_range[0]->extent, &count) && count == channels[r]) << r;
+  }
+  std::vector<codegen::Stmt> full, tail;
+  loops_named(kernel, kernel.body, "jbw", &full);
+  loops_named(kernel, kernel.body, "jb", &tail);
+  ASSERT_EQ(full.size(), channels.size());
+  ASSERT_EQ(tail.size(), channels.size());
+  for (const codegen::Stmt& loop : full) EXPECT_EQ(selects_in(loop), 0);
+  for (const codegen::Stmt& loop : tail) EXPECT_EQ(selects_in(loop), 1);
+}
+
+// Where the wide Concat is not read along a contraction's reduce axes (a
+// depthwise conv picks its channel by an output axis), or the target's
+// kernels would load every branch (a GPU, or --no-float-ukernels's loop
+// nests), it stays an op of its own.
+TEST(FloatGemm, WideConcatStaysWhereItsBranchesAreNotReduceSteps) {
+  OnnxModelBuilder b(13);
+  std::vector<std::string> parts;
+  for (int i = 0; i < 5; ++i) {
+    parts.push_back(str_cat("x", i));
+    b.input(parts.back(), 1, {1, 2, 4, 4});
+  }
+  b.output("y").output("z");
+  b.initializer_f("dw", {10, 1, 3, 3}, ramp(90));
+  b.initializer_f("w", {3, 10, 1, 1}, ramp(30));
+  OnnxModelBuilder::attr_int(b.node("Concat", parts, {"cat"}), "axis", 1);
+  OnnxModelBuilder::attr_int(b.node("Conv", {"cat", "dw"}, {"y"}), "group", 10);
+  b.node("Conv", {"cat", "w"}, {"z"});
+  const std::string path = (testing::unit_temp_dir() / "float_gemm" / "concat_depthwise" / "model.onnx").string();
+  b.save(path);
+  const Graph imported = onnx_frontend::import_model(path);
+  const Graph cpu = driver::optimize_graph(driver::CompileOptions{}, imported);
+  // The depthwise conv still reads the Concat; the 1x1 conv reads its inputs.
+  ASSERT_EQ(cpu.ops.size(), 3u) << to_string(cpu);
+  int concat_readers = 0;
+  for (const Op& op : cpu.ops)
+    for (TensorId in : op.inputs) concat_readers += cpu.tensor(in).name == "cat";
+  EXPECT_EQ(concat_readers, 1) << to_string(cpu);
+  const Graph gpu = driver::optimize_graph(driver::CompileOptions{}, imported, /*gpu=*/true);
+  concat_readers = 0;
+  for (const Op& op : gpu.ops)
+    for (TensorId in : op.inputs) concat_readers += gpu.tensor(in).name == "cat";
+  EXPECT_EQ(concat_readers, 2) << to_string(gpu);
+  driver::CompileOptions loop_nests;
+  loop_nests.float_ukernels = false;
+  const Graph no_ukernels = driver::optimize_graph(loop_nests, imported);
+  concat_readers = 0;
+  for (const Op& op : no_ukernels.ops)
+    for (TensorId in : op.inputs) concat_readers += no_ukernels.tensor(in).name == "cat";
+  EXPECT_EQ(concat_readers, 2) << to_string(no_ukernels);
 }
 
 }  // namespace
