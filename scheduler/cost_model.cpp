@@ -29,7 +29,7 @@
 //                      later phases (both * tail), at the rate of the level
 //                      the tile's working set (scratch + its inputs'
 //                      footprints + its output tile) fits: the L1, the L2
-//                      (from once to twice the L1 a growing share),
+//                      (from 3/4 to 3 L1s a growing share),
 //                      else the L3 or DRAM (cache blocking); beyond the L1
 //                      plus the kernel's streamed bytes that pass through
 //                      that level (dram_bytes when served from it or beyond;
@@ -75,13 +75,13 @@ const MemoryLevel* find_level(const ArchSpec& arch, const std::string& name) {
 }
 
 // The level shared_bytes_moved goes through: shared memory on a GPU, the
-// innermost cache that holds a tile's working set on a CPU: the L1, else the
-// L2 (l1_spill: the share that misses the L1), else the L3 or DRAM (one
-// core's whole-tensor tile beyond its L2).
+// innermost cache that holds a tile's working set on a CPU: the L1 (to 3/4
+// of it), else the L2 (l1_spill: the share that misses the L1), else the L3
+// or DRAM (one core's whole-tensor tile beyond its L2).
 const MemoryLevel* scratch_level(const ArchSpec& arch, int64_t working_set) {
   if (arch.is_gpu()) return find_level(arch, "shared");
   const MemoryLevel* l1 = find_level(arch, "l1");
-  if (l1 && working_set <= l1->capacity_bytes) return l1;
+  if (l1 && working_set * 4 <= l1->capacity_bytes * 3) return l1;
   const MemoryLevel* l2 = find_level(arch, "l2");
   if (!l2) return l1;
   if (working_set <= l2->capacity_bytes || l2->bandwidth_bytes_per_s <= 0) return l2;
@@ -197,17 +197,19 @@ double seconds_at(double amount, double rate, double utilization, const char* wh
 }
 
 // The fraction of a CPU tile's scratch traffic that misses the L1: none
-// while its working set fits the L1, all of it from twice the L1 on, linear
-// between. The working set counts every footprint and scratch buffer of the
-// tile at once, while a phase touches only some of them, and an LRU cache
-// loses a growing share as the reuse distance passes its size, not all at
-// once. Fitted to the profiled tiles of full-size bert's and vit's layer
-// norms and softmaxes and of NAFNet_small (one core): the half-L1 bound
-// before it ranked bert's 2-row layer-norm tiles (0.9 L1, the fastest
-// measured) below 1-row ones.
+// while its working set fits 3/4 of the L1 (the rest holds the lines
+// streaming in and out), all of it from 3 L1s on, linear between. The
+// working set counts every footprint and scratch buffer of the tile at once,
+// while a phase touches only some of them, and an LRU cache loses a growing
+// share as the reuse distance passes its size, not all at once. Fitted to
+// the profiled tiles of full-size bert's and vit's layer norms and softmaxes
+// and of NAFNet_small (one core): a step at half the L1 ranked bert's 2-row
+// layer-norm tiles (0.9 L1, the fastest measured) below 1-row ones; no
+// spill below the whole L1 ranked NAFNet's 40 KB tiles above its 20 KB ones
+// (measured 1.1-1.6x slower).
 double l1_spill(int64_t working_set, const MemoryLevel& l1) {
-  const double size = double(l1.capacity_bytes);
-  return std::clamp((double(working_set) - size) / size, 0.0, 1.0);
+  const double fits = double(l1.capacity_bytes) * 3 / 4, spilled = double(l1.capacity_bytes) * 3;
+  return std::clamp((double(working_set) - fits) / (spilled - fits), 0.0, 1.0);
 }
 
 // A CPU tile's scratch traffic and its inputs' re-reads (both * the vector
@@ -218,8 +220,8 @@ double l1_spill(int64_t working_set, const MemoryLevel& l1) {
 // layer norm or softmax whose x spills the L1 reads x from the L2 twice,
 // one pass after the other; a tile that fits the L1 reads it from the L2
 // once, and its scratch traffic hits the L1 while the L2 fills the next
-// lines (L1 loads and fills overlap). Between once and twice the L1 the
-// spilled share (l1_spill) goes to the L2, the rest to the L1, overlapped.
+// lines (L1 loads and fills overlap). Between 3/4 and 3 L1s the spilled
+// share (l1_spill) goes to the L2, the rest to the L1, overlapped.
 double cpu_scratch_seconds(const KernelFeatures& f, const ArchSpec& arch, const MemoryLevel& streamed_from) {
   const double scratch_bytes =
       double(f.shared_bytes_moved + f.reread_bytes) * vector_tail(f.inner_extent, f.compute_dtype, arch);

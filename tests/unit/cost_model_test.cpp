@@ -392,15 +392,15 @@ TEST(CostModel, CpuRunsOneBlockPerCore) {
 TEST(CostModel, CpuScratchBeyondL1StreamsFromL2) {
   KernelFeatures f = memory_bound(8, 1, 0);
   f.shared_bytes_moved = int64_t{1} << 32;
-  f.shared_bytes_per_block = 32 << 10;  // the 32 KB L1
+  f.shared_bytes_per_block = 24 << 10;  // 3/4 of the 32 KB L1: the rest streams rows
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 1.6e12);
-  // Beyond it a growing share misses: half of it at 1.5 x the L1 (the L2's
-  // half takes longer than the L1's), all of it from 2 x the L1 on.
-  f.shared_bytes_per_block = 48 << 10;
+  // Beyond it a growing share misses: half of it at 60 KB, midway to 3 L1s
+  // (the L2's half takes longer than the L1's), all of it from 96 KB on.
+  f.shared_bytes_per_block = 60 << 10;
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 31) / 400e9);
-  f.shared_bytes_per_block = 36 << 10;  // an eighth misses: the L1's 7/8 take longer
+  f.shared_bytes_per_block = 33 << 10;  // an eighth misses: the L1's 7/8 take longer
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) * (7.0 / 8) / 1.6e12);
-  f.shared_bytes_per_block = 64 << 10;
+  f.shared_bytes_per_block = 96 << 10;
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 400e9);
   f.shared_bytes_per_block = 512 << 10;
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 400e9);
@@ -421,9 +421,9 @@ TEST(CostModel, CpuTileWorkingSetDecidesWhereScratchAndReReadsLive) {
   KernelFeatures f = memory_bound(8, 1, 0);
   f.shared_bytes_moved = int64_t{1} << 30;
   f.shared_bytes_per_block = 4 << 10;
-  f.tile_footprint_bytes = 28 << 10;  // 32 KB in all: the L1
+  f.tile_footprint_bytes = 20 << 10;  // 24 KB in all: 3/4 of the L1
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 30) / 1.6e12);
-  f.tile_footprint_bytes = 60 << 10;  // 2 x the L1
+  f.tile_footprint_bytes = 92 << 10;  // 3 L1s
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 30) / 400e9);
   f.reread_bytes = int64_t{1} << 30;
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{2} << 30) / 400e9);
@@ -446,7 +446,7 @@ TEST(CostModel, CpuSpilledScratchSharesTheLevelWithTheKernelsStreams) {
   KernelFeatures f = memory_bound(8, 1, 6 << 20);  // served from the L2s
   f.l2_bytes = 4 << 20;
   f.reread_bytes = 2 << 20;
-  f.tile_footprint_bytes = 32 << 10;  // fits the L1: scratch at the L1 rate, alone
+  f.tile_footprint_bytes = 24 << 10;  // fits the L1: scratch at the L1 rate, alone
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).shared_seconds, double(2 << 20) / 1.6e12);
   f.tile_footprint_bytes = 512 << 10;  // the L2: the re-reads plus the 6 MB streamed through it
   CostEstimate c = estimate_cost(f, cpu);

@@ -323,7 +323,7 @@ void expect_row_tiles_beat_the_whole_tensor(const Graph& g) {
     rows[rows.size() - 2] = 2;
     const scheduler::CostEstimate whole = estimate(root), split = estimate(rows);
     EXPECT_GT(whole.shared_seconds, whole.dram_seconds);  // the re-read pass adds to the streams
-    EXPECT_LT(split.shared_seconds, split.dram_seconds);  // from the L1, overlapped with them
+    EXPECT_LT(split.shared_seconds * 2, whole.shared_seconds);  // mostly from the L1
     EXPECT_LT(split.seconds * 1.2, whole.seconds);
     EXPECT_LT(k.config.tile[root.size() - 2] * (root.size() > 3 ? k.config.tile[1] : 1),
               root[root.size() - 2] * (root.size() > 3 ? root[1] : 1))
