@@ -24,12 +24,16 @@
 //   tail             = (ceil(inner / lanes) + 1) * lanes / inner   (vector
 //                      lanes of the compute dtype; the last vector of a row is
 //                      partly used, and a row's loop start costs about one more)
-//   compute_seconds and shared_seconds *= tail
+//   compute_seconds  *= tail
 //   shared_seconds   scratch traffic and the re-reads of inputs by a tile's
-//                      later phases, at the L1 rate when the tile's working
-//                      set (scratch + its inputs' footprints + its output
-//                      tile) fits in half the L1, else at the L2 rate (cache
-//                      blocking)
+//                      later phases (both * tail), at the rate of the level
+//                      the tile's working set (scratch + its inputs'
+//                      footprints + its output tile) fits: the L1, the L2
+//                      (from 3/4 to 3 L1s a growing share),
+//                      else the L3 or DRAM (cache blocking); beyond the L1
+//                      plus the kernel's streamed bytes that pass through
+//                      that level (dram_bytes when served from it or beyond;
+//                      on the L2 at least l2_bytes): they share its bandwidth
 //   dram_seconds     at the rate of the innermost level that holds all of the
 //                      kernel's DRAM bytes: the L2s of all cores, the L3, DRAM
 //   compute_seconds += ukernel_flops / the micro-kernel's achieved rate
@@ -71,14 +75,25 @@ const MemoryLevel* find_level(const ArchSpec& arch, const std::string& name) {
 }
 
 // The level shared_bytes_moved goes through: shared memory on a GPU, the
-// innermost cache that holds a tile's scratch on a CPU.
-const MemoryLevel* scratch_level(const ArchSpec& arch, int64_t scratch_bytes) {
+// innermost cache that holds a tile's working set on a CPU: the L1 (to 3/4
+// of it), else the L2 (l1_spill: the share that misses the L1), else the L3
+// or DRAM (one core's whole-tensor tile beyond its L2).
+const MemoryLevel* scratch_level(const ArchSpec& arch, int64_t working_set) {
   if (arch.is_gpu()) return find_level(arch, "shared");
-  // Half the L1: the other half holds the rows streaming in and out.
   const MemoryLevel* l1 = find_level(arch, "l1");
-  if (l1 && scratch_bytes <= l1->capacity_bytes / 2) return l1;
-  if (const MemoryLevel* l2 = find_level(arch, "l2")) return l2;
-  return l1;
+  if (l1 && working_set * 4 <= l1->capacity_bytes * 3) return l1;
+  const MemoryLevel* l2 = find_level(arch, "l2");
+  if (!l2) return l1;
+  if (working_set <= l2->capacity_bytes || l2->bandwidth_bytes_per_s <= 0) return l2;
+  const MemoryLevel* l3 = find_level(arch, "l3");
+  if (l3 && l3->bandwidth_bytes_per_s > 0 && working_set <= l3->capacity_bytes) return l3;
+  return &arch.dram();
+}
+
+// Position of a level from DRAM (0) inwards: a byte served by a level passes
+// through every level after it on its way to the core.
+size_t depth(const ArchSpec& arch, const MemoryLevel* level) {
+  return static_cast<size_t>(level - arch.levels.data());
 }
 
 // Where a CPU kernel's "DRAM" traffic comes from: the tensors a kernel
@@ -181,6 +196,52 @@ double seconds_at(double amount, double rate, double utilization, const char* wh
   return amount / (rate * utilization);
 }
 
+// The fraction of a CPU tile's scratch traffic that misses the L1: none
+// while its working set fits 3/4 of the L1 (the rest holds the lines
+// streaming in and out), all of it from 3 L1s on, linear between. The
+// working set counts every footprint and scratch buffer of the tile at once,
+// while a phase touches only some of them, and an LRU cache loses a growing
+// share as the reuse distance passes its size, not all at once. Fitted to
+// the profiled tiles of full-size bert's and vit's layer norms and softmaxes
+// and of NAFNet_small (one core): a step at half the L1 ranked bert's 2-row
+// layer-norm tiles (0.9 L1, the fastest measured) below 1-row ones; no
+// spill below the whole L1 ranked NAFNet's 40 KB tiles above its 20 KB ones
+// (measured 1.1-1.6x slower).
+double l1_spill(int64_t working_set, const MemoryLevel& l1) {
+  const double fits = double(l1.capacity_bytes) * 3 / 4, spilled = double(l1.capacity_bytes) * 3;
+  return std::clamp((double(working_set) - fits) / (spilled - fits), 0.0, 1.0);
+}
+
+// A CPU tile's scratch traffic and its inputs' re-reads (both * the vector
+// tail) come from the level its working set fits (scratch_level). Beyond
+// the L1 they share that level's bandwidth with the kernel's own reads and
+// writes passing through it: the tensors a level at or beyond it serves
+// (and on the L2 every tile's footprint reads, l2_bytes). A whole-tensor
+// layer norm or softmax whose x spills the L1 reads x from the L2 twice,
+// one pass after the other; a tile that fits the L1 reads it from the L2
+// once, and its scratch traffic hits the L1 while the L2 fills the next
+// lines (L1 loads and fills overlap). Between 3/4 and 3 L1s the spilled
+// share (l1_spill) goes to the L2, the rest to the L1, overlapped.
+double cpu_scratch_seconds(const KernelFeatures& f, const ArchSpec& arch, const MemoryLevel& streamed_from) {
+  const double scratch_bytes =
+      double(f.shared_bytes_moved + f.reread_bytes) * vector_tail(f.inner_extent, f.compute_dtype, arch);
+  const int64_t working_set = f.shared_bytes_per_block + f.tile_footprint_bytes;
+  const MemoryLevel* level = scratch_level(arch, working_set);
+  if (!level || scratch_bytes <= 0) return 0;
+  const MemoryLevel* l1 = find_level(arch, "l1");
+  if (level == l1) return seconds_at(scratch_bytes, level->bandwidth_bytes_per_s, 1, "l1 bandwidth", arch);
+  double passing = depth(arch, &streamed_from) <= depth(arch, level) ? double(f.dram_bytes) : 0.0;
+  double spilled = scratch_bytes, in_l1 = 0;
+  if (level == find_level(arch, "l2")) {
+    passing = std::max(passing, double(f.l2_bytes));
+    if (l1 && l1->bandwidth_bytes_per_s > 0) {
+      spilled = scratch_bytes * l1_spill(working_set, *l1);
+      in_l1 = seconds_at(scratch_bytes - spilled, l1->bandwidth_bytes_per_s, 1, "l1 bandwidth", arch);
+    }
+  }
+  return std::max(in_l1, seconds_at(spilled + passing, level->bandwidth_bytes_per_s, 1, "scratch bandwidth", arch));
+}
+
 }  // namespace
 
 CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
@@ -215,19 +276,20 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
     latency_hiding = std::min(1.0, warps / kSaturatingWarps);
   }
 
-  c.dram_seconds = seconds_at(double(f.dram_bytes), memory_level(arch, f.dram_bytes).bandwidth_bytes_per_s,
+  const MemoryLevel& streamed_from = memory_level(arch, f.dram_bytes);
+  c.dram_seconds = seconds_at(double(f.dram_bytes), streamed_from.bandwidth_bytes_per_s,
                               latency_hiding, "dram bandwidth", arch);
-  // A CPU tile's scratch shares the cache with the tile's own reads and writes.
-  const int64_t working_set = f.shared_bytes_per_block + (arch.is_gpu() ? 0 : f.tile_footprint_bytes);
-  const double scratch_bytes = double(f.shared_bytes_moved) + (arch.is_gpu() ? 0.0 : double(f.reread_bytes));
-  if (const MemoryLevel* scratch = scratch_level(arch, working_set))
-    c.shared_seconds = seconds_at(scratch_bytes, scratch->bandwidth_bytes_per_s, latency_hiding, "shared bandwidth", arch);
+  if (arch.is_gpu()) {
+    if (const MemoryLevel* shared = scratch_level(arch, f.shared_bytes_per_block))
+      c.shared_seconds = seconds_at(double(f.shared_bytes_moved), shared->bandwidth_bytes_per_s, latency_hiding,
+                                    "shared bandwidth", arch);
+  } else {
+    c.shared_seconds = cpu_scratch_seconds(f, arch, streamed_from);
+  }
   c.compute_seconds = seconds_at(f.flops, peak_rate(f.compute_dtype, arch), latency_hiding,
                                  dtype_name(f.compute_dtype), arch);
   if (!arch.is_gpu()) {
-    const double tail = vector_tail(f.inner_extent, f.compute_dtype, arch);
-    c.compute_seconds *= tail;
-    c.shared_seconds *= tail;
+    c.compute_seconds *= vector_tail(f.inner_extent, f.compute_dtype, arch);
     c.ukernel_seconds = seconds_at(f.ukernel_flops, ukernel_rate(f.compute_dtype, arch), 1, "micro-kernel", arch);
     c.compute_seconds += c.ukernel_seconds;
     c.pack_seconds = seconds_at(double(f.packed_bytes), pack_rate(arch), 1, "packing", arch);

@@ -392,9 +392,17 @@ TEST(CostModel, CpuRunsOneBlockPerCore) {
 TEST(CostModel, CpuScratchBeyondL1StreamsFromL2) {
   KernelFeatures f = memory_bound(8, 1, 0);
   f.shared_bytes_moved = int64_t{1} << 32;
-  f.shared_bytes_per_block = 16 << 10;  // half the L1: the other half streams rows
+  f.shared_bytes_per_block = 24 << 10;  // 3/4 of the 32 KB L1: the rest streams rows
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 1.6e12);
-  f.shared_bytes_per_block = (16 << 10) + 16;
+  // Beyond it a growing share misses: half of it at 60 KB, midway to 3 L1s
+  // (the L2's half takes longer than the L1's), all of it from 96 KB on.
+  f.shared_bytes_per_block = 60 << 10;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 31) / 400e9);
+  f.shared_bytes_per_block = 33 << 10;  // an eighth misses: the L1's 7/8 take longer
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) * (7.0 / 8) / 1.6e12);
+  f.shared_bytes_per_block = 96 << 10;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 400e9);
+  f.shared_bytes_per_block = 512 << 10;
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 32) / 400e9);
   // A GPU's shared memory has no such step.
   KernelFeatures g = memory_bound(8 * 108, 128, 0);
@@ -413,9 +421,9 @@ TEST(CostModel, CpuTileWorkingSetDecidesWhereScratchAndReReadsLive) {
   KernelFeatures f = memory_bound(8, 1, 0);
   f.shared_bytes_moved = int64_t{1} << 30;
   f.shared_bytes_per_block = 4 << 10;
-  f.tile_footprint_bytes = 12 << 10;  // 16 KB in all: half the L1
+  f.tile_footprint_bytes = 20 << 10;  // 24 KB in all: 3/4 of the L1
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 30) / 1.6e12);
-  f.tile_footprint_bytes = (12 << 10) + 64;
+  f.tile_footprint_bytes = 92 << 10;  // 3 L1s
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{1} << 30) / 400e9);
   f.reread_bytes = int64_t{1} << 30;
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu_spec()).shared_seconds, double(int64_t{2} << 30) / 400e9);
@@ -428,6 +436,44 @@ TEST(CostModel, CpuTileWorkingSetDecidesWhereScratchAndReReadsLive) {
   g.tile_footprint_bytes = 1 << 20;
   g.reread_bytes = int64_t{1} << 30;
   EXPECT_DOUBLE_EQ(estimate_cost(g, gpu_spec()).shared_seconds, plain);
+}
+
+// A tile whose working set spills the L1 reads its scratch and re-reads
+// from the L2 on top of the kernel's own traffic through the L2 (one pass
+// after another, not overlapped); one beyond the L2 from the L3 or DRAM.
+TEST(CostModel, CpuSpilledScratchSharesTheLevelWithTheKernelsStreams) {
+  ArchSpec cpu = cpu_spec();  // 8 cores, 1 MB of L2 each (8 MB in all), no L3
+  KernelFeatures f = memory_bound(8, 1, 6 << 20);  // served from the L2s
+  f.l2_bytes = 4 << 20;
+  f.reread_bytes = 2 << 20;
+  f.tile_footprint_bytes = 24 << 10;  // fits the L1: scratch at the L1 rate, alone
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).shared_seconds, double(2 << 20) / 1.6e12);
+  f.tile_footprint_bytes = 512 << 10;  // the L2: the re-reads plus the 6 MB streamed through it
+  CostEstimate c = estimate_cost(f, cpu);
+  EXPECT_DOUBLE_EQ(c.dram_seconds, double(6 << 20) / 400e9);
+  EXPECT_DOUBLE_EQ(c.shared_seconds, double(8 << 20) / 400e9);
+  EXPECT_DOUBLE_EQ(c.seconds, double(8 << 20) / 400e9 + 1e-6);
+  // Every tile's footprint reads cross the L2 too, when there are more of them.
+  f.l2_bytes = 7 << 20;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).shared_seconds, double(9 << 20) / 400e9);
+  // Tensors served from DRAM pass through the L2 all the same.
+  f.dram_bytes = 16 << 20;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).shared_seconds, double(18 << 20) / 400e9);
+  // Beyond the 1 MB L2: the re-reads come from DRAM (no L3), with the streams.
+  f.tile_footprint_bytes = (1 << 20) + 64;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).shared_seconds, double(18 << 20) / 50e9);
+  // With an L3 that holds it, from the L3; the tensors it does not hold
+  // come from DRAM, past the L3.
+  cpu.levels.insert(cpu.levels.begin() + 1, {"l3", LevelScope::kDevice, 12 << 20, 200e9, 64});
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).shared_seconds, double(18 << 20) / 200e9);
+  // Tensors the L2s hold do not pass the L3.
+  f.dram_bytes = 6 << 20;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).shared_seconds, double(2 << 20) / 200e9);
+  // The vector tail scales the scratch traffic, not the streams.
+  f.tile_footprint_bytes = 512 << 10;
+  f.inner_extent = 16;  // 8 fp32 lanes of 32 bytes: 3 vector steps for 2
+  cpu.vector_bytes = 32;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).shared_seconds, (double(2 << 20) * 1.5 + double(7 << 20)) / 400e9);
 }
 
 TEST(CostModel, CpuWorkingSetsInCacheAreReadFromThere) {
