@@ -3,6 +3,7 @@
 // and the printer choosing it for float (not double, not CUDA).
 #include <cfenv>
 #include <cmath>
+#include <cstring>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,23 @@ TEST(VectorMath, TanhAndSigmoidWithin2e7OfLibm) {
   EXPECT_LT(worst_relative_error(tg_tanh, [](double x) { return std::tanh(x); }, -12, 12, 3e-5), 2.5e-7);
   EXPECT_LT(worst_relative_error(tg_sigmoid_vec, [](double x) { return 1 / (1 + std::exp(-x)); }, -80, 80, 1e-3),
             3e-7);
+}
+
+// tg_exp reads its power of two from the bits of the rounding sum: every
+// result down to the denormals (n = -150) and up to the overflow, and NaN of
+// either sign and any payload (whose bits give an arbitrary n) stays NaN.
+TEST(VectorMath, ExpScalesByItsPowerOfTwoAcrossTheWholeRange) {
+  for (double v = -103.9; v <= 88.7; v += 3.1e-3) {
+    const float x = static_cast<float>(v);
+    const double want = std::exp(static_cast<double>(x));
+    EXPECT_NEAR(tg_exp(x), want, 2e-7 * want + 1.5e-45) << x;
+  }
+  for (uint32_t bits : {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FA12345u}) {
+    float nan;
+    std::memcpy(&nan, &bits, 4);
+    EXPECT_TRUE(std::isnan(tg_exp(nan))) << std::hex << bits;
+    EXPECT_TRUE(std::isnan(tg_sigmoid_vec(nan))) << std::hex << bits;
+  }
 }
 
 TEST(VectorMath, SaturatesAndPropagatesNaNLikeLibm) {
