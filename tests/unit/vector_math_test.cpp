@@ -92,6 +92,37 @@ TEST(VectorMath, ExpScalesByItsPowerOfTwoAcrossTheWholeRange) {
   }
 }
 
+// tg_sigmoid_vec's own exp (one power of two, -x clamped to [-20, 89]) gives
+// bitwise the results of the general tg_exp down to x = -88.37, and 0 below
+// -88.73, where 1 / (1 + tg_exp(-x)) is a denormal under 5e-39 or also 0.
+TEST(VectorMath, SigmoidIsBitwiseThroughTgExpDownToTheDenormals) {
+  auto bits = [](float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; };
+  auto same = [&](float x) {
+    const float through_exp = 1.0f / (1.0f + tg_exp(-x));
+    return bits(tg_sigmoid_vec(x)) == bits(through_exp);
+  };
+  // Every 1009th float of [-88.37, 300] (both signs, the clamp at -x = -20),
+  // and every float near the ends and the clamp.
+  int64_t checked = 0;
+  for (uint32_t b = 0; b < bits(300.0f); b += 1009, ++checked) ASSERT_TRUE(same(tg_bits_to_float(b))) << b;
+  for (uint32_t b = 0x80000000u; b < bits(-88.37f); b += 1009, ++checked) ASSERT_TRUE(same(tg_bits_to_float(b))) << b;
+  for (float lo : {-88.37f, -1.01f, 19.99f, 299.99f})
+    for (float x = lo; x < lo + 0.02f; x = std::nextafter(x, 1e9f), ++checked) ASSERT_TRUE(same(x)) << x;
+  EXPECT_GT(checked, 2000000);
+  for (float x = -88.37f; x > -89.0f; x = std::nextafter(x, -90.0f)) {
+    const float through_exp = 1.0f / (1.0f + tg_exp(-x));
+    EXPECT_LT(through_exp, 5e-39f) << x;
+    EXPECT_LE(tg_sigmoid_vec(x), through_exp) << x;
+    EXPECT_GE(tg_sigmoid_vec(x), 0.0f) << x;
+  }
+  for (float x : {-88.73f, -100.0f, -1e30f, -std::numeric_limits<float>::max()}) EXPECT_EQ(tg_sigmoid_vec(x), 0.0f) << x;
+  EXPECT_EQ(tg_sigmoid_vec(0.0f), 0.5f);
+  EXPECT_EQ(tg_sigmoid_vec(20.0f), 1.0f);
+  EXPECT_EQ(tg_sigmoid_vec(1e30f), 1.0f);
+  EXPECT_NEAR(tg_sigmoid_vec(-10.0f), 1 / (1 + std::exp(10.0)), 2e-7 * 4.54e-5);
+  EXPECT_NEAR(tg_sigmoid_vec(-87.0f), 1 / (1 + std::exp(87.0)), 2e-7 * 1.65e-38);
+}
+
 TEST(VectorMath, SaturatesAndPropagatesNaNLikeLibm) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
