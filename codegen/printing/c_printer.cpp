@@ -207,6 +207,8 @@ class Printer {
       case ExprKind::kFloatImm: return float_literal(e->float_value, e->dtype);
       case ExprKind::kVar: return k_.var_names.at(static_cast<size_t>(e->int_value));
       case ExprKind::kLoad: {
+        for (const auto& [load, name] : hoisted_loads_)
+          if (same_expr(load, e)) return name;
         const Buffer& b = k_.buffers.at(static_cast<size_t>(e->int_value));
         std::string access = b.name + "[" + checked_index("load", e->int_value, expr(e->args[0])) + "]";
         if (b.dtype == DType::kF16 && b.scope == MemoryScope::kGlobal) return "tg_h2f(" + access + ")";
@@ -239,6 +241,7 @@ class Printer {
         const bool innermost = s->body.size() == 1 && s->body[0]->kind != StmtKind::kFor &&
                                s->body[0]->kind != StmtKind::kAllocate;
         const size_t hoisted_before = hoisted_checks_.size();
+        const size_t loads_before = hoisted_loads_.size();
         if (s->loop == LoopKind::kParallel && d_.pool_parallel_loops && splits_pay()) {
           std::vector<const StmtNode*> loops = {s.get()};
           while (static_cast<int>(loops.size()) < s->collapse) loops.push_back(loops.back()->body.at(0).get());
@@ -257,6 +260,7 @@ class Printer {
           out << pad << pragma << "\n";
         } else if (s->loop == LoopKind::kVectorized && *d_.simd_pragma) {
           hoist_checks(s, pad, out);
+          hoist_scratch_loads(s, pad, out);
           out << pad << d_.simd_pragma << "\n";
         } else if (s->loop == LoopKind::kUnrolled && *d_.unroll_pragma && !has_reduce_loop(s)) {
           // (GCC's unroll pragma drops an inner `omp simd` loop to scalar code.)
@@ -276,6 +280,7 @@ class Printer {
         for (const Stmt& c : s->body) stmt(c, depth + 1, out);
         out << pad << "}\n";
         hoisted_checks_.resize(hoisted_before);
+        hoisted_loads_.resize(loads_before);
         break;
       }
       case StmtKind::kStore: {
@@ -385,6 +390,48 @@ class Printer {
         out << pad << "const int64_t " << name << " = " << expr(n) << ";\n";
         hoisted_checks_.emplace_back(n, name);
       });
+    }
+  }
+
+  // A simd loop's loads from the block's scratch (Shared buffers, scratch
+  // Locals) at an index the loop does not vary, read into consts before it:
+  // softmax's row max and sum, layer norm's mean and deviation. Both the
+  // loop's stores and these loads address the one scratch arena, so GCC
+  // cannot tell a store from clobbering the row value and reloads it every
+  // lane; in Conformer's masked softmax (exp of a Where over an int64
+  // compare) that reload left the loop unvectorized ("control flow in
+  // loop"), 10x slower than onnxruntime's softmax. Only loops of a positive
+  // constant trip count whose body is plain stores, and only buffers the
+  // loop does not store, so the hoisted read happens exactly when the loop's
+  // first iteration would have made it, with the same value.
+  void hoist_scratch_loads(const Stmt& loop, const std::string& pad, std::ostringstream& out) {
+    if (loop->extent->kind != ExprKind::kIntImm || loop->extent->int_value <= 0) return;
+    std::vector<int> written;
+    for (const Stmt& c : loop->body) {
+      if (c->kind != StmtKind::kStore) return;
+      written.push_back(c->buffer);
+    }
+    auto hoistable = [&](const Expr& n) {
+      if (n->kind != ExprKind::kLoad || uses_var(n, loop->var)) return false;
+      const Buffer& b = k_.buffers.at(static_cast<size_t>(n->int_value));
+      if (b.scope == MemoryScope::kGlobal || (b.scope == MemoryScope::kLocal && !b.scratch)) return false;
+      return !any_node(n, [&](const Expr& x) {
+        return x->kind == ExprKind::kLoad &&
+               std::find(written.begin(), written.end(), static_cast<int>(x->int_value)) != written.end();
+      });
+    };
+    for (const Stmt& c : loop->body) {
+      for (const Expr& e : {c->index, c->value}) {
+        visit(e, [&](const Expr& n) {
+          if (!hoistable(n)) return;
+          for (const auto& hoisted : hoisted_loads_)
+            if (same_expr(hoisted.first, n)) return;
+          const Buffer& b = k_.buffers.at(static_cast<size_t>(n->int_value));
+          const std::string name = str_cat("tg_row", hoisted_names_++);
+          out << pad << "const " << compute_type(b.dtype) << " " << name << " = " << expr(n) << ";\n";
+          hoisted_loads_.emplace_back(n, name);
+        });
+      }
     }
   }
 
@@ -708,6 +755,8 @@ class Printer {
   // The innermost loop of a parallel nest printed without the pool (serial
   // or an OpenMP pragma) -> its run var, bound to 0 there.
   std::map<const StmtNode*, int> first_iteration_binds_;
+  // Scratch loads read before the simd loop being printed (hoist_scratch_loads), by name.
+  std::vector<std::pair<Expr, std::string>> hoisted_loads_;
   int hoisted_names_ = 0;  // names are never reused in a kernel (sibling loops share a scope)
 };
 

@@ -26,8 +26,33 @@
 TG_VECTOR_MATH_INLINE float tg_bits_to_float(uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
 // e^x = 2^n * e^r with n = round(x / ln2), |r| <= ln2/2 (ln2 split in a
 // part exact in float and a remainder); e^r by its degree-7 Taylor polynomial
-// (truncation < 6e-9). 2^n is applied in two halves, so n from -150
-// (denormal results) to 129 (overflow to inf) needs no special case.
+// (truncation < 6e-9). Returns e^r and sets *n, for |x| <= 89 or NaN.
+TG_VECTOR_MATH_INLINE float tg_exp_reduced(float x, int32_t* n) {
+  // Round to nearest by adding 1.5 * 2^23: the sum's low mantissa bits then
+  // hold n as an integer, read from its bits below. A float-to-int conversion
+  // of n instead needed NaN replaced first (converting NaN is undefined):
+  // that compare, blend and conversion made the whole function ~1.5x slower
+  // (mobilevit's SiLU kernels). A NaN x gives some integer n, never an
+  // overflow (|bits - 0x4B400000| < 2^31), and the NaN travels through r.
+  const float shifted = x * 1.44269504088896341f + 12582912.0f;
+  const float nf = shifted - 12582912.0f;
+  float r = x - nf * 0.693359375f;
+  r = r + nf * 2.12194440e-4f;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  uint32_t shifted_bits;
+  std::memcpy(&shifted_bits, &shifted, 4);
+  *n = static_cast<int32_t>(shifted_bits - 0x4B400000u);  // bits of 1.5 * 2^23
+  return p;
+}
+// 2^n is applied in two halves, so n from -150 (denormal results) to 129
+// (overflow to inf) needs no special case.
 // Below -104 (e^x rounds to 0) the lanes compute e^0 and select 0: clamped
 // to -104 they multiplied down to a denormal and then 0, and on x86 every
 // vector multiply that underflows takes a microcode assist (~150 cycles)
@@ -37,22 +62,11 @@ TG_VECTOR_MATH_INLINE float tg_exp(float x) {
   const bool zero = x < -104.0f;
   float xc = zero ? 0.0f : x;
   xc = xc > 89.0f ? 89.0f : xc;  // e^89 overflows to inf
-  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  n = n == n ? n : 0.0f;  // NaN: any finite n; the NaN travels through r
-  float r = xc - n * 0.693359375f;
-  r = r + n * 2.12194440e-4f;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  int32_t ni = static_cast<int32_t>(n);
-  int32_t half = ni >> 1;
+  int32_t n;
+  const float p = tg_exp_reduced(xc, &n);
+  const int32_t half = n >> 1;
   float s1 = tg_bits_to_float(static_cast<uint32_t>(half + 127) << 23);
-  float s2 = tg_bits_to_float(static_cast<uint32_t>(ni - half + 127) << 23);
+  float s2 = tg_bits_to_float(static_cast<uint32_t>(n - half + 127) << 23);
   const float e = p * s1 * s2;
   return zero ? 0.0f : e;
 }
@@ -102,5 +116,19 @@ TG_VECTOR_MATH_INLINE float tg_tanh(float x) {
   big = x < 0 ? -big : big;
   return z < 0.4f ? small : big;
 }
-TG_VECTOR_MATH_INLINE float tg_sigmoid_vec(float x) { return 1.0f / (1.0f + tg_exp(-x)); }
+// 1 / (1 + e^-x) with e^-x needing only n in [-29, 128]: -x clamped to
+// [-20, 89], so 2^n is one normal power of two (n = 128 gives inf and
+// sigmoid 0) and no lane selects a zero. Above x = 20, 1 + e^-x rounds to 1
+// either way, and the multiplies by 2^n are exact, so the results are
+// bitwise those of 1 / (1 + tg_exp(-x)) except below x = -88.37, where the
+// true sigmoid is a denormal under 5e-39 and this gives 0. About 25% faster
+// than through tg_exp: SiLU (x * sigmoid(x)) after every mobilevit conv.
+TG_VECTOR_MATH_INLINE float tg_sigmoid_vec(float x) {
+  float t = -x;
+  t = t < -20.0f ? -20.0f : t;  // NaN stays NaN through both clamps
+  t = t > 89.0f ? 89.0f : t;
+  int32_t n;
+  const float p = tg_exp_reduced(t, &n);
+  return 1.0f / (1.0f + p * tg_bits_to_float(static_cast<uint32_t>(n + 127) << 23));
+}
 #endif  // TG_VECTOR_MATH_H

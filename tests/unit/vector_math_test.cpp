@@ -3,6 +3,7 @@
 // and the printer choosing it for float (not double, not CUDA).
 #include <cfenv>
 #include <cmath>
+#include <cstring>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,54 @@ TEST(VectorMath, TanhAndSigmoidWithin2e7OfLibm) {
   EXPECT_LT(worst_relative_error(tg_tanh, [](double x) { return std::tanh(x); }, -12, 12, 3e-5), 2.5e-7);
   EXPECT_LT(worst_relative_error(tg_sigmoid_vec, [](double x) { return 1 / (1 + std::exp(-x)); }, -80, 80, 1e-3),
             3e-7);
+}
+
+// tg_exp reads its power of two from the bits of the rounding sum: every
+// result down to the denormals (n = -150) and up to the overflow, and NaN of
+// either sign and any payload (whose bits give an arbitrary n) stays NaN.
+TEST(VectorMath, ExpScalesByItsPowerOfTwoAcrossTheWholeRange) {
+  for (double v = -103.9; v <= 88.7; v += 3.1e-3) {
+    const float x = static_cast<float>(v);
+    const double want = std::exp(static_cast<double>(x));
+    EXPECT_NEAR(tg_exp(x), want, 2e-7 * want + 1.5e-45) << x;
+  }
+  for (uint32_t bits : {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FA12345u}) {
+    float nan;
+    std::memcpy(&nan, &bits, 4);
+    EXPECT_TRUE(std::isnan(tg_exp(nan))) << std::hex << bits;
+    EXPECT_TRUE(std::isnan(tg_sigmoid_vec(nan))) << std::hex << bits;
+  }
+}
+
+// tg_sigmoid_vec's own exp (one power of two, -x clamped to [-20, 89]) gives
+// bitwise the results of the general tg_exp down to x = -88.37, and 0 below
+// -88.73, where 1 / (1 + tg_exp(-x)) is a denormal under 5e-39 or also 0.
+TEST(VectorMath, SigmoidIsBitwiseThroughTgExpDownToTheDenormals) {
+  auto bits = [](float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; };
+  auto same = [&](float x) {
+    const float through_exp = 1.0f / (1.0f + tg_exp(-x));
+    return bits(tg_sigmoid_vec(x)) == bits(through_exp);
+  };
+  // Every 1009th float of [-88.37, 300] (both signs, the clamp at -x = -20),
+  // and every float near the ends and the clamp.
+  int64_t checked = 0;
+  for (uint32_t b = 0; b < bits(300.0f); b += 1009, ++checked) ASSERT_TRUE(same(tg_bits_to_float(b))) << b;
+  for (uint32_t b = 0x80000000u; b < bits(-88.37f); b += 1009, ++checked) ASSERT_TRUE(same(tg_bits_to_float(b))) << b;
+  for (float lo : {-88.37f, -1.01f, 19.99f, 299.99f})
+    for (float x = lo; x < lo + 0.02f; x = std::nextafter(x, 1e9f), ++checked) ASSERT_TRUE(same(x)) << x;
+  EXPECT_GT(checked, 2000000);
+  for (float x = -88.37f; x > -89.0f; x = std::nextafter(x, -90.0f)) {
+    const float through_exp = 1.0f / (1.0f + tg_exp(-x));
+    EXPECT_LT(through_exp, 5e-39f) << x;
+    EXPECT_LE(tg_sigmoid_vec(x), through_exp) << x;
+    EXPECT_GE(tg_sigmoid_vec(x), 0.0f) << x;
+  }
+  for (float x : {-88.73f, -100.0f, -1e30f, -std::numeric_limits<float>::max()}) EXPECT_EQ(tg_sigmoid_vec(x), 0.0f) << x;
+  EXPECT_EQ(tg_sigmoid_vec(0.0f), 0.5f);
+  EXPECT_EQ(tg_sigmoid_vec(20.0f), 1.0f);
+  EXPECT_EQ(tg_sigmoid_vec(1e30f), 1.0f);
+  EXPECT_NEAR(tg_sigmoid_vec(-10.0f), 1 / (1 + std::exp(10.0)), 2e-7 * 4.54e-5);
+  EXPECT_NEAR(tg_sigmoid_vec(-87.0f), 1 / (1 + std::exp(87.0)), 2e-7 * 1.65e-38);
 }
 
 TEST(VectorMath, SaturatesAndPropagatesNaNLikeLibm) {
