@@ -145,19 +145,13 @@ struct KRange {
   Expr value, fast_value;
 };
 
-bool reads_var(const Expr& e, int v) {
-  bool found = false;
-  visit(e, [&](const Expr& n) { found |= n->kind == ExprKind::kVar && n->int_value == v; });
-  return found;
-}
-
 // Splits e = select(kv < c1, v1, select(kv < c2, v2, ... vn)), with c
 // increasing inside (0, extent), into the ranges [0, c1), [c1, c2) ...
 // [c_{n-1}, extent) and their values; a single range of e otherwise. Under
 // a guard that does not depend on kv (the column tail's select(col < N, b,
 // 0)), each range keeps the guard.
 std::vector<KRange> peel_k_ranges(const Expr& e, int kv, int64_t extent) {
-  if (e->kind == ExprKind::kSelect && !reads_var(e->args[0], kv) && !reads_var(e->args[2], kv)) {
+  if (e->kind == ExprKind::kSelect && !uses_var(e->args[0], kv) && !uses_var(e->args[2], kv)) {
     std::vector<KRange> ranges = peel_k_ranges(e->args[1], kv, extent);
     if (ranges.size() == 1) return {{0, extent, e, nullptr}};
     for (KRange& r : ranges) r.value = select(e->args[0], r.value, e->args[2]);
