@@ -206,46 +206,66 @@ MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd":
           "pixel_rows": pixel_rows, "concat_k": concat_k}
 
 
-def _tune(exe, prefix, env, *flags):
-    return subprocess.run([str(exe), "tune", str(prefix), *flags], stdout=subprocess.PIPE,
+def _env(variant=None):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    if variant:
+        env["TILEGRAPH_SGEMM_VARIANT"] = variant
+    return env
+
+
+def _tune(prefix, env, *flags):
+    """Tunes PREFIX (skips without a built tilegraph); returns the CLI's output."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    tune = subprocess.run([str(exe), "tune", str(prefix), *flags], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    return tune.stdout
+
+
+def _manifest(prefix):
+    return json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+
+
+def _sgemm_kernels(prefix, variant):
+    """The manifest's kernels on the float micro-kernel of `variant`."""
+    return [k for k in _manifest(prefix)["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
+
+
+def _matches_onnxruntime(prefix, env, *flags):
+    """test_acc against onnxruntime passes; returns its output."""
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), *flags], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout
+    return acc.stdout
 
 
 @pytest.mark.parametrize("name", list(MODELS))
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_float_gemm_model(name, variant, tmp_path):
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / name
     MODELS[name](prefix)
-    env = dict(os.environ, TILEGRAPH_SGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
-    tune = _tune(exe, prefix, env)
-    assert tune.returncode == 0, tune.stdout[-3000:]
-    assert f"on the float micro-kernel (sgemm_{variant})" in tune.stdout, tune.stdout[-3000:]
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    on_ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
+    env = _env(variant)
+    tune = _tune(prefix, env)
+    assert f"on the float micro-kernel (sgemm_{variant})" in tune, tune[-3000:]
+    manifest = _manifest(prefix)
+    on_ukernel = [k["name"] for k in _sgemm_kernels(prefix, variant)]
     expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 2, "pixel_rows": 2, "concat_k": 3}[name]
     assert len(on_ukernel) == expected, (on_ukernel, [k["name"] for k in manifest["kernels"]])
     if name == "concat_k":  # no kernel writes a Concat: each is inside its contractions' kernels
         readers = [k for k in manifest["kernels"] if {"cat", "mcat"} & set(k["onnx_nodes"])]
         assert len(readers) == 3 and all(k.get("ukernel") for k in readers), manifest["kernels"]
-    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    assert acc.returncode == 0, acc.stdout
+    _matches_onnxruntime(prefix, env)
 
 
 def test_no_float_ukernels_keeps_the_loop_nests(tmp_path):
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / "convs"
     convs(prefix)
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    tune = _tune(exe, prefix, env, "--no-float-ukernels", "--no-build")
-    assert tune.returncode == 0, tune.stdout[-3000:]
-    assert "float micro-kernel" not in tune.stdout
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    env = _env()
+    tune = _tune(prefix, env, "--no-float-ukernels", "--no-build")
+    assert "float micro-kernel" not in tune
+    manifest = _manifest(prefix)
     assert not [k for k in manifest["kernels"] if k.get("ukernel", "").startswith("sgemm")]
     assert not (prefix / "tilegraph_rt" / "host" / "sgemm_avx512.h").exists()
 
@@ -278,25 +298,18 @@ def _small_l1_spec(path, variant, l2_bytes=1 << 20):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_k_blocks_accumulate_on_the_micro_kernel(variant, tmp_path):
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / "k_blocks"
     k_blocks(prefix)
     spec = _small_l1_spec(tmp_path / "small_l1.json", variant)
-    env = dict(os.environ, TILEGRAPH_SGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
-    tune = _tune(exe, prefix, env, "--arch-file", str(spec))
-    assert tune.returncode == 0, tune.stdout[-3000:]
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    params = [k["ukernel_params"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
+    env = _env(variant)
+    _tune(prefix, env, "--arch-file", str(spec))
+    params = [k["ukernel_params"] for k in _sgemm_kernels(prefix, variant)]
     # (kc, k_blocks) of the six GEMMs, in any order: K = 101, 45, 67, 639, 71, 13
     assert sorted((p["kc"], p["k_blocks"]) for p in params) == \
         sorted([(26, 4), (45, 1), (23, 3), (27, 24), (24, 3), (13, 1)]), params
     assert all(p["nr"] == NR[variant] for p in params)
-    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    assert acc.returncode == 0, acc.stdout
-    assert acc.stdout.count("  ok ") == 4, acc.stdout
+    acc = _matches_onnxruntime(prefix, env)
+    assert acc.count("  ok ") == 4, acc
 
 
 def k_outer(path):
@@ -316,23 +329,17 @@ def test_k_outer_blocks_match_onnxruntime(variant, tmp_path):
     loop goes outside the column panels (scheduler/float_gemm_blocking.h, k outer), in groups
     of column panels whose C tiles wait for the last block; every tail (M, N, K, the last
     group) still matches onnxruntime."""
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / "k_outer"
     k_outer(prefix)
     spec = _small_l1_spec(tmp_path / "small_caches.json", variant, l2_bytes=24 << 10)
-    env = dict(os.environ, TILEGRAPH_SGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
-    tune = _tune(exe, prefix, env, "--arch-file", str(spec))
-    assert tune.returncode == 0, tune.stdout[-3000:]
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    params = [k["ukernel_params"] for k in manifest["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
+    env = _env(variant)
+    _tune(prefix, env, "--arch-file", str(spec))
+    manifest = _manifest(prefix)
+    params = [k["ukernel_params"] for k in _sgemm_kernels(prefix, variant)]
     assert len(params) == 1, manifest["kernels"]
     assert (params[0]["kc"], params[0]["k_blocks"]) == (27, 24), params
     assert 1 <= params[0]["group_panels"] < params[0]["chunk_panels"], params
-    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    assert acc.returncode == 0, acc.stdout
+    _matches_onnxruntime(prefix, env)
 
 
 def test_pixel_rows_pack_a_row_block_once_per_run_of_chunks(tmp_path):
@@ -340,22 +347,16 @@ def test_pixel_rows_pack_a_row_block_once_per_run_of_chunks(tmp_path):
     panels only on a thread's first task or a batch's first chunk (lower_float_gemm_kernel.cpp:
     the parallel loop's run var): one thread runs every chunk back to back on the panels the
     first one packed, two threads each pack their own; both match onnxruntime."""
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / "pixel_rows_in_chunks"
     pixel_rows_in_chunks(prefix)
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    tune = _tune(exe, prefix, env)
-    assert tune.returncode == 0, tune.stdout[-3000:]
+    env = _env()
+    _tune(prefix, env)
     host = prefix / "tilegraph_rt" / "host"
     source = "".join(p.read_text() for p in sorted(host.glob("kernels_*.cpp")))
     assert source.count("const int64_t run = tg_it - tg_begin;") == 2, "both convs skip the repack"
     for threads in ("1", "2"):
-        acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--threads", threads],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-        assert acc.returncode == 0, acc.stdout
-        assert "PASS" in acc.stdout, acc.stdout
+        acc = _matches_onnxruntime(prefix, env, "--threads", threads)
+        assert "PASS" in acc, acc
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -363,20 +364,12 @@ def test_concat_ranges_across_k_blocks(variant, tmp_path):
     """With 32 k values per B block (_small_l1_spec) the 1x1 conv's K = 67 runs in 3 blocks whose
     bounds (23, 46) fall inside the Concat's channel ranges (3, 8, 15, 17, 26): each block packs the
     part of every range it holds, possibly none; the 3x3 conv's blocks (of whole channels) too."""
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / "concat_k"
     concat_k(prefix)
     spec = _small_l1_spec(tmp_path / "small_l1.json", variant)
-    env = dict(os.environ, TILEGRAPH_SGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
-    tune = _tune(exe, prefix, env, "--arch-file", str(spec))
-    assert tune.returncode == 0, tune.stdout[-3000:]
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    blocks = sorted(k["ukernel_params"]["k_blocks"] for k in manifest["kernels"]
-                    if k.get("ukernel") == f"sgemm_{variant}")
+    env = _env(variant)
+    _tune(prefix, env, "--arch-file", str(spec))
+    blocks = sorted(k["ukernel_params"]["k_blocks"] for k in _sgemm_kernels(prefix, variant))
     assert len(blocks) == 3 and blocks[-1] > 1 and blocks[-2] > 1, blocks
-    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    assert acc.returncode == 0, acc.stdout
-    assert acc.stdout.count("  ok ") == 3, acc.stdout
+    acc = _matches_onnxruntime(prefix, env)
+    assert acc.count("  ok ") == 3, acc

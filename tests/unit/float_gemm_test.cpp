@@ -49,6 +49,29 @@ std::vector<float> ramp(int n) {
   return v;
 }
 
+// g's one float GEMM, scheduled for the host: the schedule's kernel count,
+// the micro-kernel `variant`, the operands packed at compile time (none
+// without `prepack`: the profiler's case, packed at run time) and the
+// kernel lowered for `arch`.
+struct LoweredGemm {
+  size_t kernels = 0;
+  codegen::FloatGemmVariant variant;
+  codegen::FloatGemmPacks packs;
+  codegen::Kernel kernel;
+};
+
+LoweredGemm lower_the_gemm(Graph& g, const std::string& variant = "scalar",
+                           const scheduler::ArchSpec& arch = scheduler::host_arch(), bool prepack = true) {
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
+  LoweredGemm r;
+  r.kernels = s.kernels.size();
+  r.variant = codegen::float_gemm_variant_named(variant);
+  if (prepack) r.packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), r.variant);
+  r.kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), r.variant, r.packs, arch);
+  return r;
+}
+
 TEST(FloatGemm, MatMulRowsAreTheLeadingAxesAndWeightsAreB) {
   OnnxModelBuilder b(13);
   b.input("a", 1, {2, 3, 5}).output("y");
@@ -110,14 +133,11 @@ TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
   b.initializer_f("w", {16, 5, 3, 3}, w);
   OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
   Graph g = import_and_optimize(b, "conv_packed_a");
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  ASSERT_EQ(s.kernels.size(), 1u);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");  // 4 x 8
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  ASSERT_GE(packs.a, 0);
-  EXPECT_EQ(packs.b, -1);
-  const Tensor& packed = g.tensor(packs.a);
+  const LoweredGemm gemm = lower_the_gemm(g);  // scalar: 4 x 8
+  ASSERT_EQ(gemm.kernels, 1u);
+  ASSERT_GE(gemm.packs.a, 0);
+  EXPECT_EQ(gemm.packs.b, -1);
+  const Tensor& packed = g.tensor(gemm.packs.a);
   constexpr int64_t kPanel = 192;  // 45 k x 4 rows, padded to 16 floats
   ASSERT_EQ(packed.shape, (Shape{4 * kPanel}));
   std::vector<float> got(static_cast<size_t>(4 * kPanel));
@@ -128,8 +148,7 @@ TEST(FloatGemm, ConvWeightsArePackedAsRowPanelsAtCompileTime) {
         const float want = k < 45 ? w[static_cast<size_t>((p * 4 + i) * 45 + k)] : 0.0f;
         ASSERT_EQ(got[static_cast<size_t>(p * kPanel + k * 4 + i)], want) << p << " " << k << " " << i;
       }
-  const codegen::Kernel kernel =
-      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  const codegen::Kernel& kernel = gemm.kernel;
   EXPECT_EQ(kernel.ukernel, "sgemm_scalar");
   // no run-time A packing loop ("pa"), a run-time B panel loop ("jb")
   EXPECT_EQ(std::count(kernel.var_names.begin(), kernel.var_names.end(), "pa"), 0);
@@ -202,13 +221,7 @@ TEST(FloatGemm, ConvColumnCoordinatesAreComputedOncePerPanel) {
   OnnxModelBuilder::attr_ints(conv, "pads", {1, 0, 2, 1});
   OnnxModelBuilder::attr_ints(conv, "strides", {2, 2});
   Graph g = import_and_optimize(b, "conv_column_table");
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  ASSERT_EQ(s.kernels.size(), 1u);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  const codegen::Kernel kernel =
-      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  const codegen::Kernel kernel = lower_the_gemm(g).kernel;
   std::vector<codegen::Stmt> pack, fill;
   loops_named(kernel, kernel.body, "jb", &pack);
   loops_named(kernel, kernel.body, "jt", &fill);
@@ -232,14 +245,10 @@ codegen::Kernel conv3x3_avx512_kernel(const std::string& name, int64_t stride) {
   OnnxModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
   OnnxModelBuilder::attr_ints(conv, "strides", {stride, stride});
   Graph g = import_and_optimize(b, name);
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  const codegen::FloatGemmVariant avx512 = codegen::float_gemm_variant_named("avx512");
-  EXPECT_EQ(avx512.nr, 32);
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512);
-  codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), avx512, packs, scheduler::host_arch());
-  codegen::verify(kernel);
-  return kernel;
+  LoweredGemm gemm = lower_the_gemm(g, "avx512");
+  EXPECT_EQ(gemm.variant.nr, 32);
+  codegen::verify(gemm.kernel);
+  return gemm.kernel;
 }
 
 // The loads of buffer `buffer` in s's stores and conditions.
@@ -310,12 +319,7 @@ TEST(FloatGemm, MatMulPanelsNeedNoColumnTable) {
   b.input("x", 1, {2, 13, 24}).input("z", 1, {2, 24, 37}).output("y");
   b.node("MatMul", {"x", "z"}, {"y"});
   Graph g = import_and_optimize(b, "matmul_no_table");
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  const codegen::Kernel kernel =
-      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  const codegen::Kernel kernel = lower_the_gemm(g).kernel;
   std::vector<codegen::Stmt> pack, fill;
   loops_named(kernel, kernel.body, "jb", &pack);
   loops_named(kernel, kernel.body, "jt", &fill);
@@ -348,14 +352,9 @@ TEST(FloatGemm, FullColumnPanelsIndexWithoutTheTailsGuards) {
   b.node("Conv", {"x", "w"}, {"c"});
   b.node("Add", {"c", "r"}, {"y"});
   Graph g = import_and_optimize(b, "full_column_panels");
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  ASSERT_EQ(s.kernels.size(), 1u);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  ASSERT_GE(packs.a, 0);
-  const codegen::Kernel kernel =
-      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  const LoweredGemm gemm = lower_the_gemm(g);
+  ASSERT_GE(gemm.packs.a, 0);
+  const codegen::Kernel& kernel = gemm.kernel;
   codegen::verify(kernel);
   std::vector<codegen::Stmt> full_pack, tail_pack, full_store, tail_store;
   loops_named(kernel, kernel.body, "jbw", &full_pack);
@@ -409,11 +408,7 @@ TEST(FloatGemm, ConvKBlocksPackEachBlockAndFillTheColumnTableOncePerPanel) {
   b.initializer_f("w", {16, 23, 3, 3}, ramp(16 * 23 * 9));
   OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
   Graph g = import_and_optimize(b, "conv_k_blocks");
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, host_with_small_l1());
+  const codegen::Kernel kernel = lower_the_gemm(g, "scalar", host_with_small_l1()).kernel;
   EXPECT_EQ(ukernel_param(kernel, "kc"), 27);
   EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 8);
   std::vector<codegen::Stmt> k_loop, fill, pack_in_block, fill_in_block, calls;
@@ -448,14 +443,11 @@ TEST(FloatGemm, ConvKOuterFillsEachColumnTableOncePerGroup) {
   b.initializer_f("w", {40, 23, 3, 3}, ramp(40 * 23 * 9));
   OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "pads", {1, 1, 1, 1});
   Graph g = import_and_optimize(b, "conv_k_outer");
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  ASSERT_GE(packs.a, 0);
   scheduler::ArchSpec arch = host_with_small_l1();
   arch.l2_bytes = 2048;
-  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, arch);
+  const LoweredGemm gemm = lower_the_gemm(g, "scalar", arch);
+  ASSERT_GE(gemm.packs.a, 0);
+  const codegen::Kernel& kernel = gemm.kernel;
   codegen::verify(kernel);
   EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 8);
   EXPECT_GE(ukernel_param(kernel, "group_panels"), 1);
@@ -482,12 +474,9 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   b.initializer_f("w", {96, 20}, ramp(96 * 20));
   b.node("MatMul", {"x", "w"}, {"y"});
   Graph g = import_and_optimize(b, "matmul_k_blocks");
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  ASSERT_GE(packs.b, 0);
-  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, host_with_small_l1());
+  const LoweredGemm gemm = lower_the_gemm(g, "scalar", host_with_small_l1());
+  ASSERT_GE(gemm.packs.b, 0);
+  const codegen::Kernel& kernel = gemm.kernel;
   EXPECT_EQ(ukernel_param(kernel, "kc"), 32);
   EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 3);
   std::vector<codegen::Stmt> k_loop, pack, calls;
@@ -542,11 +531,7 @@ TEST(FloatGemm, OneKBlockStartsEveryTile) {
   b.initializer_f("w", {64, 20}, ramp(64 * 20));
   b.node("MatMul", {"x", "w"}, {"y"});
   Graph g = import_and_optimize(b, "matmul_one_k_block");
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  const codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, host_with_small_l1());
+  const codegen::Kernel kernel = lower_the_gemm(g, "scalar", host_with_small_l1()).kernel;
   EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 1);
   EXPECT_EQ(ukernel_param(kernel, "kc"), 64);
   std::vector<codegen::Stmt> k_loop, calls;
@@ -607,15 +592,10 @@ codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t st
   OnnxModelBuilder::attr_ints(conv, "strides", {stride, stride});
   OnnxModelBuilder::attr_ints(conv, "pads", {k / 2, k / 2, k / 2, k / 2});
   Graph g = import_and_optimize(b, name);
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  const codegen::FloatGemmVariant avx512 = codegen::float_gemm_variant_named("avx512");
-  const codegen::FloatGemmPacks packs =
-      prepack ? codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512) : codegen::FloatGemmPacks{};
-  EXPECT_LT(packs.a, 0);  // the pixels are the rows: A is the activation
-  codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), avx512, packs, scheduler::host_arch());
-  codegen::verify(kernel);
-  return kernel;
+  LoweredGemm gemm = lower_the_gemm(g, "avx512", scheduler::host_arch(), prepack);
+  EXPECT_LT(gemm.packs.a, 0);  // the pixels are the rows: A is the activation
+  codegen::verify(gemm.kernel);
+  return gemm.kernel;
 }
 
 TEST(FloatGemm, PointwiseConvPacksPixelRowsInsideTheChannels) {
@@ -828,14 +808,10 @@ codegen::Kernel pointwise_avx512_kernel(const std::string& name, int64_t filters
     b.node(activation, {"c"}, {"y"});
   }
   Graph g = import_and_optimize(b, name);
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1) << name;
-  EXPECT_EQ(s.kernels.size(), 1u) << name << ": the activation should be the GEMM's epilogue";
-  const codegen::FloatGemmVariant avx512 = codegen::float_gemm_variant_named("avx512");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), avx512);
-  codegen::Kernel kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), avx512, packs, scheduler::host_arch());
-  codegen::verify(kernel);
-  return kernel;
+  LoweredGemm gemm = lower_the_gemm(g, "avx512");
+  EXPECT_EQ(gemm.kernels, 1u) << name << ": the activation should be the GEMM's epilogue";
+  codegen::verify(gemm.kernel);
+  return gemm.kernel;
 }
 
 double float_arg(const codegen::CallArg& a) {
@@ -974,12 +950,7 @@ TEST(FloatGemm, ChannelConcatPacksEachInputFromItsOwnChannelRange) {
   b.node("Conv", {"cat", "w"}, {"y"});
   Graph g = import_and_optimize(b, "concat_conv");
   ASSERT_EQ(g.ops.size(), 1u) << to_string(g);
-  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
-  ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
-  const codegen::FloatGemmVariant scalar = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], scalar);
-  const codegen::Kernel kernel =
-      codegen::lower_float_gemm_kernel(g, s.kernels[0], scalar, packs, scheduler::host_arch());
+  const codegen::Kernel kernel = lower_the_gemm(g).kernel;
   codegen::verify(kernel);
   for (size_t r = 0; r < channels.size(); ++r) {
     std::vector<codegen::Stmt> full_range, tail_range;
