@@ -40,15 +40,12 @@ bool reads_along_reduce_axis(const Graph& g, const Op& op) {
 // one (an integer comparison: a padding guard)? Then a vector loop over v
 // gathers or blends where its body would otherwise run contiguously.
 bool branches_on(const Expr& e, int v) {
-  bool found = false;
-  if (!e) return found;
-  visit(e, [&](const Expr& n) {
-    if (found || n->kind != ExprKind::kBinary || n->args.size() != 2 || !is_integer(n->args[0]->dtype)) return;
-    const BinaryOp op = n->binary_op;
-    if (op != BinaryOp::kMin && op != BinaryOp::kMax && !is_comparison(op)) return;
-    found = uses_var(n->args[0], v) || uses_var(n->args[1], v);
-  });
-  return found;
+  return e && any_node(e, [&](const Expr& n) {
+           if (n->kind != ExprKind::kBinary || n->args.size() != 2 || !is_integer(n->args[0]->dtype)) return false;
+           const BinaryOp op = n->binary_op;
+           if (op != BinaryOp::kMin && op != BinaryOp::kMax && !is_comparison(op)) return false;
+           return uses_var(n->args[0], v) || uses_var(n->args[1], v);
+         });
 }
 
 bool branches_on(const Stmt& s, int v) {
