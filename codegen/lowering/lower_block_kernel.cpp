@@ -36,6 +36,33 @@ bool reads_along_reduce_axis(const Graph& g, const Op& op) {
   return along_reduce && !along_output;
 }
 
+// Does `e` clamp an index that uses var v (min/max on integers) or test
+// one (an integer comparison: a padding guard)? Then a vector loop over v
+// gathers or blends where its body would otherwise run contiguously.
+bool branches_on(const Expr& e, int v) {
+  return e && any_node(e, [&](const Expr& n) {
+           if (n->kind != ExprKind::kBinary || n->args.size() != 2 || !is_integer(n->args[0]->dtype)) return false;
+           const BinaryOp op = n->binary_op;
+           if (op != BinaryOp::kMin && op != BinaryOp::kMax && !is_comparison(op)) return false;
+           return uses_var(n->args[0], v) || uses_var(n->args[1], v);
+         });
+}
+
+bool branches_on(const Stmt& s, int v) {
+  if (branches_on(s->index, v) || branches_on(s->value, v) || branches_on(s->cond, v)) return true;
+  for (const Stmt& c : s->body)
+    if (branches_on(c, v)) return true;
+  return false;
+}
+
+// The most iterations peeled off either end of a vectorized loop to free
+// its middle of clamps and padding tests (a window's padding, a halo).
+constexpr int64_t kMaxPeel = 4;
+
+// Accumulators (f32) that fit a 32 KiB L1 data cache, with room to spare
+// for the inputs: a larger one-thread reduction tile goes row by row.
+constexpr int64_t kL1Accumulators = 4096;
+
 class BlockKernelBuilder : KernelBuilder {
  public:
   BlockKernelBuilder(const Graph& g, const scheduler::KernelSchedule& schedule, const BlockPlan& plan)
@@ -162,16 +189,66 @@ class BlockKernelBuilder : KernelBuilder {
     return finalize_indices(lowered, bounds_);
   }
 
+  // A loop over [0, extent) of emit(index). When its body clamps or tests
+  // the index near the ends only (reading a padded or haloed region), the
+  // first and last few iterations (the fewest that do) get loops of their
+  // own, so the middle one runs unclamped, with contiguous vector loads.
+  Stmt peeled_loop(const std::string& name, int64_t extent, LoopKind kind,
+                   const std::function<Stmt(const Expr&)>& emit) {
+    auto loop_over = [&](const std::string& n, int64_t begin, int64_t end, LoopKind k) {
+      const int v = new_var(n, end - begin);
+      return make_for(v, int_imm(end - begin), k, {emit(begin == 0 ? var(v) : var(v) + int_imm(begin))});
+    };
+    // Does the body over [lo, extent - hi) still branch on the index?
+    auto branches_between = [&](int64_t lo, int64_t hi) {
+      const size_t vars = bounds_.size();
+      const int v = new_var(name, extent - lo - hi);
+      const bool b = branches_on(emit(lo == 0 ? var(v) : var(v) + int_imm(lo)), v);
+      bounds_.resize(vars);
+      kernel_.var_names.resize(vars);
+      return b;
+    };
+    if (kind != LoopKind::kVectorized || !branches_between(0, 0)) return loop_over(name, 0, extent, kind);
+    for (int64_t total = 1; total <= 2 * kMaxPeel && total < extent; ++total)
+      for (int64_t lo = std::max<int64_t>(0, total - kMaxPeel); lo <= std::min(total, kMaxPeel); ++lo) {
+        const int64_t hi = total - lo;
+        if (branches_between(lo, hi)) continue;
+        std::vector<Stmt> loops;
+        if (lo > 0) loops.push_back(loop_over(name + "_lo", 0, lo, LoopKind::kSerial));
+        loops.push_back(loop_over(name, lo, extent - hi, kind));
+        if (hi > 0) loops.push_back(loop_over(name + "_hi", extent - hi, extent, LoopKind::kSerial));
+        return make_seq(std::move(loops));
+      }
+    return loop_over(name, 0, extent, kind);
+  }
+
   // Enumerates `extents` (a region's shape) as this block's threads share
   // it: `emit(local_coords, flat)` builds the per-element statement. One
   // thread: nested loops, innermost vectorized. Several: a strided loop over
   // the flat index, guarded when the count is not a multiple of threads.
   Stmt for_each_element(const std::string& name, const std::vector<int64_t>& extents,
                         const std::function<Stmt(const std::vector<Expr>&, const Expr&)>& emit,
-                        std::vector<int>* loop_vars = nullptr, LoopKind innermost = LoopKind::kVectorized) {
+                        std::vector<int>* loop_vars = nullptr, LoopKind innermost = LoopKind::kVectorized,
+                        bool peel = false) {
     int64_t total = 1;
     for (int64_t e : extents) total *= e;
     std::vector<Expr> coords;
+    if (threads_ == 1 && peel && !extents.empty()) {
+      std::vector<int> vars;
+      Expr outer_flat = int_imm(0);
+      for (size_t d = 0; d + 1 < extents.size(); ++d) {
+        vars.push_back(new_var(name + std::to_string(d), extents[d]));
+        coords.push_back(var(vars.back()));
+        outer_flat = outer_flat * extents[d] + coords.back();
+      }
+      Stmt s = peeled_loop(name + std::to_string(extents.size() - 1), extents.back(), innermost, [&](const Expr& c) {
+        std::vector<Expr> at = coords;
+        at.push_back(c);
+        return emit(at, outer_flat * extents.back() + c);
+      });
+      for (size_t d = vars.size(); d-- > 0;) s = make_for(vars[d], int_imm(extents[d]), LoopKind::kSerial, {s});
+      return s;
+    }
     if (threads_ == 1) {
       std::vector<int> vars;
       Expr flat = int_imm(0);
@@ -261,12 +338,21 @@ class BlockKernelBuilder : KernelBuilder {
     if (op.reduction == Reduction::kNone) {
       return thread_loop({for_each_element(prefix + "e", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
         return store_result(i, local, flat, value_at(i, coords_at(i, local), {}));
-      })});
+      }, nullptr, LoopKind::kVectorized, /*peel=*/true)});
     }
     if (pp.mma) return build_mma_phase(i);
     const DType dtype = g_.tensor(op.output).dtype;
     const int acc = pp.accumulator >= 0 ? shared_ids_[pp.accumulator]
                                         : add_local(prefix + "acc", compute_dtype(dtype), pp.per_thread);
+    // One thread: reduce loops outside the element loops (a register tile
+    // over the vectorized innermost element axis), unless that axis has
+    // extent 1 (a row's sum, a whole-tensor min) or the reads run along the
+    // reduce axis: then each element's innermost reduce loop vectorizes on
+    // its own (LoopKind::kReduce).
+    const bool reduce_inside = threads_ == 1 && (extents.empty() || extents.back() == 1 ||
+                                                 reads_along_reduce_axis(g_, op));
+    if (threads_ == 1 && pp.step == 0 && !reduce_inside && extents.size() >= 2 && pp.elements > kL1Accumulators)
+      return build_row_reduction(i, acc);
     // Accumulator slot of an element: its flat index with one thread, the
     // strided loop's counter with several (rebind_acc_index).
     const Expr init_value = reduction_init(op.reduction, compute_dtype(dtype));
@@ -283,13 +369,6 @@ class BlockKernelBuilder : KernelBuilder {
     // The update of one element over a set of reduce values (innermost).
     std::map<int, const StagedInput*> staged;
     for (const StagedInput& st : pp.staged) staged[st.slot] = &st;
-    // One thread: reduce loops outside the element loops (a register tile
-    // over the vectorized innermost element axis), unless that axis has
-    // extent 1 (a row's sum, a whole-tensor min) or the reads run along the
-    // reduce axis: then each element's innermost reduce loop vectorizes on
-    // its own (LoopKind::kReduce).
-    const bool reduce_inside = threads_ == 1 && (extents.empty() || extents.back() == 1 ||
-                                                 reads_along_reduce_axis(g_, op));
     auto accumulate = [&](const std::string& name, const std::vector<Expr>& reduce_values,
                           const std::vector<std::pair<int, int64_t>>& reduce_loops, const Expr& guard) {
       std::vector<int> lv;
@@ -351,6 +430,60 @@ class BlockKernelBuilder : KernelBuilder {
     }
     if (pp.accumulator >= 0) return make_seq(steps);
     return make_allocate(acc, steps);
+  }
+
+  // One thread, a region whose accumulators overflow L1 (a pooling tile
+  // of 16 x 56 x 56): rather than sweeping the whole accumulator tile once
+  // per reduce point (init, one read-modify-write pass per window tap, then
+  // a copy-out, each streaming it through L2), reduce one innermost row at
+  // a time: init the row, run the reduce loops around the vectorized row,
+  // and store it, while its accumulators stay in L1. Each element still
+  // combines its reduce points in the same order, so results are identical.
+  Stmt build_row_reduction(int i, int acc) {
+    const Op& op = plan_.phases[i];
+    const OpTile& tile = plan_.tiling.ops[i];
+    const std::vector<int64_t> extents = extents_of(tile.region);
+    const std::string prefix = str_cat("p", i, "_");
+    const DType acc_type = compute_dtype(g_.tensor(op.output).dtype);
+    const int64_t width = extents.back();
+    std::vector<int> outer;
+    std::vector<Expr> local;
+    Expr row = int_imm(0);
+    for (size_t d = 0; d + 1 < extents.size(); ++d) {
+      outer.push_back(new_var(prefix + "o" + std::to_string(d), extents[d]));
+      local.push_back(var(outer.back()));
+      row = row * extents[d] + local.back();
+    }
+    // A vectorized loop over the row; `emit` gets the column var.
+    auto over_row = [&](const std::string& name, const std::function<Stmt(const Expr&)>& emit) {
+      const int c = new_var(prefix + name, width);
+      return make_for(c, int_imm(width), LoopKind::kVectorized, {emit(var(c))});
+    };
+    auto at_column = [&](const Expr& c) {
+      std::vector<Expr> l = local;
+      l.push_back(c);
+      return l;
+    };
+    const Stmt init = over_row("i", [&](const Expr& c) {
+      return make_store(acc, c, reduction_init(op.reduction, acc_type));
+    });
+    Stmt update = peeled_loop(prefix + "e", width, LoopKind::kVectorized, [&](const Expr& c) {
+      std::vector<Expr> values = coords_at(i, at_column(c));
+      for (int r : tile.reduce_vars) values.push_back(var(r));
+      Expr value = value_at(i, values, {});
+      if (value->dtype != acc_type) value = cast(acc_type, value);  // an f16 reduction accumulates in f32
+      return make_store(acc, c, reduction_combine(op.reduction, load(acc, acc_type, {c}), value));
+    });
+    for (size_t r = tile.reduce_vars.size(); r-- > 0;)
+      update = make_for(tile.reduce_vars[r], int_imm(op.reduce_extents[r]), LoopKind::kSerial, {update});
+    const Stmt write = over_row("w", [&](const Expr& c) {
+      return store_result(i, at_column(c), finalize_indices(row * width + c, bounds_), load(acc, acc_type, {c}));
+    });
+    Stmt s = make_seq({init, update, write});
+    for (size_t d = outer.size(); d-- > 0;)
+      s = make_for(outer[d], int_imm(extents[d]), LoopKind::kSerial, {s});
+    if (plan_.phase_plans[i].accumulator >= 0) return s;
+    return make_allocate(acc, {s});
   }
 
   // A matmul phase on tensor cores (scheduler/mma_plan.h): warp w owns
