@@ -110,6 +110,30 @@ def test_dynamic_quantization_tolerance_is_twice_onnxruntimes_spread():
     assert test_acc.dynamic_quantization_tolerances(expected, expected)["out"] == 1e-4
 
 
+def test_dynamic_quantization_tolerance_takes_the_largest_spread():
+    expected = {"out": np.array([0.5, 3.0], np.float32)}
+    levels = {"out": np.array([0.51, 3.0], np.float32)}   # max_rel 0.01
+    nudged_up = {"out": np.array([0.5, 3.09], np.float32)}  # 0.09 / 3 = 0.03
+    nudged_down = {"out": np.array([0.48, 3.0], np.float32)}  # 0.02
+    tol = test_acc.dynamic_quantization_tolerances(expected, levels, nudged_up, nudged_down)
+    assert tol["out"] == pytest.approx(0.06, rel=1e-5)
+    # an output none of the others has gets no tolerance of its own
+    assert test_acc.dynamic_quantization_tolerances({"x": np.ones(2, np.float32)}, levels) == {}
+
+
+def test_nudged_inputs_move_every_float_one_ulp():
+    x = np.array([0.0, 1.0, -2.5, 3e-39], np.float32)
+    ids = np.array([1, 2], np.int64)
+    up = test_acc.nudged_inputs({"x": x, "ids": ids}, np.inf)
+    down = test_acc.nudged_inputs({"x": x, "ids": ids}, -np.inf)
+    assert up["x"].dtype == np.float32 and down["x"].dtype == np.float32
+    assert np.all(up["x"] > x) and np.all(down["x"] < x)
+    # exactly one ulp: moving back lands on the original values
+    assert np.array_equal(np.nextafter(up["x"], np.float32(-np.inf)), x)
+    assert np.array_equal(np.nextafter(down["x"], np.float32(np.inf)), x)
+    assert up["ids"] is ids and down["ids"] is ids
+
+
 def test_judged_against_the_float_model():
     f = np.array([1.0, 0.0], np.float32)           # the float model's output
     ort_all = np.array([1.05, 0.0], np.float32)     # onnxruntime: 5e-2 from float
