@@ -19,6 +19,10 @@
 //     blocks are then bounded by the A block, not by all of K, so fewer row
 //     blocks repack the same B panels (ResNet-50's 3x3 convs over 256
 //     channels: 4 row blocks of 8 panels, each packing every B panel).
+//     Likewise where B is the compile-time packed weights, all of B
+//     overflows the L2 and all of K's A panels overflow the row block (x @ W
+//     with a long K and many rows): A is then packed one k block at a time
+//     (a_per_k_block), so one row block holds every row and streams B once.
 // Blocks are whole slices of one reduce axis (the first of extent > 1: a
 // conv's input channels, with every window position (kh, kw) of a channel
 // in the same block), so the packing loops stay affine per axis and a conv's
@@ -40,6 +44,7 @@ struct FloatGemmBlocking {
   int64_t max_row_panels = 1; // A panels (MR rows each) one row block may hold
   bool k_outer = false;       // the k-block loop outside the column panels (see above)
   int64_t max_c_tiles = 0;    // k outer: the C tiles (MR x NR) a task keeps across k blocks
+  bool a_per_k_block = false; // k outer with B prepacked: A's panels packed per k block (kc x MR each)
 };
 
 // Which GEMM operands are packed at compile time (constants: weights).

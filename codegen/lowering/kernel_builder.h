@@ -99,17 +99,22 @@ class KernelBuilder {
   // row block streams past it; each panel keeps its own C tile across the
   // blocks, and the caller runs the epilogue over the tiles after this.
   // `columns` (may be null) wraps each block's body in a loop over column
-  // panels (the k block outside them: scheduler/float_gemm_blocking.h).
+  // panels (the k block outside them: scheduler/float_gemm_blocking.h);
+  // `before_columns` (may be null) are a block's statements outside that
+  // loop (packing the block's slice of A once for every column panel).
   using BlockStmts = std::function<std::vector<Stmt>(const Expr& block)>;
   using PanelCall = std::function<Stmt(int vp, const Expr& block, const Expr& accumulate)>;
   using ColumnLoop = std::function<std::vector<Stmt>(std::vector<Stmt> block_body)>;
   Stmt k_block_calls(const KBlocks& kb, const RowPanels& rows, const BlockStmts& per_block, const PanelCall& call,
-                     const ColumnLoop& columns = nullptr) {
+                     const ColumnLoop& columns = nullptr, const BlockStmts& before_columns = nullptr) {
     auto block_body = [&](const Expr& block, const Expr& accumulate, const std::string& panel_var) {
       std::vector<Stmt> body = per_block ? per_block(block) : std::vector<Stmt>{};
       const int vp = new_var(panel_var, rows.count);
       body.push_back(row_panel_loop(vp, rows, {call(vp, block, accumulate)}));
-      return columns ? columns(std::move(body)) : body;
+      if (!columns) return body;
+      std::vector<Stmt> outside = before_columns ? before_columns(block) : std::vector<Stmt>{};
+      for (Stmt& s : columns(std::move(body))) outside.push_back(std::move(s));
+      return outside;
     };
     if (!kb.peel_first) {
       const int vk = new_var(kb.block_var, kb.count);

@@ -225,7 +225,7 @@ class FloatGemmLowering : KernelBuilder {
     // unless A is packed at compile time, then the run-time B panel (one k
     // block of it) unless B is, then with k blocks the row block's C tiles,
     // whose sums wait there for the last block.
-    const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * geo_.a_panel;
+    const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * a_panel_floats();
     const int64_t b_floats = packed_b_ >= 0 ? 0 : geo_.b_block;
     const int64_t tile_floats = int64_t{v.mr} * v.nr;
     // k outer: the C tiles of a group of column panels wait for the last block.
@@ -234,6 +234,7 @@ class FloatGemmLowering : KernelBuilder {
       group = std::min(grid_.chunk_panels, std::max<int64_t>(1, kb.max_c_tiles / grid_.row_panels));
       group = ceil_div(grid_.chunk_panels, ceil_div(grid_.chunk_panels, group));  // even groups
       kernel_.ukernel_params.push_back({"group_panels", group});
+      if (kb.a_per_k_block) kernel_.ukernel_params.push_back({"a_per_k_block", 1});
     }
     const int64_t c_floats = geo_.k_blocked() ? grid_.row_panels * group * tile_floats : 0;
     const int panels = add_local("panels", DType::kF32, a_floats + b_floats + c_floats, kUkernelAlignment);
@@ -245,7 +246,7 @@ class FloatGemmLowering : KernelBuilder {
     const RowPanels rows{row0, grid_.row_panels, v.mr, m.rows()};
     auto a_at = [&](int vp) {
       return packed_a_ >= 0 ? CallArg{packed_a_, (var(vb) * geo_.panels + var(vm) * grid_.row_panels + var(vp)) * geo_.a_panel}
-                            : CallArg{panels, var(vp) * geo_.a_panel};
+                            : CallArg{panels, var(vp) * a_panel_floats()};
     };
     Stmt column_panels;
     if (kb.k_outer) {
@@ -316,10 +317,11 @@ class FloatGemmLowering : KernelBuilder {
     // to back) finds the row block's A panels in its scratch arena already,
     // and packs them only on a run's first task or a batch's first chunk
     // (ResNet-50's 7 x 7 pixel rows at 1 thread: each of 2 chunks repacked).
-    const int run = packed_a_ < 0 && grid_.row_blocks == 1 && grid_.chunks > 1
+    const bool packs_a_whole = packed_a_ < 0 && !kb.a_per_k_block;
+    const int run = packs_a_whole && grid_.row_blocks == 1 && grid_.chunks > 1
                         ? new_var("run", m.batches() * grid_.chunks)
                         : -1;
-    if (packed_a_ < 0) {
+    if (packs_a_whole) {
       const Stmt pack = pack_a(vb, row0, panels);
       block.push_back(run >= 0 ? make_if(lt(min(var(run), var(vc)), int_imm(1)), {pack}) : pack);
     }
@@ -357,10 +359,18 @@ class FloatGemmLowering : KernelBuilder {
     return simplify(min(int_imm(kb.kc), int_imm(geo_.m.k) - block * kb.kc), bounds_);
   }
 
-  // A row panel's packed A, advanced to k block `block` (panels are k-major, MR floats per k).
+  // A row panel's packed A, advanced to k block `block` (panels are k-major,
+  // MR floats per k); a panel packed per k block holds that block only.
   CallArg a_in_block(CallArg a, const Expr& block) const {
+    if (geo_.blocking.a_per_k_block) return a;
     a.value = a.value + block * geo_.blocking.kc * geo_.v.mr;
     return a;
+  }
+
+  // Floats of one row panel's A in the scratch arena: all of K, or one k
+  // block where A is packed per block.
+  int64_t a_panel_floats() const {
+    return geo_.blocking.a_per_k_block ? round_up(geo_.blocking.kc * geo_.v.mr, kPanelAlign) : geo_.a_panel;
   }
 
   // The chunk's column panels with the k-block loop outside them
@@ -392,31 +402,42 @@ class FloatGemmLowering : KernelBuilder {
     // A conv's column tables: one per column panel of the group, filled
     // once before the k blocks (a probe packing at the fill's own column var
     // yields the table and its fill; its packing loops go unused).
-    const int vqt = new_var("nqt", group);
-    const BPanelPacking tables =
-        pack_b_at(vb, column(vqt), panels, b_offset, nullptr, false, "t", {-1, group, var(vqt)});
+    BPanelPacking tables;
+    if (packed_b_ < 0) {
+      const int vqt = new_var("nqt", group);
+      tables = pack_b_at(vb, column(vqt), panels, b_offset, nullptr, false, "t", {-1, group, var(vqt)});
+      tables.fill = {make_for(vqt, int_imm(group), LoopKind::kSerial, {in_range(vqt, tables.fill)})};
+    }
     const int vq = new_var("nq", group);
     auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
+      if (packed_b_ >= 0) return {};
       if (tables.table < 0) return {pack_b(vb, column(vq), panels, b_offset, block).pack};
       return {pack_b_at(vb, column(vq), panels, b_offset, block, false, "", {tables.table, group, var(vq)}).pack};
     };
+    auto b_at = [&](const Expr& block) -> CallArg {
+      if (packed_b_ < 0) return {panels, int_imm(b_offset)};
+      return {packed_b_, (var(vb) * geo_.col_panels + column(vq)) * geo_.b_panel + block * kb.kc * v.nr};
+    };
     auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
-      return make_call("tg_sgemm::tile", {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), {panels, int_imm(b_offset)},
+      return make_call("tg_sgemm::tile", {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), b_at(block),
                                           {panels, int_imm(c_offset) + (var(vp) * group + var(vq)) * tile_floats},
                                           {-1, accumulate}});
     };
     auto columns = [&](std::vector<Stmt> body) -> std::vector<Stmt> {
       return {make_for(vq, int_imm(group), LoopKind::kSerial, {in_range(vq, std::move(body))})};
     };
-    const Stmt blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call, columns);
+    BlockStmts pack_a_slice;
+    if (kb.a_per_k_block) pack_a_slice = [&](const Expr& block) -> std::vector<Stmt> { return {pack_a_block(vb, rows.row0, panels, block)}; };
+    const Stmt blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call, columns, pack_a_slice);
     const int vqe = new_var("nqe", group), ve = new_var("pe", rows.count);
     const Stmt store = store_tile(vb, rows.row0 + var(ve) * v.mr, column(vqe), panels,
                                   int_imm(c_offset) + (var(ve) * group + var(vqe)) * tile_floats);
     const Stmt epilogue = make_for(vqe, int_imm(group), LoopKind::kSerial,
                                    {in_range(vqe, {row_panel_loop(ve, rows, {store})})});
     if (tables.table < 0) return make_for(vg, int_imm(groups), LoopKind::kSerial, {blocks, epilogue});
-    const Stmt fill = make_for(vqt, int_imm(group), LoopKind::kSerial, {in_range(vqt, tables.fill)});
-    return make_for(vg, int_imm(groups), LoopKind::kSerial, {make_allocate(tables.table, {fill, blocks}), epilogue});
+    std::vector<Stmt> filled = tables.fill;
+    filled.push_back(blocks);
+    return make_for(vg, int_imm(groups), LoopKind::kSerial, {make_allocate(tables.table, filled), epilogue});
   }
 
   // An expression of the gemm op (its loads are kernel buffers = its slots) at `vars`.
@@ -468,6 +489,33 @@ class FloatGemmLowering : KernelBuilder {
       s = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), i + 1 == k_vars.size() ? LoopKind::kVectorized
                                                                                     : LoopKind::kSerial, {s});
     s = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {s});
+    return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
+  }
+
+  // One k block of the row block's A panels (A packed per k block, the
+  // weights as B: scheduler/float_gemm_blocking.h):
+  // panels[p * kc*MR + kk * MR + i] = A(row0 + p*MR + i, block*kc + kk), k
+  // clamped to K - 1 in a short last block (those values are never read:
+  // the call's k is the block's). One reduce axis, read along k.
+  Stmt pack_a_block(int vb, const Expr& row0, int panels, const Expr& block) {
+    const FloatGemmVariant& v = geo_.v;
+    const scheduler::FloatGemmBlocking& kb = geo_.blocking;
+    TG_CHECK(geo_.m.k_extents.size() == 1, "A packed per k block needs one reduce axis");
+    const int vp = new_var("pa", grid_.row_panels), vi = new_var("ia", v.mr), vk = new_var("ka", kb.kc);
+    Expr k = block * kb.kc + var(vk);
+    if (geo_.m.k % kb.kc != 0) k = clamp_to_last(k, geo_.m.k);
+    const Expr row = clamp_to_last(row0 + var(vp) * v.mr + var(vi), geo_.m.rows());
+    const Expr a = op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row, int_imm(0), {k}));
+    const Expr index = var(vp) * a_panel_floats() + var(vk) * v.mr + var(vi);
+    Stmt s = make_store(panels, finalize_indices(index, bounds_), a);
+    if (!divides(a) && !unit_stride_along(a, vk)) {
+      // Rows inside k where A is read along its rows (as pack_a).
+      s = make_for(vi, int_imm(v.mr), LoopKind::kVectorized, {s});
+      s = make_for(vk, int_imm(kb.kc), LoopKind::kSerial, {s});
+    } else {
+      s = make_for(vk, int_imm(kb.kc), LoopKind::kVectorized, {s});
+      s = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {s});
+    }
     return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
   }
 

@@ -342,6 +342,33 @@ def test_k_outer_blocks_match_onnxruntime(variant, tmp_path):
     _matches_onnxruntime(prefix, env)
 
 
+def streamed_weights(path):
+    # x @ W + b, Relu: K = 139 (blocks of 28, the last 27), 83 rows (a short last row panel),
+    # 45 columns (a short last column panel).
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [83, 139])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    _save(path, nodes, [x], [y], [_w("w", 139, 45), _w("b", 45)])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_streamed_weights_pack_a_per_k_block_match_onnxruntime(variant, tmp_path):
+    """With a 24 KiB L2 the packed weights (B) overflow it and the rows' whole-K A panels
+    overflow a row block, so A is packed one k block at a time with the k blocks outside
+    the column panels (scheduler/float_gemm_blocking.h, a_per_k_block); every tail (M, N,
+    K) and the bias + Relu epilogue still match onnxruntime."""
+    prefix = tmp_path / "streamed_weights"
+    streamed_weights(prefix)
+    spec = _small_l1_spec(tmp_path / "small_caches.json", variant, l2_bytes=24 << 10)
+    env = _env(variant)
+    _tune(prefix, env, "--arch-file", str(spec))
+    params = [k["ukernel_params"] for k in _sgemm_kernels(prefix, variant)]
+    assert len(params) == 1, _manifest(prefix)["kernels"]
+    assert (params[0]["kc"], params[0]["k_blocks"], params[0].get("a_per_k_block")) == (28, 5, 1), params
+    _matches_onnxruntime(prefix, env)
+
+
 def test_pixel_rows_pack_a_row_block_once_per_run_of_chunks(tmp_path):
     """A pixel-rows conv split into column chunks of one row block packs the row block's A
     panels only on a thread's first task or a batch's first chunk (lower_float_gemm_kernel.cpp:

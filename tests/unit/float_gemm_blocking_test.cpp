@@ -167,5 +167,28 @@ TEST(FloatGemmBlocking, WeightsThatOverflowTheL2LetTheRowBlockFillIt) {
             (1 << 20) / per_panel);
 }
 
+TEST(FloatGemmBlocking, StreamedWeightsWithRowsBeyondTheRowBlockPackAPerKBlock) {
+  const ArchSpec arch = caches(48 << 10, 2 << 20);
+  // ViT-B/16's FFN output: 197 x 3072 @ 3072 x 768. 25 row panels of 3072 x 8
+  // floats against 21 in the L2: k outer, A packed one k block (192 x 8
+  // floats) at a time, so one row block holds all 25 and streams B once.
+  const FloatGemmBlocking b = float_gemm_blocking(matmul_gemm(197, 3072, 768), 8, 32, arch, {false, true});
+  EXPECT_TRUE(b.k_outer);
+  EXPECT_TRUE(b.a_per_k_block);
+  EXPECT_EQ(b.kc, 192);
+  EXPECT_EQ(b.max_row_panels, (1 << 20) / (192 * 8 * 4));
+  EXPECT_GE(b.max_row_panels, 25);
+  EXPECT_EQ(b.max_c_tiles, (1 << 20) / (8 * 32 * 4));
+  // bert-base's (128 rows: 16 panels) fit the row block: k inside, as before.
+  const FloatGemmBlocking bert = float_gemm_blocking(matmul_gemm(128, 3072, 768), 8, 32, arch, {false, true});
+  EXPECT_FALSE(bert.k_outer);
+  EXPECT_FALSE(bert.a_per_k_block);
+  // Weights that fit the L2 (3072 x 160) or activations as B: k inside.
+  EXPECT_FALSE(float_gemm_blocking(matmul_gemm(197, 3072, 160), 8, 32, arch, {false, true}).k_outer);
+  EXPECT_FALSE(float_gemm_blocking(matmul_gemm(197, 3072, 768), 8, 32, arch, {false, false}).k_outer);
+  // A conv's several reduce axes keep whole-K A panels (pack_a's tables).
+  EXPECT_FALSE(float_gemm_blocking(conv_gemm(197, {512, 3, 3}), 8, 32, arch, {false, true}).a_per_k_block);
+}
+
 }  // namespace
 }  // namespace tilegraph::scheduler

@@ -492,6 +492,46 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   EXPECT_EQ(calls[0]->args.size(), 5u) << "no prefetch: a matmul's rows are not the output's pixels";
 }
 
+// Weights as B beyond the L2 and more rows than a row block's whole-K A
+// panels hold (scheduler/float_gemm_blocking.h, a_per_k_block): one row
+// block of all 21 row panels packs each k block of A once (inside the
+// k-block loop, outside the column panels), and the calls read the packed
+// weights at the block's offset. K = 139 in 5 blocks of 28, the last 27.
+TEST(FloatGemm, StreamedWeightsPackAOneKBlockAtATime) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {83, 139}).output("y");
+  b.initializer_f("w", {139, 45}, ramp(139 * 45));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  Graph g = import_and_optimize(b, "matmul_a_per_k_block");
+  scheduler::ArchSpec arch = host_with_small_l1();
+  arch.l2_bytes = 24 << 10;  // B: 139 x 48 floats, 26.7 KB
+  arch.cores = 1;            // one task: the row block holds every row panel
+  const LoweredGemm gemm = lower_the_gemm(g, "scalar", arch);
+  ASSERT_GE(gemm.packs.b, 0);
+  const codegen::Kernel& kernel = gemm.kernel;
+  codegen::verify(kernel);
+  EXPECT_EQ(ukernel_param(kernel, "a_per_k_block"), 1);
+  EXPECT_EQ(ukernel_param(kernel, "kc"), 28);
+  EXPECT_EQ(ukernel_param(kernel, "k_blocks"), 5);
+  EXPECT_EQ(ukernel_param(kernel, "row_panels"), 21);
+  std::vector<codegen::Stmt> k_loop, pack, pack_in_block, columns, pack_in_columns, calls;
+  loops_named(kernel, kernel.body, "kcb", &k_loop);
+  loops_named(kernel, kernel.body, "pa", &pack);
+  ASSERT_EQ(k_loop.size(), 1u);
+  ASSERT_EQ(pack.size(), 1u) << "A is packed only per k block";
+  loops_named(kernel, k_loop[0], "pa", &pack_in_block);
+  EXPECT_EQ(pack_in_block.size(), 1u);
+  loops_named(kernel, k_loop[0], "nq", &columns);
+  ASSERT_EQ(columns.size(), 1u);
+  loops_named(kernel, columns[0], "pa", &pack_in_columns);
+  EXPECT_TRUE(pack_in_columns.empty()) << "not once per column panel";
+  calls_in(columns[0], "tg_sgemm::tile", &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  const int b_buffer = calls[0]->args[2].buffer;
+  ASSERT_GE(b_buffer, 0);
+  EXPECT_EQ(kernel.buffers[static_cast<size_t>(b_buffer)].tensor, gemm.packs.b) << "B: the packed weights";
+}
+
 // Weights packed as B that overflow the L2 (bert's FFN: 9.4 MB) are
 // streamed again by every task that reads them: two cores then split the
 // columns (each streams half of B once) rather than the rows (each streams
