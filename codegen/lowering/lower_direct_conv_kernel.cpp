@@ -18,12 +18,14 @@ constexpr int kRow = 2, kCol = 3, kRank = 4;
 // Output planes at most this wide take the padded form (build_padded).
 constexpr int64_t kPaddedMaxWidth = 14;
 
-// Planes of at most this many outputs take the depthwise micro-kernel
-// (build_ukernel) where the target has one. One thread, MobileNetV2's
+// Stride-1 planes of at most this many outputs take the depthwise
+// micro-kernel (build_ukernel) where the target has one. One thread, MobileNetV2's
 // depthwise convs alone, generated loops -> micro-kernel: 7 x 7: 49 -> 14 us,
 // 14 x 14: 51 -> 37-40, 28 x 28: 62 -> 50, 56 x 56: 194 -> 167; 112 x 112
 // (its masks, 14 KiB, no longer stay in L1): 119 -> 168, so it keeps the
-// flat form.
+// flat form. The stride-2 micro-kernel has no such limit (its masks are per
+// 16 output columns): 14 -> 7: 52 -> 15 us, 28 -> 14: 23 -> 15, 56 -> 28:
+// 86-98 -> 51, 112 -> 56: 430 -> 190-200.
 constexpr int64_t kUkernelMaxOutputs = 56 * 56;
 
 // A half-open range of output rows or columns.
@@ -148,7 +150,7 @@ class DirectConvLowering {
     kernel_.flops = 2 * num_elements(shape_) * taps;
     const Span rows = interior(kRow), cols = interior(kCol);
     const SlidingWindow window = sliding_window(conv_, shape_, factors_.window);
-    if (ukernel_applies(window)) return build_ukernel(window);
+    if (const std::string callee = ukernel_callee(window); !callee.empty()) return build_ukernel(window, callee);
     if (padded_applies(window)) return build_padded(window);
     if (flat_applies(window, rows, cols)) return build_flat(window, rows, cols);
     const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
@@ -164,23 +166,21 @@ class DirectConvLowering {
 
  private:
 
-  // The micro-kernel form (codegen/ukernels/dwconv_<variant>.h), for a
-  // stride-1 K x K depthwise conv with 'same' zero padding: per task (n, c),
-  // tg_dwconv::plane_same<H, W, K> sums the taps of the whole plane into a
-  // local result (masked loads of the input plane itself, no padded copy),
-  // then one vectorized loop over the plane's flat index stores the outputs
-  // through the epilogue (each once, so a residual is fine).
-  Kernel build_ukernel(const SlidingWindow& window) {
-    const int64_t height = shape_[kRow], width = shape_[kCol], k = conv_.reduce_extents[0];
-    const int64_t outputs = height * width, lanes = 16;
+  // The micro-kernel form (codegen/ukernels/dwconv_<variant>.h): per task
+  // (n, c), the micro-kernel `callee` (ukernel_callee) sums the taps of the
+  // whole plane into a local result, with masked loads of the input plane
+  // itself (no padded copy), then one vectorized loop over the output
+  // plane's flat index stores the outputs through the epilogue (each once,
+  // so a residual is fine).
+  Kernel build_ukernel(const SlidingWindow& window, const std::string& callee) {
+    const int64_t width = shape_[kCol], outputs = shape_[kRow] * width, lanes = 16;
     const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
     const WeightTaps weights = weight_taps(vn, vc);
     const int result = add_local_buffer(kernel_, "result", DType::kF32, (outputs + lanes - 1) / lanes * lanes, 64);
     std::vector<Stmt> plane;
-    plane.push_back(make_call(str_cat("tg_dwconv::plane_same<", height, ", ", width, ", ", k, ">"),
-                              {{window.input_slot, finalize_indices(input_plane(window, vn, vc), bounds_)},
-                               {weights.buffer, finalize_indices(weights.first, bounds_)},
-                               {result, int_imm(0)}}));
+    plane.push_back(make_call(callee, {{window.input_slot, finalize_indices(input_plane(window, vn, vc), bounds_)},
+                                       {weights.buffer, finalize_indices(weights.first, bounds_)},
+                                       {result, int_imm(0)}}));
     const int vq = new_var("q", outputs);
     const std::vector<Expr> coords{var(vn), var(vc), floordiv(var(vq), width), floormod(var(vq), width)};
     plane.push_back(make_for(vq, int_imm(outputs), LoopKind::kVectorized,
@@ -224,32 +224,39 @@ class DirectConvLowering {
     return w;
   }
 
-  // The micro-kernel form needs the target's depthwise micro-kernel, a
-  // square odd K x K window at stride 1 whose taps are the offsets
-  // -K/2..K/2 along both axes (row-major, the weights' order), an input
-  // plane as large as the output, a guard that is exactly the input's
-  // bounds, the weights of a channel in one run, and a plane of at most
-  // kUkernelMaxOutputs outputs.
-  bool ukernel_applies(const SlidingWindow& window) {
-    if (depthwise_ukernel_.empty() || !window.ok || window.rows.stride != 1 || window.cols.stride != 1) return false;
-    if (conv_.reduce_extents.size() != 2 || conv_.reduce_extents[0] != conv_.reduce_extents[1]) return false;
-    const int64_t k = conv_.reduce_extents[0];
+  // The micro-kernel that computes this conv's planes, or "" when none
+  // does. Both need the target's depthwise micro-kernel, a square K x K
+  // window whose taps are row-major (the weights' order), a guard that is
+  // exactly the input's bounds, and the weights of a channel in one run:
+  //   * plane_same<H, W, K>: stride 1, K odd, taps at offsets -K/2..K/2
+  //     along both axes, an input plane as large as the output, at most
+  //     kUkernelMaxOutputs outputs;
+  //   * plane_stride2<H, W>: stride 2, K = 3, taps at offsets -1..1 (padding
+  //     1 at the top and left), (H - 1) / 2 + 1 x (W - 1) / 2 + 1 outputs.
+  std::string ukernel_callee(const SlidingWindow& window) {
+    if (depthwise_ukernel_.empty() || !window.ok || window.rows.stride != window.cols.stride) return "";
+    if (conv_.reduce_extents.size() != 2 || conv_.reduce_extents[0] != conv_.reduce_extents[1]) return "";
+    const int64_t k = conv_.reduce_extents[0], stride = window.rows.stride;
     const Shape& in = input_shape(window);
-    if (k % 2 != 1 || in[kRow] != shape_[kRow] || in[kCol] != shape_[kCol] ||
-        shape_[kRow] * shape_[kCol] > kUkernelMaxOutputs)
-      return false;
+    std::string callee;
+    if (stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
+        shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs)
+      callee = str_cat("tg_dwconv::plane_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
+    if (stride == 2 && k == 3 && shape_[kRow] == (in[kRow] - 1) / 2 + 1 && shape_[kCol] == (in[kCol] - 1) / 2 + 1)
+      callee = str_cat("tg_dwconv::plane_stride2<", in[kRow], ", ", in[kCol], ">");
+    if (callee.empty()) return "";
     for (int64_t t = 0; t < k * k; ++t)
       if (window.rows.offset[static_cast<size_t>(t)] != t / k - k / 2 ||
           window.cols.offset[static_cast<size_t>(t)] != t % k - k / 2)
-        return false;
-    if (!guard_is_bounds(kRow, window.rows, in[kRow]) || !guard_is_bounds(kCol, window.cols, in[kCol])) return false;
+        return "";
+    if (!guard_is_bounds(kRow, window.rows, in[kRow]) || !guard_is_bounds(kCol, window.cols, in[kCol])) return "";
     // Scratch vars of the check: removed again so the kernel's vars stay as they were.
     const size_t vars = kernel_.var_names.size();
     const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
-    const bool ok = weight_taps(vn, vc).buffer >= 0;
+    const bool one_run = weight_taps(vn, vc).buffer >= 0;
     kernel_.var_names.resize(vars);
     bounds_.resize(vars);
-    return ok;
+    return one_run ? callee : "";
   }
 
   // The flat form of a stride-1 conv whose output rows are as wide as its

@@ -29,11 +29,13 @@
 //     three interleaved runs on a noisy machine).
 //   * the micro-kernel form, where the target has a depthwise micro-kernel
 //     (codegen/ukernels/dwconv_<variant>.h, AVX-512 today): a stride-1
-//     K x K 'same' conv on a plane of at most 56 x 56 outputs sums each
-//     plane's taps in the micro-kernel (masked loads of the plane itself)
-//     and stores the outputs through the epilogue in one flat loop. It
-//     replaces the padded and flat forms there: the padded copy's unaligned
-//     reads of just-stored values stall on store forwarding.
+//     K x K 'same' conv on a plane of at most 56 x 56 outputs, or a 3 x 3
+//     stride-2 conv padded by 1 at the top and left, sums each plane's taps
+//     in the micro-kernel (masked loads of the plane itself) and stores the
+//     outputs through the epilogue in one flat loop. It replaces the padded
+//     and flat forms there (the padded copy's unaligned reads of
+//     just-stored values stall on store forwarding) and the segments of
+//     stride 2 (a gather per tap and output vector).
 // A separate kernel kind (KernelSchedule::direct_conv) rather than a loop
 // schedule of lower_cpu_kernel: the generic nest keeps the taps as reduce
 // loops around an accumulator tile, where every load needs its guard.

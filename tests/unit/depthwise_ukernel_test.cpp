@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "codegen/lowering/lower_direct_conv_kernel.h"
@@ -36,6 +37,10 @@ template <int H, int W, int K>
 void dwconv_avx512_plane(const float* in, const float* w, float* result) {
   tg_dwconv::plane_same<H, W, K>(in, w, result);
 }
+template <int H, int W>
+void dwconv_avx512_stride2(const float* in, const float* w, float* result) {
+  tg_dwconv::plane_stride2<H, W>(in, w, result);
+}
 }  // namespace
 
 #if defined(__clang__)
@@ -53,13 +58,16 @@ using testing::OnnxModelBuilder;
 #if defined(__x86_64__)
 
 // The contract's sum, in tap order with the micro-kernel's rounding (the first
-// product, then one fused multiply-add per tap).
-std::vector<float> reference_plane(int h, int w, int k, const std::vector<float>& in, const std::vector<float>& wt) {
-  std::vector<float> out(static_cast<size_t>(h * w), 0.0f);
-  for (int q = 0; q < h * w; ++q) {
+// product, then one fused multiply-add per tap), of a k x k window at
+// `stride` padded by k / 2 at the top and left, over oh x ow outputs.
+std::vector<float> reference_plane(int h, int w, int k, const std::vector<float>& in, const std::vector<float>& wt,
+                                   int stride = 1) {
+  const int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+  std::vector<float> out(static_cast<size_t>(oh * ow), 0.0f);
+  for (int q = 0; q < oh * ow; ++q) {
     float acc = 0.0f;
     for (int t = 0; t < k * k; ++t) {
-      const int row = q / w + t / k - k / 2, col = q % w + t % k - k / 2;
+      const int row = q / ow * stride + t / k - k / 2, col = q % ow * stride + t % k - k / 2;
       const float x = row >= 0 && row < h && col >= 0 && col < w ? in[static_cast<size_t>(row * w + col)] : 0.0f;
       acc = t == 0 ? x * wt[static_cast<size_t>(t)] : std::fma(x, wt[static_cast<size_t>(t)], acc);
     }
@@ -100,6 +108,33 @@ TEST(DepthwiseUkernel, Avx512PlaneMatchesTheScalarSum) {
   expect_plane_matches_reference<14, 14, 3>();  // 13 vectors: a group of 4 + 1
   expect_plane_matches_reference<9, 16, 3>();   // 9 vectors: rows of exactly one vector
   expect_plane_matches_reference<28, 28, 3>();  // 49 vectors
+}
+
+template <int H, int W>
+void expect_stride2_matches_reference() {
+  SCOPED_TRACE(std::to_string(H) + "x" + std::to_string(W) + " stride 2");
+  constexpr int kOutRows = (H - 1) / 2 + 1, kOutCols = (W - 1) / 2 + 1, outputs = kOutRows * kOutCols;
+  const int guard = 64;
+  std::vector<float> buffer(static_cast<size_t>(H * W + 2 * guard), std::nanf(""));
+  std::vector<float> in(static_cast<size_t>(H * W)), wt(9);
+  for (int i = 0; i < H * W; ++i) in[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 23) * 0.25f - 2.5f;
+  for (int t = 0; t < 9; ++t) wt[static_cast<size_t>(t)] = static_cast<float>((t * 7) % 5) * 0.5f - 1.0f + 0.01f * t;
+  std::copy(in.begin(), in.end(), buffer.begin() + guard);
+  std::vector<float> result(tg_dwconv::plane_vectors<kOutRows, kOutCols>() * tg_dwconv::kLanes, 123.0f);
+  dwconv_avx512_stride2<H, W>(buffer.data() + guard, wt.data(), result.data());
+  const std::vector<float> expected = reference_plane(H, W, 3, in, wt, 2);
+  for (int q = 0; q < outputs; ++q) EXPECT_EQ(result[static_cast<size_t>(q)], expected[static_cast<size_t>(q)]) << q;
+}
+
+TEST(DepthwiseUkernel, Avx512Stride2PlaneMatchesTheScalarSum) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this CPU";
+  expect_stride2_matches_reference<1, 1>();      // 1 output, every tap but the centre in the padding
+  expect_stride2_matches_reference<2, 2>();      // even: no bottom or right padding read
+  expect_stride2_matches_reference<13, 11>();    // odd: the last row and column read the padding
+  expect_stride2_matches_reference<14, 14>();    // MobileNetV2's 14 -> 7
+  expect_stride2_matches_reference<33, 35>();    // 18 output columns: a second, 2-wide chunk
+  expect_stride2_matches_reference<112, 112>();  // 112 -> 56: 4 chunks per row
 }
 
 #endif  // defined(__x86_64__)
@@ -190,13 +225,37 @@ TEST(DepthwiseUkernel, SameConvCallsTheMicroKernelPerPlane) {
   EXPECT_EQ(calls56[0]->callee, "tg_dwconv::plane_same<56, 56, 3>");
 }
 
+// A 3 x 3 stride-2 conv padded by 1 calls the stride-2 micro-kernel per
+// plane, its 7 x 7 outputs (of a 14 x 14 input; 7 x 6 of a 13 x 11 one)
+// stored through the epilogue by one flat loop.
+TEST(DepthwiseUkernel, Stride2ConvCallsTheMicroKernelPerPlane) {
+  for (const auto& [name, conv, callee, outputs] :
+       {std::tuple<const char*, DepthwiseConv, const char*, int64_t>{
+            "stride2", {14, 14, 3, 1, 2}, "tg_dwconv::plane_stride2<14, 14>", 49},
+        {"stride2_odd", {13, 11, 3, 1, 2}, "tg_dwconv::plane_stride2<13, 11>", 42}}) {
+    const codegen::Kernel k = lower_depthwise(name, conv, "avx512");
+    EXPECT_EQ(k.ukernel, "dwconv_avx512") << name;
+    std::vector<codegen::Stmt> calls, flat;
+    calls_in(k.body, &calls);
+    ASSERT_EQ(calls.size(), 1u) << name;
+    EXPECT_EQ(calls[0]->callee, callee);
+    loops_named(k, k.body, "q", &flat);
+    ASSERT_EQ(flat.size(), 1u) << name;
+    int64_t extent = 0;
+    ASSERT_TRUE(is_const_int(flat[0]->extent, &extent)) << name;
+    EXPECT_EQ(extent, outputs) << name;
+    EXPECT_EQ(k.buffers.at(static_cast<size_t>(calls[0]->args[2].buffer)).elements, (outputs + 15) / 16 * 16) << name;
+  }
+}
+
 // Without the micro-kernel (other targets), and for convs it does not cover
-// (stride 2, dilation, padding other than 'same', planes over 56 x 56), the
-// generated loops as before.
+// (dilation, stride 1 with padding other than 'same', stride 2 with padding
+// 0 or a 5 x 5 window, stride-1 planes over 56 x 56), the generated loops as
+// before.
 TEST(DepthwiseUkernel, OtherConvsKeepTheGeneratedLoops) {
   const std::vector<std::pair<std::string, DepthwiseConv>> cases = {
-      {"stride2", {14, 14, 3, 1, 2}}, {"dilated", {14, 14, 3, 2, 1, 2}}, {"valid", {9, 9, 3, 0}},
-      {"plane57", {57, 57}}};
+      {"dilated", {14, 14, 3, 2, 1, 2}}, {"valid", {9, 9, 3, 0}},  {"plane57", {57, 57}},
+      {"stride2_valid", {14, 14, 3, 0, 2}}, {"stride2_5x5", {14, 14, 5, 2, 2}}};
   for (const auto& [name, conv] : cases) {
     const codegen::Kernel k = lower_depthwise(name, conv, "avx512");
     std::vector<codegen::Stmt> calls;
