@@ -66,22 +66,22 @@ int mins_in(const codegen::Stmt& s) {
 }
 
 TEST(CpuLoopRules, VectorMatrixProductTakesWideColumnTilesAllInParallel) {
-  // MobileNetV2's classifier at batch 1: no row axis, so 16 vectors of
-  // columns (256) per tile; its loops (the unit row, 4 column blocks) are
-  // all parallel, since 2 cores want 8 chunks.
+  // MobileNetV2's classifier at batch 1: no row axis, so 4 vectors of
+  // columns (64) per tile; its loops (the unit row, 16 column blocks) are
+  // all parallel (2 cores want 8 chunks: the unit row alone gives 1).
   const scheduler::KernelSchedule ks = matmul_schedule(1, 1280, 1000, "gemv");
   EXPECT_EQ(ks.row_axis, -1);
-  EXPECT_EQ(ks.tile_cols, 256);
+  EXPECT_EQ(ks.tile_cols, 64);
   EXPECT_EQ(ks.parallel_depth, 2);
 }
 
 // The last column block of a ragged vector-matrix product (300 columns in
-// tiles of 256) updates its 44 columns only, at exact coordinates: no
-// clamped index (a gather per load) in its loop; the full blocks keep 256.
+// tiles of 64) updates its 44 columns only, at exact coordinates: no
+// clamped index (a gather per load) in its loop; the full blocks keep 64.
 TEST(CpuLoopRules, RaggedColumnTailUpdatesOnlyItsColumns) {
   const Graph g = matmul_graph(1, 64, 300, "gemv_tail");
   const scheduler::KernelSchedule ks = matmul_schedule(g);
-  ASSERT_EQ(ks.tile_cols, 256);
+  ASSERT_EQ(ks.tile_cols, 64);
   const codegen::Kernel k = codegen::lower_cpu_kernel(g, ks);
   std::vector<codegen::Stmt> tiles;
   loops_named(k, k.body, "jj", &tiles);
@@ -93,12 +93,12 @@ TEST(CpuLoopRules, RaggedColumnTailUpdatesOnlyItsColumns) {
     if (e == 44) EXPECT_EQ(mins_in(t), 0) << "the tail's loads are not clamped";
   }
   // init, the full blocks' update, the tail's update, the write-back
-  EXPECT_EQ(extents, (std::vector<int64_t>{256, 256, 44, 256}));
+  EXPECT_EQ(extents, (std::vector<int64_t>{64, 64, 44, 64}));
 }
 
 TEST(CpuLoopRules, NarrowRowlessOutputTakesItsWholeWidth) {
-  const scheduler::KernelSchedule ks = matmul_schedule(1, 512, 100, "narrow_gemv");
-  EXPECT_EQ(ks.tile_cols, 100);
+  const scheduler::KernelSchedule ks = matmul_schedule(1, 1024, 48, "narrow_gemv");
+  EXPECT_EQ(ks.tile_cols, 48);
   EXPECT_EQ(ks.parallel_depth, 2);
 }
 
