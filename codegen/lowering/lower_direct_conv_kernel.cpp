@@ -23,10 +23,13 @@ constexpr int64_t kPaddedMaxWidth = 14;
 // depthwise convs alone, generated loops -> micro-kernel: 7 x 7: 49 -> 14 us,
 // 14 x 14: 51 -> 37-40, 28 x 28: 62 -> 50, 56 x 56: 194 -> 167; 112 x 112
 // (its masks, 14 KiB, no longer stay in L1): 119 -> 168, so it keeps the
-// flat form. The stride-2 micro-kernel has no such limit (its masks are per
-// 16 output columns): 14 -> 7: 52 -> 15 us, 28 -> 14: 23 -> 15, 56 -> 28:
+// flat form. The stride-2 micro-kernel's masks are per 16 output columns,
+// so only its result plane (a stack array per task) bounds it:
+// kUkernelMaxStride2Outputs, MobileViT's 128 -> 64 the largest taken.
+// MobileNetV2's, alone: 14 -> 7: 52 -> 15 us, 28 -> 14: 23 -> 15, 56 -> 28:
 // 86-98 -> 51, 112 -> 56: 430 -> 190-200.
 constexpr int64_t kUkernelMaxOutputs = 56 * 56;
+constexpr int64_t kUkernelMaxStride2Outputs = 64 * 64;
 
 // A half-open range of output rows or columns.
 struct Span {
@@ -232,7 +235,8 @@ class DirectConvLowering {
   //     along both axes, an input plane as large as the output, at most
   //     kUkernelMaxOutputs outputs;
   //   * plane_stride2<H, W>: stride 2, K = 3, taps at offsets -1..1 (padding
-  //     1 at the top and left), (H - 1) / 2 + 1 x (W - 1) / 2 + 1 outputs.
+  //     1 at the top and left), (H - 1) / 2 + 1 x (W - 1) / 2 + 1 outputs,
+  //     at most kUkernelMaxStride2Outputs of them.
   std::string ukernel_callee(const SlidingWindow& window) {
     if (depthwise_ukernel_.empty() || !window.ok || window.rows.stride != window.cols.stride) return "";
     if (conv_.reduce_extents.size() != 2 || conv_.reduce_extents[0] != conv_.reduce_extents[1]) return "";
@@ -242,7 +246,8 @@ class DirectConvLowering {
     if (stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
         shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs)
       callee = str_cat("tg_dwconv::plane_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
-    if (stride == 2 && k == 3 && shape_[kRow] == (in[kRow] - 1) / 2 + 1 && shape_[kCol] == (in[kCol] - 1) / 2 + 1)
+    if (stride == 2 && k == 3 && shape_[kRow] == (in[kRow] - 1) / 2 + 1 && shape_[kCol] == (in[kCol] - 1) / 2 + 1 &&
+        shape_[kRow] * shape_[kCol] <= kUkernelMaxStride2Outputs)
       callee = str_cat("tg_dwconv::plane_stride2<", in[kRow], ", ", in[kCol], ">");
     if (callee.empty()) return "";
     for (int64_t t = 0; t < k * k; ++t)

@@ -30,7 +30,8 @@
 //   * the micro-kernel form, where the target has a depthwise micro-kernel
 //     (codegen/ukernels/dwconv_<variant>.h, AVX-512 today): a stride-1
 //     K x K 'same' conv on a plane of at most 56 x 56 outputs, or a 3 x 3
-//     stride-2 conv padded by 1 at the top and left, sums each plane's taps
+//     stride-2 conv padded by 1 at the top and left (at most 64 x 64
+//     outputs: the result plane is a stack array), sums each plane's taps
 //     in the micro-kernel (masked loads of the plane itself) and stores the
 //     outputs through the epilogue in one flat loop. It replaces the padded
 //     and flat forms there (the padded copy's unaligned reads of

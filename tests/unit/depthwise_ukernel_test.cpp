@@ -250,12 +250,13 @@ TEST(DepthwiseUkernel, Stride2ConvCallsTheMicroKernelPerPlane) {
 
 // Without the micro-kernel (other targets), and for convs it does not cover
 // (dilation, stride 1 with padding other than 'same', stride 2 with padding
-// 0 or a 5 x 5 window, stride-1 planes over 56 x 56), the generated loops as
-// before.
+// 0 or a 5 x 5 window, stride-1 planes over 56 x 56, stride-2 ones over 64 x
+// 64 outputs), the generated loops as before.
 TEST(DepthwiseUkernel, OtherConvsKeepTheGeneratedLoops) {
   const std::vector<std::pair<std::string, DepthwiseConv>> cases = {
       {"dilated", {14, 14, 3, 2, 1, 2}}, {"valid", {9, 9, 3, 0}},  {"plane57", {57, 57}},
-      {"stride2_valid", {14, 14, 3, 0, 2}}, {"stride2_5x5", {14, 14, 5, 2, 2}}};
+      {"stride2_valid", {14, 14, 3, 0, 2}}, {"stride2_5x5", {14, 14, 5, 2, 2}},
+      {"stride2_plane65", {130, 130, 3, 1, 2}}};
   for (const auto& [name, conv] : cases) {
     const codegen::Kernel k = lower_depthwise(name, conv, "avx512");
     std::vector<codegen::Stmt> calls;
