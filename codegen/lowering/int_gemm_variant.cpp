@@ -144,4 +144,9 @@ FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch) {
   return float_gemm_variant_named("scalar");
 }
 
+std::string depthwise_variant_for(const scheduler::ArchSpec& arch) {
+  if (const char* forced = std::getenv("TILEGRAPH_DWCONV_VARIANT"); forced && std::string(forced) == "none") return "";
+  return float_gemm_variant_for(arch).name == "avx512" ? "avx512" : "";
+}
+
 }  // namespace tilegraph::codegen

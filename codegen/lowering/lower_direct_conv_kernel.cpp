@@ -18,6 +18,19 @@ constexpr int kRow = 2, kCol = 3, kRank = 4;
 // Output planes at most this wide take the padded form (build_padded).
 constexpr int64_t kPaddedMaxWidth = 14;
 
+// Stride-1 planes of at most this many outputs take the depthwise
+// micro-kernel (build_ukernel) where the target has one. One thread, MobileNetV2's
+// depthwise convs alone, generated loops -> micro-kernel: 7 x 7: 49 -> 14 us,
+// 14 x 14: 51 -> 37-40, 28 x 28: 62 -> 50, 56 x 56: 194 -> 167; 112 x 112
+// (its masks, 14 KiB, no longer stay in L1): 119 -> 168, so it keeps the
+// flat form. The stride-2 micro-kernel's masks are per 16 output columns,
+// so only its result plane (a stack array per task) bounds it:
+// kUkernelMaxStride2Outputs, MobileViT's 128 -> 64 the largest taken.
+// MobileNetV2's, alone: 14 -> 7: 52 -> 15 us, 28 -> 14: 23 -> 15, 56 -> 28:
+// 86-98 -> 51, 112 -> 56: 430 -> 190-200.
+constexpr int64_t kUkernelMaxOutputs = 56 * 56;
+constexpr int64_t kUkernelMaxStride2Outputs = 64 * 64;
+
 // A half-open range of output rows or columns.
 struct Span {
   int64_t begin = 0, end = 0;
@@ -113,8 +126,8 @@ SlidingWindow sliding_window(const Op& conv, const Shape& out, const Expr& windo
 
 class DirectConvLowering {
  public:
-  DirectConvLowering(const Graph& g, const scheduler::KernelSchedule& ks)
-      : g_(g), phases_(scheduler::phase_ops(g, ks)) {
+  DirectConvLowering(const Graph& g, const scheduler::KernelSchedule& ks, std::string depthwise_ukernel)
+      : g_(g), phases_(scheduler::phase_ops(g, ks)), depthwise_ukernel_(std::move(depthwise_ukernel)) {
     TG_CHECK(!phases_.empty() && phases_.size() <= 2, "a direct conv kernel has 1 or 2 phases, got ",
              phases_.size());
     conv_ = phases_.front();
@@ -140,6 +153,7 @@ class DirectConvLowering {
     kernel_.flops = 2 * num_elements(shape_) * taps;
     const Span rows = interior(kRow), cols = interior(kCol);
     const SlidingWindow window = sliding_window(conv_, shape_, factors_.window);
+    if (const std::string callee = ukernel_callee(window); !callee.empty()) return build_ukernel(window, callee);
     if (padded_applies(window)) return build_padded(window);
     if (flat_applies(window, rows, cols)) return build_flat(window, rows, cols);
     const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
@@ -154,6 +168,101 @@ class DirectConvLowering {
   }
 
  private:
+
+  // The micro-kernel form (codegen/ukernels/dwconv_<variant>.h): per task
+  // (n, c), the micro-kernel `callee` (ukernel_callee) sums the taps of the
+  // whole plane into a local result, with masked loads of the input plane
+  // itself (no padded copy), then one vectorized loop over the output
+  // plane's flat index stores the outputs through the epilogue (each once,
+  // so a residual is fine).
+  Kernel build_ukernel(const SlidingWindow& window, const std::string& callee) {
+    const int64_t width = shape_[kCol], outputs = shape_[kRow] * width, lanes = 16;
+    const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
+    const WeightTaps weights = weight_taps(vn, vc);
+    const int result = add_local_buffer(kernel_, "result", DType::kF32, (outputs + lanes - 1) / lanes * lanes, 64);
+    std::vector<Stmt> plane;
+    plane.push_back(make_call(callee, {{window.input_slot, finalize_indices(input_plane(window, vn, vc), bounds_)},
+                                       {weights.buffer, finalize_indices(weights.first, bounds_)},
+                                       {result, int_imm(0)}}));
+    const int vq = new_var("q", outputs);
+    const std::vector<Expr> coords{var(vn), var(vc), floordiv(var(vq), width), floormod(var(vq), width)};
+    plane.push_back(make_for(vq, int_imm(outputs), LoopKind::kVectorized,
+                             {epilogue_output_store(g_, phases_, shape_, epilogue_buffers_, output_, bounds_, coords,
+                                                    load(result, DType::kF32, {var(vq)}))}));
+    const Stmt per_channel =
+        make_for(vc, int_imm(shape_[1]), LoopKind::kSerial, {make_allocate(result, plane)});
+    kernel_.body = make_for(vn, int_imm(shape_[0]), LoopKind::kParallel, {per_channel}, 2);
+    kernel_.ukernel = "dwconv_" + depthwise_ukernel_;
+    return std::move(kernel_);
+  }
+
+  // The weights of channel c as one run in tap order: buffer[first + t].
+  struct WeightTaps {
+    int buffer = -1;
+    Expr first;
+  };
+
+  // The weight load of every tap at plane (n, c), when they read one buffer
+  // at consecutive indices in tap order (buffer < 0 otherwise).
+  WeightTaps weight_taps(int vn, int vc) {
+    const std::vector<Expr> op_vars = plane_op_vars(vn, vc);
+    const auto taps = all_taps(conv_.reduce_extents);
+    WeightTaps w;
+    for (size_t t = 0; t < taps.size(); ++t) {
+      std::vector<Expr> vars = op_vars;
+      for (size_t a = 0; a < taps[t].size(); ++a) vars[kRank + a] = int_imm(taps[t][a]);
+      const Expr weight =
+          to_kernel_loads(g_, conv_, simplify(substitute_vars(factors_.weight, vars), bounds_), bounds_);
+      if (weight->kind != ExprKind::kLoad || weight->args.size() != 1) return {};
+      const int buffer = static_cast<int>(weight->int_value);
+      if (t == 0) {
+        w = {buffer, weight->args[0]};
+        continue;
+      }
+      int64_t step = 0;
+      if (buffer != w.buffer || !is_const_int(simplify(weight->args[0] - w.first, bounds_), &step) ||
+          step != static_cast<int64_t>(t))
+        return {};
+    }
+    return w;
+  }
+
+  // The micro-kernel that computes this conv's planes, or "" when none
+  // does. Both need the target's depthwise micro-kernel, a square K x K
+  // window whose taps are row-major (the weights' order), a guard that is
+  // exactly the input's bounds, and the weights of a channel in one run:
+  //   * plane_same<H, W, K>: stride 1, K odd, taps at offsets -K/2..K/2
+  //     along both axes, an input plane as large as the output, at most
+  //     kUkernelMaxOutputs outputs;
+  //   * plane_stride2<H, W>: stride 2, K = 3, taps at offsets -1..1 (padding
+  //     1 at the top and left), (H - 1) / 2 + 1 x (W - 1) / 2 + 1 outputs,
+  //     at most kUkernelMaxStride2Outputs of them.
+  std::string ukernel_callee(const SlidingWindow& window) {
+    if (depthwise_ukernel_.empty() || !window.ok || window.rows.stride != window.cols.stride) return "";
+    if (conv_.reduce_extents.size() != 2 || conv_.reduce_extents[0] != conv_.reduce_extents[1]) return "";
+    const int64_t k = conv_.reduce_extents[0], stride = window.rows.stride;
+    const Shape& in = input_shape(window);
+    std::string callee;
+    if (stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
+        shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs)
+      callee = str_cat("tg_dwconv::plane_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
+    if (stride == 2 && k == 3 && shape_[kRow] == (in[kRow] - 1) / 2 + 1 && shape_[kCol] == (in[kCol] - 1) / 2 + 1 &&
+        shape_[kRow] * shape_[kCol] <= kUkernelMaxStride2Outputs)
+      callee = str_cat("tg_dwconv::plane_stride2<", in[kRow], ", ", in[kCol], ">");
+    if (callee.empty()) return "";
+    for (int64_t t = 0; t < k * k; ++t)
+      if (window.rows.offset[static_cast<size_t>(t)] != t / k - k / 2 ||
+          window.cols.offset[static_cast<size_t>(t)] != t % k - k / 2)
+        return "";
+    if (!guard_is_bounds(kRow, window.rows, in[kRow]) || !guard_is_bounds(kCol, window.cols, in[kCol])) return "";
+    // Scratch vars of the check: removed again so the kernel's vars stay as they were.
+    const size_t vars = kernel_.var_names.size();
+    const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
+    const bool one_run = weight_taps(vn, vc).buffer >= 0;
+    kernel_.var_names.resize(vars);
+    bounds_.resize(vars);
+    return one_run ? callee : "";
+  }
 
   // The flat form of a stride-1 conv whose output rows are as wide as its
   // input rows: output q = oh * W + ow reads input q + (row offset * W +
@@ -434,6 +543,7 @@ class DirectConvLowering {
 
   const Graph& g_;
   std::vector<Op> phases_;
+  std::string depthwise_ukernel_;  // the target's depthwise micro-kernel variant ("avx512"), or none
   Op conv_;
   scheduler::DirectConvFactors factors_;
   Shape shape_;
@@ -445,8 +555,9 @@ class DirectConvLowering {
 
 }  // namespace
 
-Kernel lower_direct_conv_kernel(const Graph& g, const scheduler::KernelSchedule& ks) {
-  return DirectConvLowering(g, ks).build();
+Kernel lower_direct_conv_kernel(const Graph& g, const scheduler::KernelSchedule& ks,
+                                const std::string& depthwise_ukernel) {
+  return DirectConvLowering(g, ks, depthwise_ukernel).build();
 }
 
 }  // namespace tilegraph::codegen

@@ -27,16 +27,31 @@
 //     stores the outputs row by row through the epilogue (a residual too).
 //     Its 9 such convs: 10-15% less time than on the flat form (one thread,
 //     three interleaved runs on a noisy machine).
+//   * the micro-kernel form, where the target has a depthwise micro-kernel
+//     (codegen/ukernels/dwconv_<variant>.h, AVX-512 today): a stride-1
+//     K x K 'same' conv on a plane of at most 56 x 56 outputs, or a 3 x 3
+//     stride-2 conv padded by 1 at the top and left (at most 64 x 64
+//     outputs: the result plane is a stack array), sums each plane's taps
+//     in the micro-kernel (masked loads of the plane itself) and stores the
+//     outputs through the epilogue in one flat loop. It replaces the padded
+//     and flat forms there (the padded copy's unaligned reads of
+//     just-stored values stall on store forwarding) and the segments of
+//     stride 2 (a gather per tap and output vector).
 // A separate kernel kind (KernelSchedule::direct_conv) rather than a loop
 // schedule of lower_cpu_kernel: the generic nest keeps the taps as reduce
 // loops around an accumulator tile, where every load needs its guard.
 #pragma once
+#include <string>
+
 #include "codegen/kernel_ir/kernel_ir.h"
 #include "compiler/ir/graph.h"
 #include "scheduler/schedule.h"
 
 namespace tilegraph::codegen {
 
-Kernel lower_direct_conv_kernel(const Graph& g, const scheduler::KernelSchedule& schedule);
+// depthwise_ukernel: the target's depthwise micro-kernel variant
+// (depthwise_variant_for), or empty for the generated loops only.
+Kernel lower_direct_conv_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
+                                const std::string& depthwise_ukernel = "");
 
 }  // namespace tilegraph::codegen

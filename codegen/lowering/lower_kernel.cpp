@@ -27,7 +27,7 @@ Kernel lower_by_kind(const Graph& g, const scheduler::KernelSchedule& ks, const 
     case scheduler::KernelKind::kFloatGemm:
       return lower_float_gemm_kernel(g, ks, float_gemm_variant_for(arch), packs.float_gemm, arch);
     case scheduler::KernelKind::kDirectConv:
-      return lower_direct_conv_kernel(g, ks);
+      return lower_direct_conv_kernel(g, ks, arch.is_gpu() ? "" : depthwise_variant_for(arch));
     case scheduler::KernelKind::kLibraryGemm:
       return lower_library_gemm_kernel(g, ks);
   }

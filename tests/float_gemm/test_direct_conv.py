@@ -11,6 +11,13 @@
   map, channel multiplier 2, a residual Add; a 'same' conv on a 16-wide map
   on the flat form, its residual twin on the loop per row, and a stride-2
   conv on the segments;
+* where the host has AVX-512, stride-1 'same' convs on planes up to 56 x 56
+  and 3x3 stride-2 convs padded by 1 call the depthwise micro-kernel
+  (codegen/ukernels/dwconv_avx512.h; the manifest names it): 3x3 and 5x5
+  windows, 1- and 2-row maps, 7x7 to 56x56 maps, stride 2 on 14x14 and on
+  odd 13x11, channel multiplier 2, batch 2, residual Adds; a 57x57 map keeps
+  the flat form. TILEGRAPH_DWCONV_VARIANT=none keeps the generated loops (the
+  forms above), checked as well;
 * stems (3 channels, 3x3 stride 2 and 5x5 dilated, batch 2) and a 1x1 conv
   over 3 channels stay off the direct kernel (scheduler/direct_conv.h);
 * fused epilogues: bias + Clip (Relu6), Relu, a residual Add;
@@ -130,6 +137,22 @@ def flat(path):
            _w("w2", 12, 1, 3, 3)])
 
 
+def planes(path):
+    # MobileNetV2's larger 'same' maps: 28x28 and 56x56 on the micro-kernel
+    # (with a residual Add), 57x57 past its limit (the flat form).
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("a", "b", "c")]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, s, s])
+              for n, s in (("x", 28), ("y", 56), ("z", 57))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], group=3, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c0", "lo", "hi"], ["a"]),
+        helper.make_node("Conv", ["y", "w0", "b0"], ["c1"], group=3, pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c1", "y"], ["b"]),
+        helper.make_node("Conv", ["z", "w0", "b0"], ["c"], group=3, pads=[1, 1, 1, 1]),
+    ]
+    _save(path, nodes, inputs, outs, [_w("w0", 3, 1, 3, 3), _w("b0", 3), _scalar("lo", 0.0), _scalar("hi", 6.0)])
+
+
 def stem(path):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 17, 15])
     outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "u")]
@@ -143,7 +166,19 @@ def stem(path):
 
 
 # model -> (its builder, its direct convs, its kernels)
-MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "flat": (flat, 10, 10), "stem": (stem, 0, 3)}
+MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "flat": (flat, 10, 10), "planes": (planes, 3, 3),
+          "stem": (stem, 0, 3)}
+
+# model -> how many of its direct convs call the depthwise micro-kernel
+# where the host has one (AVX-512)
+UKERNEL_CONVS = {"odd": 3, "thin": 2, "flat": 8, "planes": 2, "stem": 0}
+
+
+def _host_has_avx512():
+    try:
+        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+    except OSError:
+        return False
 
 
 def _forms(prefix):
@@ -152,7 +187,7 @@ def _forms(prefix):
     code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
     kernels = {}
     for chunk in code.split("\nvoid ")[1:]:
-        form = "padded" if "float padded[" in chunk else "flat" if "for (int64_t q = 0;" in chunk else "segments"
+        form = "ukernel" if "tg_dwconv::plane_" in chunk else "padded" if "float padded[" in chunk else "flat" if "for (int64_t q = 0;" in chunk else "segments"
         kernels[chunk.split("(")[0]] = form
     return kernels
 
@@ -162,15 +197,15 @@ def _tune(exe, prefix, env, *flags):
                           stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
 
 
-@pytest.mark.parametrize("name", list(MODELS))
-def test_direct_conv_model(name, tmp_path):
+@pytest.mark.parametrize("name,dwconv", [(n, "") for n in MODELS] + [("odd", "none"), ("flat", "none")])
+def test_direct_conv_model(name, dwconv, tmp_path):
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     build, expected, kernels = MODELS[name]
     prefix = tmp_path / name
     build(prefix)
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), TILEGRAPH_DWCONV_VARIANT=dwconv)
     tune = _tune(exe, prefix, env)
     assert tune.returncode == 0, tune.stdout[-3000:]
     if expected:
@@ -182,10 +217,20 @@ def test_direct_conv_model(name, tmp_path):
     assert len(direct) == expected, [k["name"] for k in manifest["kernels"]]
     # Every Clip, Relu and residual Add rides in its conv's kernel as the epilogue.
     assert len(manifest["kernels"]) == kernels, [k["onnx_nodes"] for k in manifest["kernels"]]
-    if name == "flat":
-        forms = _forms(prefix)
-        by_output = {k["onnx_nodes"][-1]: forms[k["name"]] for k in manifest["kernels"]}
+    with_ukernel = dwconv != "none" and _host_has_avx512()
+    forms = _forms(prefix)
+    by_output = {k["onnx_nodes"][-1]: forms[k["name"]] for k in manifest["kernels"]}
+    ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel") == "dwconv_avx512"]
+    assert sorted(ukernel) == sorted(n for n, f in forms.items() if f == "ukernel"), by_output
+    assert len(ukernel) == (UKERNEL_CONVS[name] if with_ukernel else 0), by_output
+    if name == "flat" and with_ukernel:
+        assert sorted(forms.values()) == ["padded"] * 2 + ["ukernel"] * 8, by_output
+    elif name == "flat":
         assert sorted(forms.values()) == ["flat"] + ["padded"] * 7 + ["segments"] * 2, by_output
+    if name == "planes":
+        # without it: 28x28 flat, 56x56 with its residual a loop per row
+        expected_forms = ["flat", "ukernel", "ukernel"] if with_ukernel else ["flat", "flat", "segments"]
+        assert sorted(forms.values()) == expected_forms, by_output
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout

@@ -6,6 +6,10 @@ one-thread lowering (codegen/lowering/lower_block_kernel.cpp):
 * loops over a padded or haloed row peel the iterations that clamp or test
   the index (peeled_loop), so their middles read contiguously.
 
+GlobalAveragePool sums each plane over one flattened reduce axis
+(frontends/onnx/ops/conv_pool.cpp): cases on a 14x14 map (7x7 after the
+stride-2 conv, as MobileNetV2's and ResNet's last maps) and an odd 11x5 one.
+
 Cases: the ResNet stem's MaxPool 3x3 stride 2 pad 1 on odd sizes, ceil_mode,
 asymmetric pads with stride (1, 2) and a 2x3 window, dilation 2, and
 AveragePool with and without the padding counted. The stem case also checks
@@ -61,6 +65,8 @@ CASES = {
                                                       strides=[2, 2], pads=[1, 1, 1, 1])),
     "avg_include_pad": ((123, 125), helper.make_node("AveragePool", ["r"], ["y"], kernel_shape=[3, 3],
                                                       strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)),
+    "global_avg_7x7": ((14, 14), helper.make_node("GlobalAveragePool", ["r"], ["y"])),
+    "global_avg_odd": ((21, 9), helper.make_node("GlobalAveragePool", ["r"], ["y"])),
 }
 
 

@@ -2,6 +2,7 @@
 // register tile of a reduction and which of its block loops run in parallel.
 #include <gtest/gtest.h>
 
+#include "codegen/lowering/lower_cpu_kernel.h"
 #include "driver/pipeline.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
@@ -22,34 +23,82 @@ scheduler::ArchSpec avx512_two_cores() {
   return arch;
 }
 
-// The schedule of the only reduction in `x [rows, k] @ w [k, cols]`.
-scheduler::KernelSchedule matmul_schedule(int64_t rows, int64_t k, int64_t cols, const std::string& name) {
+// The graph of `x [rows, k] @ w [k, cols]`.
+Graph matmul_graph(int64_t rows, int64_t k, int64_t cols, const std::string& name) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {rows, k}).output("y");
   b.initializer_f("w", {k, cols}, std::vector<float>(static_cast<size_t>(k * cols), 0.5f));
   b.node("MatMul", {"x", "w"}, {"y"});
   const std::string path = testing::test_model_path("CpuLoopRules", name);
   b.save(path);
-  const Graph g = driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
+  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
+}
+
+// The schedule of the only reduction in `x [rows, k] @ w [k, cols]` (its op in ks.ops).
+scheduler::KernelSchedule matmul_schedule(const Graph& g) {
   scheduler::KernelSchedule ks;
-  for (const Op& op : g.ops)
-    if (op.reduction != Reduction::kNone) scheduler::apply_cpu_loop_rules(g, op, avx512_two_cores(), ks);
+  for (size_t i = 0; i < g.ops.size(); ++i)
+    if (g.ops[i].reduction != Reduction::kNone) {
+      ks.ops = {static_cast<int>(i)};
+      scheduler::apply_cpu_loop_rules(g, g.ops[i], avx512_two_cores(), ks);
+    }
   return ks;
 }
 
+scheduler::KernelSchedule matmul_schedule(int64_t rows, int64_t k, int64_t cols, const std::string& name) {
+  return matmul_schedule(matmul_graph(rows, k, cols, name));
+}
+
+void loops_named(const codegen::Kernel& k, const codegen::Stmt& s, const std::string& name,
+                 std::vector<codegen::Stmt>* found) {
+  if (!s) return;
+  if (s->kind == codegen::StmtKind::kFor && k.var_names[static_cast<size_t>(s->var)] == name) found->push_back(s);
+  for (const codegen::Stmt& c : s->body) loops_named(k, c, name, found);
+}
+
+int mins_in(const codegen::Stmt& s) {
+  int n = 0;
+  if (!s) return 0;
+  for (const Expr& e : {s->value, s->index})
+    if (e) visit(e, [&](const Expr& x) { n += x->kind == ExprKind::kBinary && x->binary_op == BinaryOp::kMin; });
+  for (const codegen::Stmt& c : s->body) n += mins_in(c);
+  return n;
+}
+
 TEST(CpuLoopRules, VectorMatrixProductTakesWideColumnTilesAllInParallel) {
-  // MobileNetV2's classifier at batch 1: no row axis, so 16 vectors of
-  // columns (256) per tile; its loops (the unit row, 4 column blocks) are
-  // all parallel, since 2 cores want 8 chunks.
+  // MobileNetV2's classifier at batch 1: no row axis, so 4 vectors of
+  // columns (64) per tile; its loops (the unit row, 16 column blocks) are
+  // all parallel (2 cores want 8 chunks: the unit row alone gives 1).
   const scheduler::KernelSchedule ks = matmul_schedule(1, 1280, 1000, "gemv");
   EXPECT_EQ(ks.row_axis, -1);
-  EXPECT_EQ(ks.tile_cols, 256);
+  EXPECT_EQ(ks.tile_cols, 64);
   EXPECT_EQ(ks.parallel_depth, 2);
 }
 
+// The last column block of a ragged vector-matrix product (300 columns in
+// tiles of 64) updates its 44 columns only, at exact coordinates: no
+// clamped index (a gather per load) in its loop; the full blocks keep 64.
+TEST(CpuLoopRules, RaggedColumnTailUpdatesOnlyItsColumns) {
+  const Graph g = matmul_graph(1, 64, 300, "gemv_tail");
+  const scheduler::KernelSchedule ks = matmul_schedule(g);
+  ASSERT_EQ(ks.tile_cols, 64);
+  const codegen::Kernel k = codegen::lower_cpu_kernel(g, ks);
+  std::vector<codegen::Stmt> tiles;
+  loops_named(k, k.body, "jj", &tiles);
+  std::vector<int64_t> extents;
+  for (const codegen::Stmt& t : tiles) {
+    int64_t e = 0;
+    ASSERT_TRUE(is_const_int(t->extent, &e));
+    extents.push_back(e);
+    if (e == 44) EXPECT_EQ(mins_in(t), 0) << "the tail's loads are not clamped";
+  }
+  // init, the full blocks' update, the tail's update, the write-back
+  EXPECT_EQ(extents, (std::vector<int64_t>{64, 64, 44, 64}));
+}
+
 TEST(CpuLoopRules, NarrowRowlessOutputTakesItsWholeWidth) {
-  const scheduler::KernelSchedule ks = matmul_schedule(1, 512, 100, "narrow_gemv");
-  EXPECT_EQ(ks.tile_cols, 100);
+  const scheduler::KernelSchedule ks = matmul_schedule(1, 1024, 48, "narrow_gemv");
+  EXPECT_EQ(ks.tile_cols, 48);
   EXPECT_EQ(ks.parallel_depth, 2);
 }
 

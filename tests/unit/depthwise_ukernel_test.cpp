@@ -1,0 +1,275 @@
+// The depthwise micro-kernel (codegen/ukernels/dwconv_avx512.h) against a
+// scalar reference, and the direct conv lowering's micro-kernel form
+// (codegen/lowering/lower_direct_conv_kernel.h): which convs take it and the
+// kernel it builds around the call.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "codegen/lowering/lower_direct_conv_kernel.h"
+#include "driver/pipeline.h"
+#include "frontends/onnx/import.h"
+#include "scheduler/arch_spec.h"
+#include "scheduler/graph_connecting.h"
+#include "scheduler/int_gemm.h"
+#include "scheduler/ukernel_features.h"
+#include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/unit_temp_dir.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+#include "codegen/ukernels/dwconv_avx512.h"
+
+namespace {
+// plane_same<H, W, K> on a whole result buffer (a function per shape, so that
+// only code inside the pragma uses AVX-512).
+template <int H, int W, int K>
+void dwconv_avx512_plane(const float* in, const float* w, float* result) {
+  tg_dwconv::plane_same<H, W, K>(in, w, result);
+}
+template <int H, int W>
+void dwconv_avx512_stride2(const float* in, const float* w, float* result) {
+  tg_dwconv::plane_stride2<H, W>(in, w, result);
+}
+}  // namespace
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif  // defined(__x86_64__)
+
+namespace tilegraph {
+namespace {
+
+using testing::OnnxModelBuilder;
+
+#if defined(__x86_64__)
+
+// The contract's sum, in tap order with the micro-kernel's rounding (the first
+// product, then one fused multiply-add per tap), of a k x k window at
+// `stride` padded by k / 2 at the top and left, over oh x ow outputs.
+std::vector<float> reference_plane(int h, int w, int k, const std::vector<float>& in, const std::vector<float>& wt,
+                                   int stride = 1) {
+  const int oh = (h - 1) / stride + 1, ow = (w - 1) / stride + 1;
+  std::vector<float> out(static_cast<size_t>(oh * ow), 0.0f);
+  for (int q = 0; q < oh * ow; ++q) {
+    float acc = 0.0f;
+    for (int t = 0; t < k * k; ++t) {
+      const int row = q / ow * stride + t / k - k / 2, col = q % ow * stride + t % k - k / 2;
+      const float x = row >= 0 && row < h && col >= 0 && col < w ? in[static_cast<size_t>(row * w + col)] : 0.0f;
+      acc = t == 0 ? x * wt[static_cast<size_t>(t)] : std::fma(x, wt[static_cast<size_t>(t)], acc);
+    }
+    out[static_cast<size_t>(q)] = acc;
+  }
+  return out;
+}
+
+template <int H, int W, int K>
+void expect_plane_matches_reference() {
+  SCOPED_TRACE(std::to_string(H) + "x" + std::to_string(W) + " k" + std::to_string(K));
+  // The plane sits inside a larger buffer of NaNs: a tap that read outside
+  // the plane (a lane the masks should drop) would turn its sum into NaN.
+  const int outputs = H * W, guard = 64;
+  std::vector<float> buffer(static_cast<size_t>(outputs + 2 * guard), std::nanf(""));
+  std::vector<float> in(static_cast<size_t>(outputs)), wt(static_cast<size_t>(K * K));
+  for (int i = 0; i < outputs; ++i) in[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 23) * 0.25f - 2.5f;
+  for (int t = 0; t < K * K; ++t) wt[static_cast<size_t>(t)] = static_cast<float>((t * 7) % 5) * 0.5f - 1.0f + 0.01f * t;
+  std::copy(in.begin(), in.end(), buffer.begin() + guard);
+  constexpr int kResult = tg_dwconv::plane_vectors<H, W>() * tg_dwconv::kLanes;
+  static_assert(kResult >= H * W && kResult < H * W + tg_dwconv::kLanes);
+  std::vector<float> result(kResult, 123.0f);
+  dwconv_avx512_plane<H, W, K>(buffer.data() + guard, wt.data(), result.data());
+  const std::vector<float> expected = reference_plane(H, W, K, in, wt);
+  for (int q = 0; q < outputs; ++q) EXPECT_EQ(result[static_cast<size_t>(q)], expected[static_cast<size_t>(q)]) << q;
+  for (int q = outputs; q < kResult; ++q) EXPECT_EQ(result[static_cast<size_t>(q)], 0.0f) << "lane past the plane " << q;
+}
+
+TEST(DepthwiseUkernel, Avx512PlaneMatchesTheScalarSum) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this CPU";
+  expect_plane_matches_reference<1, 1, 3>();    // every tap but the centre in the padding
+  expect_plane_matches_reference<1, 19, 3>();   // one row
+  expect_plane_matches_reference<2, 2, 3>();    // no interior
+  expect_plane_matches_reference<5, 3, 3>();    // 15 outputs: one partial vector
+  expect_plane_matches_reference<7, 7, 3>();    // MobileNetV2's 7 x 7 maps (4 vectors: one group)
+  expect_plane_matches_reference<13, 11, 5>();  // 5 x 5, 9 vectors: two groups and a single one
+  expect_plane_matches_reference<14, 14, 3>();  // 13 vectors: a group of 4 + 1
+  expect_plane_matches_reference<9, 16, 3>();   // 9 vectors: rows of exactly one vector
+  expect_plane_matches_reference<28, 28, 3>();  // 49 vectors
+}
+
+template <int H, int W>
+void expect_stride2_matches_reference() {
+  SCOPED_TRACE(std::to_string(H) + "x" + std::to_string(W) + " stride 2");
+  constexpr int kOutRows = (H - 1) / 2 + 1, kOutCols = (W - 1) / 2 + 1, outputs = kOutRows * kOutCols;
+  const int guard = 64;
+  std::vector<float> buffer(static_cast<size_t>(H * W + 2 * guard), std::nanf(""));
+  std::vector<float> in(static_cast<size_t>(H * W)), wt(9);
+  for (int i = 0; i < H * W; ++i) in[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 23) * 0.25f - 2.5f;
+  for (int t = 0; t < 9; ++t) wt[static_cast<size_t>(t)] = static_cast<float>((t * 7) % 5) * 0.5f - 1.0f + 0.01f * t;
+  std::copy(in.begin(), in.end(), buffer.begin() + guard);
+  std::vector<float> result(tg_dwconv::plane_vectors<kOutRows, kOutCols>() * tg_dwconv::kLanes, 123.0f);
+  dwconv_avx512_stride2<H, W>(buffer.data() + guard, wt.data(), result.data());
+  const std::vector<float> expected = reference_plane(H, W, 3, in, wt, 2);
+  for (int q = 0; q < outputs; ++q) EXPECT_EQ(result[static_cast<size_t>(q)], expected[static_cast<size_t>(q)]) << q;
+}
+
+TEST(DepthwiseUkernel, Avx512Stride2PlaneMatchesTheScalarSum) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this CPU";
+  expect_stride2_matches_reference<1, 1>();      // 1 output, every tap but the centre in the padding
+  expect_stride2_matches_reference<2, 2>();      // even: no bottom or right padding read
+  expect_stride2_matches_reference<13, 11>();    // odd: the last row and column read the padding
+  expect_stride2_matches_reference<14, 14>();    // MobileNetV2's 14 -> 7
+  expect_stride2_matches_reference<33, 35>();    // 18 output columns: a second, 2-wide chunk
+  expect_stride2_matches_reference<112, 112>();  // 112 -> 56: 4 chunks per row
+}
+
+#endif  // defined(__x86_64__)
+
+Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
+  const std::string path = (testing::unit_temp_dir() / "depthwise_ukernel" / name / "model.onnx").string();
+  b.save(path);
+  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
+}
+
+std::vector<float> ramp(int n) {
+  std::vector<float> v;
+  for (int i = 0; i < n; ++i) v.push_back(static_cast<float>((i * 37) % 11) * 0.1f - 0.5f);
+  return v;
+}
+
+struct DepthwiseConv {
+  int64_t height = 7, width = 7, k = 3, pad = 1, stride = 1, dilation = 1;
+};
+
+// A depthwise conv over 8 channels + bias + Clip(0, 6), scheduled for the
+// host, lowered as the direct kernel with the depthwise micro-kernel
+// `variant` ("" for none).
+codegen::Kernel lower_depthwise(const std::string& name, const DepthwiseConv& c, const std::string& variant) {
+  constexpr int64_t kChannels = 8;
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, kChannels, c.height, c.width}).output("y");
+  b.initializer_f("w", {kChannels, 1, c.k, c.k}, ramp(static_cast<int>(kChannels * c.k * c.k)));
+  b.initializer_f("bias", {kChannels}, ramp(kChannels));
+  b.initializer_f("lo", {}, {0.0f});
+  b.initializer_f("hi", {}, {6.0f});
+  auto& conv = b.node("Conv", {"x", "w", "bias"}, {"c"});
+  OnnxModelBuilder::attr_int(conv, "group", kChannels);
+  OnnxModelBuilder::attr_ints(conv, "pads", {c.pad, c.pad, c.pad, c.pad});
+  OnnxModelBuilder::attr_ints(conv, "strides", {c.stride, c.stride});
+  OnnxModelBuilder::attr_ints(conv, "dilations", {c.dilation, c.dilation});
+  b.node("Clip", {"c", "lo", "hi"}, {"y"});
+  Graph g = import_and_optimize(b, name);
+  scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
+  scheduler::use_gemm_ukernels(g, s, true);
+  EXPECT_EQ(s.kernels.size(), 1u) << name;
+  EXPECT_EQ(s.kernels.at(0).kind, scheduler::KernelKind::kDirectConv) << name;
+  return codegen::lower_direct_conv_kernel(g, s.kernels.at(0), variant);
+}
+
+void calls_in(const codegen::Stmt& s, std::vector<codegen::Stmt>* found) {
+  if (!s) return;
+  if (s->kind == codegen::StmtKind::kCall) found->push_back(s);
+  for (const codegen::Stmt& c : s->body) calls_in(c, found);
+}
+
+void loops_named(const codegen::Kernel& k, const codegen::Stmt& s, const std::string& name,
+                 std::vector<codegen::Stmt>* found) {
+  if (!s) return;
+  if (s->kind == codegen::StmtKind::kFor && k.var_names[static_cast<size_t>(s->var)] == name) found->push_back(s);
+  for (const codegen::Stmt& c : s->body) loops_named(k, c, name, found);
+}
+
+// A 7 x 7 'same' conv: one call per (image, channel) plane on the channel's 9
+// weights, into a 64-float local result, then one vectorized loop over the 49
+// outputs through the bias + Clip epilogue. No padded plane.
+TEST(DepthwiseUkernel, SameConvCallsTheMicroKernelPerPlane) {
+  const codegen::Kernel k = lower_depthwise("same7", {}, "avx512");
+  EXPECT_EQ(k.ukernel, "dwconv_avx512");
+  std::vector<codegen::Stmt> calls, flat;
+  calls_in(k.body, &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]->callee, "tg_dwconv::plane_same<7, 7, 3>");
+  ASSERT_EQ(calls[0]->args.size(), 3u);
+  EXPECT_EQ(calls[0]->args[0].buffer, 0) << "the input plane";
+  EXPECT_EQ(k.buffers.at(static_cast<size_t>(calls[0]->args[2].buffer)).elements, 64);
+  EXPECT_EQ(k.buffers.at(static_cast<size_t>(calls[0]->args[2].buffer)).scope, codegen::MemoryScope::kLocal);
+  loops_named(k, k.body, "q", &flat);
+  ASSERT_EQ(flat.size(), 1u);
+  int64_t extent = 0;
+  ASSERT_TRUE(is_const_int(flat[0]->extent, &extent));
+  EXPECT_EQ(extent, 49);
+  EXPECT_EQ(flat[0]->loop, codegen::LoopKind::kVectorized);
+  for (const codegen::Buffer& b : k.buffers) EXPECT_NE(b.name, "padded");
+  EXPECT_EQ(k.flops, 2 * 8 * 49 * 9);
+  // The 5 x 5 window (pad 2) too, and a 56 x 56 plane (the largest taken).
+  std::vector<codegen::Stmt> calls5, calls56;
+  calls_in(lower_depthwise("same5", {9, 11, 5, 2}, "avx512").body, &calls5);
+  ASSERT_EQ(calls5.size(), 1u);
+  EXPECT_EQ(calls5[0]->callee, "tg_dwconv::plane_same<9, 11, 5>");
+  calls_in(lower_depthwise("same56", {56, 56}, "avx512").body, &calls56);
+  ASSERT_EQ(calls56.size(), 1u);
+  EXPECT_EQ(calls56[0]->callee, "tg_dwconv::plane_same<56, 56, 3>");
+}
+
+// A 3 x 3 stride-2 conv padded by 1 calls the stride-2 micro-kernel per
+// plane, its 7 x 7 outputs (of a 14 x 14 input; 7 x 6 of a 13 x 11 one)
+// stored through the epilogue by one flat loop.
+TEST(DepthwiseUkernel, Stride2ConvCallsTheMicroKernelPerPlane) {
+  for (const auto& [name, conv, callee, outputs] :
+       {std::tuple<const char*, DepthwiseConv, const char*, int64_t>{
+            "stride2", {14, 14, 3, 1, 2}, "tg_dwconv::plane_stride2<14, 14>", 49},
+        {"stride2_odd", {13, 11, 3, 1, 2}, "tg_dwconv::plane_stride2<13, 11>", 42}}) {
+    const codegen::Kernel k = lower_depthwise(name, conv, "avx512");
+    EXPECT_EQ(k.ukernel, "dwconv_avx512") << name;
+    std::vector<codegen::Stmt> calls, flat;
+    calls_in(k.body, &calls);
+    ASSERT_EQ(calls.size(), 1u) << name;
+    EXPECT_EQ(calls[0]->callee, callee);
+    loops_named(k, k.body, "q", &flat);
+    ASSERT_EQ(flat.size(), 1u) << name;
+    int64_t extent = 0;
+    ASSERT_TRUE(is_const_int(flat[0]->extent, &extent)) << name;
+    EXPECT_EQ(extent, outputs) << name;
+    EXPECT_EQ(k.buffers.at(static_cast<size_t>(calls[0]->args[2].buffer)).elements, (outputs + 15) / 16 * 16) << name;
+  }
+}
+
+// Without the micro-kernel (other targets), and for convs it does not cover
+// (dilation, stride 1 with padding other than 'same', stride 2 with padding
+// 0 or a 5 x 5 window, stride-1 planes over 56 x 56, stride-2 ones over 64 x
+// 64 outputs), the generated loops as before.
+TEST(DepthwiseUkernel, OtherConvsKeepTheGeneratedLoops) {
+  const std::vector<std::pair<std::string, DepthwiseConv>> cases = {
+      {"dilated", {14, 14, 3, 2, 1, 2}}, {"valid", {9, 9, 3, 0}},  {"plane57", {57, 57}},
+      {"stride2_valid", {14, 14, 3, 0, 2}}, {"stride2_5x5", {14, 14, 5, 2, 2}},
+      {"stride2_plane65", {130, 130, 3, 1, 2}}};
+  for (const auto& [name, conv] : cases) {
+    const codegen::Kernel k = lower_depthwise(name, conv, "avx512");
+    std::vector<codegen::Stmt> calls;
+    calls_in(k.body, &calls);
+    EXPECT_TRUE(calls.empty()) << name;
+    EXPECT_EQ(k.ukernel, "") << name;
+  }
+  const codegen::Kernel none = lower_depthwise("same7_none", {}, "");
+  std::vector<codegen::Stmt> calls;
+  calls_in(none.body, &calls);
+  EXPECT_TRUE(calls.empty());
+  EXPECT_EQ(none.ukernel, "");
+}
+
+}  // namespace
+}  // namespace tilegraph
