@@ -38,6 +38,9 @@ IntGemmVariant int_gemm_variant_named(const std::string& name);
 struct FloatGemmVariant {
   std::string name;  // "avx512", "avx2", "neon", "scalar"
   int mr = 4, nr = 8;
+  // The header's kLanes: tile<kCols> computes kCols (a multiple of lanes,
+  // below nr) columns, for the last panel of an N whose tail fits them.
+  int lanes = 8;
   std::string header() const { return "sgemm_" + name + ".h"; }
 };
 

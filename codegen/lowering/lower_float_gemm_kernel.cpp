@@ -219,6 +219,7 @@ class FloatGemmLowering : KernelBuilder {
     kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
     kernel_.ukernel_params = {{"mr", v.mr}, {"nr", v.nr}, {"kc", kb.kc}, {"k_blocks", kb.k_blocks},
                               {"row_panels", grid_.row_panels}, {"chunk_panels", grid_.chunk_panels}};
+    if (narrow_tail_cols() > 0) kernel_.ukernel_params.push_back({"tail_cols", narrow_tail_cols()});
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     // One scratch buffer (a thread has one arena): the row block's A panels
@@ -270,8 +271,10 @@ class FloatGemmLowering : KernelBuilder {
                                      {-1, const_of(0, DType::kBool)}};
         if (prefetches_b()) add_next_b(&args, vp, b_panel_at + geo_.b_panel, m.k);
         const Stmt call = make_call("tg_sgemm::tile", args);
-        const std::optional<Stmt> fused = fused_bias_clamp(nb, tile_loops, call, a_at(vp), b_arg, ctile);
-        panel_body.push_back(row_panel_loop(vp, rows, fused ? std::vector<Stmt>{*fused} : std::vector<Stmt>{call, tile_loops}));
+        const std::optional<Stmt> fused =
+            fused_bias_clamp(nb, tile_loops, call, last_panel_call(args), a_at(vp), b_arg, ctile);
+        panel_body.push_back(row_panel_loop(
+            vp, rows, fused ? std::vector<Stmt>{*fused} : std::vector<Stmt>{tile_call(nb, args), tile_loops}));
       } else {
         // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
         // panel, each block's B rows are packed (or read from the packed
@@ -295,7 +298,7 @@ class FloatGemmLowering : KernelBuilder {
           // The next block: this panel's, or after the last the next panel's first.
           if (prefetches_b())
             add_next_b(&args, vp, b_panel_at + simplify(min((block + 1) * kb.kc, int_imm(m.k)) * v.nr, bounds_), kb.kc);
-          return make_call("tg_sgemm::tile", args);
+          return tile_call(nb, args);
         };
         const Stmt k_blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call);
         // A conv's column table is filled once per panel, for every block.
@@ -419,9 +422,9 @@ class FloatGemmLowering : KernelBuilder {
       return {packed_b_, (var(vb) * geo_.col_panels + column(vq)) * geo_.b_panel + block * kb.kc * v.nr};
     };
     auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
-      return make_call("tg_sgemm::tile", {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), b_at(block),
-                                          {panels, int_imm(c_offset) + (var(vp) * group + var(vq)) * tile_floats},
-                                          {-1, accumulate}});
+      return tile_call(column(vq), {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), b_at(block),
+                                    {panels, int_imm(c_offset) + (var(vp) * group + var(vq)) * tile_floats},
+                                    {-1, accumulate}});
     };
     auto columns = [&](std::vector<Stmt> body) -> std::vector<Stmt> {
       return {make_for(vq, int_imm(group), LoopKind::kSerial, {in_range(vq, std::move(body))})};
@@ -649,10 +652,11 @@ class FloatGemmLowering : KernelBuilder {
   // accumulators and stores the output rows itself; the C tile's store,
   // reload and loop go (MobileNet-v2's 1x1 convs: the epilogue was a fifth
   // of the 16 -> 96 expand over 112 x 112). Where N has a tail, its last
-  // panel keeps `call` and the epilogue loops. None where M has a tail (the
+  // panel keeps its call (`last_call`: narrowed where N's tail fits fewer
+  // vectors) and the epilogue loops. None where M has a tail (the
   // rows past M would be stored) or the epilogue is anything else.
-  std::optional<Stmt> fused_bias_clamp(const Expr& nb, const Stmt& tile_loops, const Stmt& call, const CallArg& a,
-                                       const CallArg& b, int c_buffer) const {
+  std::optional<Stmt> fused_bias_clamp(const Expr& nb, const Stmt& tile_loops, const Stmt& call, const Stmt& last_call,
+                                       const CallArg& a, const CallArg& b, int c_buffer) const {
     const FloatGemmVariant& v = geo_.v;
     if (geo_.m.rows() % v.mr != 0) return std::nullopt;
     const bool split = full_panels() > 0;
@@ -720,7 +724,38 @@ class FloatGemmLowering : KernelBuilder {
     if (!split) return fused;
     const int64_t full = full_panels();
     const Stmt tail = tile_loops->body[1]->body[0];
-    return make_seq({make_if(lt(nb, int_imm(full)), {fused}), make_if(lt(int_imm(full - 1), nb), {call, tail})});
+    return make_seq({make_if(lt(nb, int_imm(full)), {fused}), make_if(lt(int_imm(full - 1), nb), {last_call, tail})});
+  }
+
+  // Columns of the last column panel's call where N's tail (N mod NR) fits
+  // fewer of the micro-kernel's vectors than NR: the tail rounded up to
+  // them (tg_sgemm::tile<W>); 0 where N has no tail or it needs all of NR.
+  // The panel's layout stays NR wide (its other columns are zeros, unread),
+  // so packing and the prepacked weights are unchanged. MobileViT's
+  // attention heads of 36 (AVX-512, NR 32): 48 columns computed instead of
+  // 64; its 144- and 240-wide projections: the last 16 in 16 instead of 32.
+  int64_t narrow_tail_cols() const {
+    const int64_t tail = geo_.m.cols() % geo_.v.nr;
+    if (tail == 0) return 0;
+    const int64_t cols = round_up(tail, geo_.v.lanes);
+    return cols < geo_.v.nr ? cols : 0;
+  }
+
+  // The micro-kernel call with `args` for the last column panel:
+  // tg_sgemm::tile<W> where N's tail fits W columns (narrow_tail_cols),
+  // else tg_sgemm::tile.
+  Stmt last_panel_call(const std::vector<CallArg>& args) const {
+    const int64_t cols = narrow_tail_cols();
+    return make_call(cols > 0 ? str_cat("tg_sgemm::tile<", cols, ">") : "tg_sgemm::tile", args);
+  }
+
+  // The micro-kernel call with `args` for column panel nb: the full panels'
+  // and the last one's (last_panel_call) where they differ.
+  Stmt tile_call(const Expr& nb, const std::vector<CallArg>& args) const {
+    const Stmt call = make_call("tg_sgemm::tile", args);
+    if (narrow_tail_cols() == 0) return call;
+    if (geo_.col_panels == 1) return last_panel_call(args);
+    return split_full_panels(nb, call, last_panel_call(args));
   }
 
   // The output stores of one MR x NR tile, whose first row is `row`, from

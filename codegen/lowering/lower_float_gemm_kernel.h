@@ -13,6 +13,10 @@
 //     Over a Concat along K (a conv over a channel Concat) B is packed by
 //     the Concat's ranges of K, one loop per input, so each value reads one
 //     input instead of evaluating every input's load and selecting.
+//   * Where N's tail (N mod NR) fits W < NR columns in whole vectors, the
+//     last column panel calls tile<W> (the first W columns; the panel's
+//     layout stays NR wide): MobileViT's 36-wide heads compute 48 columns
+//     instead of 64 on AVX-512.
 //   * Each tile() call leaves an MR x NR tile in L1, which the fused epilogue
 //     (bias, activation, residual add) turns into the output. Where the
 //     whole K is one block and a full tile's epilogue is only a bias and

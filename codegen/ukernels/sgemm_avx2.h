@@ -27,14 +27,19 @@ inline namespace avx2 {
 constexpr const char* kVariant = "avx2";
 constexpr int kMR = 6;
 constexpr int kNR = 16;
+constexpr int kLanes = 8;  // floats per ymm: tile<kCols>'s unit
 
-// c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j).
+// c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j),
+// for the columns j < kCols (tile<8>: the last column panel of an N whose
+// tail fits one ymm; c's other columns are not touched).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
 // Not inlined: see sgemm_avx512.h.
+template <int kCols = kNR>
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
-  constexpr int kVecs = kNR / 8;  // ymm per row
+  static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole ymm of a B panel's row");
+  constexpr int kVecs = kCols / 8;  // ymm per row
   __m256 acc[kMR][kVecs];
 #pragma GCC unroll 6
   for (int r = 0; r < kMR; ++r)

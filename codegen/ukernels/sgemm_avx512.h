@@ -44,15 +44,20 @@ inline namespace avx512 {
 constexpr const char* kVariant = "avx512";
 constexpr int kMR = 8;
 constexpr int kNR = 32;
+constexpr int kLanes = 16;  // floats per zmm: tile<kCols>'s unit
 
-// c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j).
+// c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j),
+// for the columns j < kCols (tile<16>: the last column panel of an N whose
+// tail fits one zmm, at half the FMAs; c's other columns are not touched).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
 // Not inlined: inside a big generated loop nest GCC 12 shuffles the
 // accumulators between registers every iteration; alone it keeps them put.
+template <int kCols = kNR>
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
-  constexpr int kVecs = kNR / 16;  // zmm per row
+  static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole zmm of a B panel's row");
+  constexpr int kVecs = kCols / 16;  // zmm per row
   __m512 acc[kMR][kVecs];
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r)

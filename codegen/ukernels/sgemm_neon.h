@@ -26,6 +26,7 @@ inline namespace neon {
 constexpr const char* kVariant = "neon";
 constexpr int kMR = 8;
 constexpr int kNR = 12;
+constexpr int kLanes = 4;  // floats per q register: tile<kCols>'s unit
 
 // c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j).
 //   a: A(r, k') at a[k' * kMR + r]
@@ -62,6 +63,38 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
                                     {c40, c41, c42}, {c50, c51, c52}, {c60, c61, c62}, {c70, c71, c72}};
   for (int r = 0; r < kMR; ++r)
     for (int v = 0; v < 3; ++v) vst1q_f32(c + r * kNR + 4 * v, rows[r][v]);
+}
+
+// tile()'s c for the columns j < kCols only (4 or 8: the last column panel
+// of an N whose tail fits one or two q registers, at a third or two thirds
+// of the FMLAs); c's other columns are not touched.
+template <int kCols>
+__attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                                           const float* next = nullptr, int64_t next_floats = 0) {
+  static_assert(kCols > 0 && kCols < kNR && kCols % kLanes == 0, "tile<kCols>: whole q registers, fewer than tile()'s");
+  constexpr int kVecs = kCols / kLanes;
+  float32x4_t acc[kMR][kVecs];
+  for (int r = 0; r < kMR; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? vld1q_f32(c + r * kNR + 4 * v) : vdupq_n_f32(0);
+  for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
+    for (int v = 0; v < kVecs; ++v) {
+      const float32x4_t bv = vld1q_f32(b + 4 * v);
+      acc[0][v] = vfmaq_laneq_f32(acc[0][v], bv, a0, 0);
+      acc[1][v] = vfmaq_laneq_f32(acc[1][v], bv, a0, 1);
+      acc[2][v] = vfmaq_laneq_f32(acc[2][v], bv, a0, 2);
+      acc[3][v] = vfmaq_laneq_f32(acc[3][v], bv, a0, 3);
+      acc[4][v] = vfmaq_laneq_f32(acc[4][v], bv, a1, 0);
+      acc[5][v] = vfmaq_laneq_f32(acc[5][v], bv, a1, 1);
+      acc[6][v] = vfmaq_laneq_f32(acc[6][v], bv, a1, 2);
+      acc[7][v] = vfmaq_laneq_f32(acc[7][v], bv, a1, 3);
+    }
+    a += kMR;
+    b += kNR;
+  }
+  for (int r = 0; r < kMR; ++r)
+    for (int v = 0; v < kVecs; ++v) vst1q_f32(c + r * kNR + 4 * v, acc[r][v]);
 }
 
 // c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()

@@ -18,15 +18,21 @@ inline namespace scalar {
 constexpr const char* kVariant = "scalar";
 constexpr int kMR = 4;
 constexpr int kNR = 8;
+constexpr int kLanes = 4;  // tile<kCols>'s unit (a 4-lane vector, where the compiler vectorizes)
 
 // c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of
-// A(r, k') * B(k', j), summed in k' order.
+// A(r, k') * B(k', j), summed in k' order, for the columns j < kCols
+// (tile<4>: a last column panel of at most 4 columns; c's other columns are
+// not touched).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
+template <int kCols = kNR>
 inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                  const float* next = nullptr, int64_t next_floats = 0) {
-  float acc[kMR * kNR];
-  for (int i = 0; i < kMR * kNR; ++i) acc[i] = accumulate ? c[i] : 0.0f;
+  static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole vectors of a B panel's row");
+  float acc[kMR * kCols];
+  for (int r = 0; r < kMR; ++r)
+    for (int j = 0; j < kCols; ++j) acc[r * kCols + j] = accumulate ? c[r * kNR + j] : 0.0f;
   // `next` (the next B block, README.md): a hint, all at the start here.
 #if defined(__GNUC__)
   for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
@@ -36,11 +42,12 @@ inline void tile(int64_t k, const float* a, const float* b, float* c, bool accum
 #endif
   for (int64_t kk = 0; kk < k; ++kk) {
     for (int r = 0; r < kMR; ++r)
-      for (int j = 0; j < kNR; ++j) acc[r * kNR + j] += a[r] * b[j];
+      for (int j = 0; j < kCols; ++j) acc[r * kCols + j] += a[r] * b[j];
     a += kMR;
     b += kNR;
   }
-  for (int i = 0; i < kMR * kNR; ++i) c[i] = acc[i];
+  for (int r = 0; r < kMR; ++r)
+    for (int j = 0; j < kCols; ++j) c[r * kNR + j] = acc[r * kCols + j];
 }
 
 // c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()

@@ -202,6 +202,31 @@ def concat_k(path):
                                        _w("wm", 19, 23)])
 
 
+def heads36(path):
+    # MobileViT-S's transformer shape, small: 4 heads of 36 over 144 channels and 20 tokens, batch 2.
+    # attn @ V has N = 36 (a 4-column tail: tile<16> on avx512, tile<8> on avx2, tile<4> scalar),
+    # the projections N = 144 (a 16-column tail on avx512), q @ k^T N = 20.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 20, 144])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    shape = numpy_helper.from_array(np.array([2, 20, 4, 36], np.int64), "shape")
+    back = numpy_helper.from_array(np.array([2, 20, 144], np.int64), "back")
+    nodes = []
+    for t in "qkv":
+        nodes += [helper.make_node("MatMul", ["x", "w" + t], [t + "0"], name=t + "_proj"),
+                  helper.make_node("Reshape", [t + "0", "shape"], [t + "1"]),
+                  helper.make_node("Transpose", [t + "1"], [t + "h"], perm=[0, 2, 1, 3])]
+    nodes += [helper.make_node("Transpose", ["kh"], ["kt"], perm=[0, 1, 3, 2]),
+              helper.make_node("MatMul", ["qh", "kt"], ["s"], name="scores"),
+              helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "vh"], ["o"], name="attn_v"),
+              helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["ot", "back"], ["o2"]),
+              helper.make_node("MatMul", ["o2", "wo"], ["y0"], name="out_proj"),
+              helper.make_node("Add", ["y0", "x"], ["y"])]
+    _save(path, nodes, [x], [y], [_w("wq", 144, 144), _w("wk", 144, 144), _w("wv", 144, 144),
+                                  _w("wo", 144, 144), shape, back])
+
+
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd,
           "pixel_rows": pixel_rows, "concat_k": concat_k}
 
@@ -400,3 +425,28 @@ def test_concat_ranges_across_k_blocks(variant, tmp_path):
     assert len(blocks) == 3 and blocks[-1] > 1 and blocks[-2] > 1, blocks
     acc = _matches_onnxruntime(prefix, env)
     assert acc.count("  ok ") == 3, acc
+
+
+# The last column panel's micro-kernel call narrowed to whole vectors (ukernel_params tail_cols,
+# lower_float_gemm_kernel.cpp): attn @ V's 36 columns and the 144-wide projections, per variant.
+NARROW_TAILS = {"scalar": {"attn_v": 4, "scores": 4, "q_proj": 0, "out_proj": 0},
+                "avx2": {"attn_v": 8, "scores": 8, "q_proj": 0, "out_proj": 0},
+                "avx512": {"attn_v": 16, "scores": 0, "q_proj": 16, "out_proj": 16}}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_narrow_column_tails_match_onnxruntime(variant, tmp_path):
+    prefix = tmp_path / "heads36"
+    heads36(prefix)
+    env = _env(variant)
+    _tune(prefix, env)
+    tails = {}
+    for k in _sgemm_kernels(prefix, variant):
+        for node in k["onnx_nodes"]:
+            tails[node] = k["ukernel_params"].get("tail_cols", 0)
+    assert {n: tails.get(n) for n in NARROW_TAILS[variant]} == NARROW_TAILS[variant], tails
+    source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+    for cols in set(NARROW_TAILS[variant].values()) - {0}:
+        assert f"tg_sgemm::tile<{cols}>(" in source
+    acc = _matches_onnxruntime(prefix, env, "--threads", "1")
+    assert "PASS" in acc, acc

@@ -7,15 +7,17 @@
 namespace tilegraph::testing {
 
 ::testing::AssertionResult run_cpu_test_program(const std::filesystem::path& dir, const std::string& source,
-                                                std::string* printed) {
+                                                std::string* printed, const std::vector<std::string>& flags) {
   std::filesystem::create_directories(dir);
   const std::string main_cpp = (dir / "main.cpp").string(), exe = (dir / "main").string();
   std::ofstream(main_cpp) << source;
   driver::ProcessOptions options;
   options.capture = true;
   options.timeout_seconds = 300;
-  const driver::ProcessResult built =
-      driver::run_process({"g++", "-std=c++17", "-O2", "-fopenmp", "-w", "-o", exe, main_cpp}, options);
+  std::vector<std::string> command = {"g++", "-std=c++17", "-O2", "-fopenmp", "-w"};
+  command.insert(command.end(), flags.begin(), flags.end());
+  command.insert(command.end(), {"-o", exe, main_cpp});
+  const driver::ProcessResult built = driver::run_process(command, options);
   if (!built.ok()) return ::testing::AssertionFailure() << "g++: " << built.describe() << "\n" << built.output << source;
   options.stderr_path = (dir / "stderr.txt").string();  // only stdout is captured
   const driver::ProcessResult ran = driver::run_process({exe}, options);

@@ -6,13 +6,15 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace tilegraph::testing {
 
 // Writes `source` to dir/main.cpp, compiles it with the host g++ (-O2
-// -fopenmp) and runs it, both without a shell. On success *printed holds
-// the program's stdout; on failure the result names the step and its output.
+// -fopenmp, then `flags`: an ISA such as -mavx512f) and runs it, both
+// without a shell. On success *printed holds the program's stdout; on
+// failure the result names the step and its output.
 ::testing::AssertionResult run_cpu_test_program(const std::filesystem::path& dir, const std::string& source,
-                                                std::string* printed);
+                                                std::string* printed, const std::vector<std::string>& flags = {});
 
 }  // namespace tilegraph::testing

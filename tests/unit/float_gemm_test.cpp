@@ -885,15 +885,18 @@ TEST(FloatGemm, BiasAndClipAreTheMicroKernelsEpilogue) {
 }
 
 // ReLU over 20 x 20 = 400 pixels: the 12 full panels take the fused
-// call (no upper bound), the tail panel keeps tile() and its epilogue.
+// call (no upper bound), the tail panel (16 columns) keeps a tile call,
+// narrowed to one zmm (tile<16>), and its epilogue.
 TEST(FloatGemm, ColumnTailKeepsTheTileAndItsEpilogue) {
   const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_relu_tail", 16, 20, 20, "Relu");
-  std::vector<codegen::Stmt> fused, plain, epilogue;
+  std::vector<codegen::Stmt> fused, plain, narrow, epilogue;
   calls_in(kernel.body, "tg_sgemm::tile_bias_clamp", &fused);
   calls_in(kernel.body, "tg_sgemm::tile", &plain);
+  calls_in(kernel.body, "tg_sgemm::tile<16>", &narrow);
   loops_named(kernel, kernel.body, "j", &epilogue);
   ASSERT_EQ(fused.size(), 1u);
-  EXPECT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain.size(), 0u);
+  EXPECT_EQ(narrow.size(), 1u);
   EXPECT_EQ(epilogue.size(), 1u);
   int64_t ldc = 0;
   EXPECT_TRUE(is_const_int(fused[0]->args.at(4).value, &ldc) && ldc == 400);

@@ -26,7 +26,7 @@ namespace {
 
 SGemmVariantInfo scalar_variant() {
   namespace v = tg_sgemm::scalar;
-  return {v::kVariant, v::kMR, v::kNR, v::tile, v::tile_bias_clamp, [] { return true; }};
+  return {v::kVariant, v::kMR, v::kNR, v::tile, v::tile_bias_clamp, [] { return true; }, v::kLanes, v::tile<v::kLanes>};
 }
 
 std::vector<SGemmVariantInfo> linked_variants() {
@@ -225,6 +225,39 @@ TEST_P(SGemmVariantTest, ExactOnSmallIntegers) {
     }
 }
 
+// tile<kLanes> (the last column panel of an N whose tail fits one vector)
+// gives tile()'s first kLanes columns bit for bit, from zero and
+// accumulating (k = 0 keeps c), with the same panel layout and c stride,
+// and leaves c's other columns as they were.
+TEST_P(SGemmVariantTest, NarrowTileIsTheTilesFirstColumns) {
+  const SGemmVariantInfo& v = GetParam();
+  ASSERT_GT(v.lanes, 0);
+  ASSERT_LT(v.lanes, v.nr);
+  ASSERT_EQ(v.nr % v.lanes, 0);
+  for (const int64_t k : {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{100}}) {
+    for (const bool accumulate : {false, true}) {
+      const Problem p = random_problem(v.mr, v.nr, std::max<int64_t>(k, 1), static_cast<uint32_t>(200 + k));
+      AlignedFloats a(static_cast<size_t>(std::max<int64_t>(k, 1) * v.mr)),
+          b(static_cast<size_t>(std::max<int64_t>(k, 1) * v.nr));
+      for (int64_t kk = 0; kk < k; ++kk) {
+        for (int r = 0; r < v.mr; ++r) a.data()[kk * v.mr + r] = p.a[r * k + kk];
+        for (int j = 0; j < v.nr; ++j) b.data()[kk * v.nr + j] = p.b[kk * v.nr + j];
+      }
+      std::vector<float> start(static_cast<size_t>(v.mr * v.nr));
+      for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<float>(i % 7) - 2.5f;
+      std::vector<float> want = start, got = start;
+      v.tile(k, a.data(), b.data(), want.data(), accumulate, nullptr, 0);
+      v.tile_lanes(k, a.data(), b.data(), got.data(), accumulate, b.data(), 16);
+      for (int r = 0; r < v.mr; ++r)
+        for (int j = 0; j < v.nr; ++j) {
+          const size_t at = static_cast<size_t>(r * v.nr + j);
+          ASSERT_EQ(got[at], j < v.lanes ? want[at] : start[at])
+              << v.name << " k=" << k << " accumulate=" << accumulate << " at (" << r << ", " << j << ")";
+        }
+    }
+  }
+}
+
 // tile_bias_clamp stores min(max(S + bias[r], lo), hi) into rows ldc apart,
 // bit for bit what tile() and the generated epilogue (x < lo ? lo : x, then
 // hi < x ? hi : x) give: with ReLU, Clip and no bounds, a NaN bias row
@@ -278,6 +311,7 @@ TEST_P(SGemmVariantTest, CompilerTableAgreesWithTheHeader) {
   const tilegraph::codegen::FloatGemmVariant table = tilegraph::codegen::float_gemm_variant_named(v.name);
   EXPECT_EQ(table.mr, v.mr) << v.name;
   EXPECT_EQ(table.nr, v.nr) << v.name;
+  EXPECT_EQ(table.lanes, v.lanes) << v.name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Linked, SGemmVariantTest, testing::ValuesIn(linked_variants()),

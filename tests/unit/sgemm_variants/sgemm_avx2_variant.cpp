@@ -26,6 +26,11 @@ static void sgemm_tile_avx2(int64_t k, const float* a, const float* b, float* c,
   tg_sgemm::avx2::tile(k, a, b, c, accumulate, next, next_floats);
 }
 
+static void sgemm_tile_lanes_avx2(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                            const float* next, int64_t next_floats) {
+  tg_sgemm::avx2::tile<tg_sgemm::avx2::kLanes>(k, a, b, c, accumulate, next, next_floats);
+}
+
 static void sgemm_tile_bias_clamp_avx2(int64_t k, const float* a, const float* b, float* c, int64_t ldc,
                                      const float* bias, float lo, float hi) {
   tg_sgemm::avx2::tile_bias_clamp(k, a, b, c, ldc, bias, lo, hi);
@@ -44,7 +49,8 @@ static bool avx2_supported() {
 
 SGemmVariantInfo sgemm_avx2_variant() {
   namespace v = tg_sgemm::avx2;
-  return {v::kVariant, v::kMR, v::kNR, sgemm_tile_avx2, sgemm_tile_bias_clamp_avx2, avx2_supported};
+  return {v::kVariant,  v::kMR,    v::kNR, sgemm_tile_avx2, sgemm_tile_bias_clamp_avx2, avx2_supported,
+          v::kLanes, sgemm_tile_lanes_avx2};
 }
 
 #endif  // defined(__x86_64__)

@@ -15,6 +15,10 @@ struct SGemmVariantInfo {
   void (*tile_bias_clamp)(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
                           float lo, float hi);
   bool (*supported)();  // whether this CPU can run tile
+  int lanes;            // kLanes
+  // tile<kLanes>: the first kLanes columns of tile's c only
+  void (*tile_lanes)(int64_t k, const float* a, const float* b, float* c, bool accumulate, const float* next,
+                     int64_t next_floats);
 };
 
 // Defined in sgemm_avx2_variant.cpp and sgemm_avx512_variant.cpp, which
