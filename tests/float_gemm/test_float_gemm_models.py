@@ -202,6 +202,23 @@ def concat_k(path):
                                        _w("wm", 19, 23)])
 
 
+def residual_rows(path):
+    # 1x1 convs with the filters as rows whose epilogue adds an activation of the output's size
+    # (ResNet's conv3 + Add + Relu): each row panel prefetches the next one's residual
+    # (prefetch_tile); 16 x 16 pixels, 48 filters (no row tail for MR 4, 6 or 8). (With a batch in
+    # the columns, a panel that spans two images reads no affine tile: none there.)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 16, 16])
+    r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 48, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"]),
+             helper.make_node("Add", ["c1", "r"], ["s1"]),
+             helper.make_node("Relu", ["s1"], ["y1"]),
+             helper.make_node("Conv", ["y1", "w2", "b2"], ["c2"]),
+             helper.make_node("Add", ["y1", "c2"], ["s2"]),
+             helper.make_node("Relu", ["s2"], ["y"])]
+    _save(path, nodes, [x, r], [y], [_w("w1", 48, 24, 1, 1), _w("b1", 48), _w("w2", 48, 48, 1, 1), _w("b2", 48)])
+
+
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd,
           "pixel_rows": pixel_rows, "concat_k": concat_k}
 
@@ -373,3 +390,15 @@ def test_concat_ranges_across_k_blocks(variant, tmp_path):
     assert len(blocks) == 3 and blocks[-1] > 1 and blocks[-2] > 1, blocks
     acc = _matches_onnxruntime(prefix, env)
     assert acc.count("  ok ") == 3, acc
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_residual_rows_prefetch_the_next_panels_residual(variant, tmp_path):
+    prefix = tmp_path / "residual_rows"
+    residual_rows(prefix)
+    env = _env(variant)
+    _tune(prefix, env)
+    assert len(_sgemm_kernels(prefix, variant)) == 2
+    source = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    assert source.count("tg_sgemm::prefetch_tile(") == 2, source[-4000:]
+    _matches_onnxruntime(prefix, env)

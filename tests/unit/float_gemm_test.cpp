@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "codegen/lowering/lower_kernel.h"
 #include "codegen/kernel_ir/verify_kernel.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/simplify.h"
 #include "driver/pipeline.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
@@ -873,6 +875,66 @@ TEST(FloatGemm, RowTailsAndOtherEpiloguesKeepTheTile) {
     EXPECT_EQ(fused.size(), 0u) << name;
     EXPECT_EQ(plain.size(), 1u) << name;
   }
+}
+
+// e with every kernel var set by name (`at`; the others 0), as a constant.
+int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::string, int64_t>& at) {
+  std::vector<Expr> vars;
+  for (const std::string& name : k.var_names) vars.push_back(int_imm(at.count(name) ? at.at(name) : 0));
+  int64_t v = 0;
+  EXPECT_TRUE(is_const_int(simplify(substitute_vars(e, vars), {}), &v));
+  return v;
+}
+
+// A 1x1 conv (6 channels -> `filters`, 9 x 15 pixels) + residual input r +
+// Relu, with the filters as rows (scalar: MR 4).
+codegen::Kernel conv_add_relu_kernel(const std::string& name, int64_t filters) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 6, 9, 15}).input("r", 1, {1, filters, 9, 15}).output("y");
+  b.initializer_f("w", {filters, 6, 1, 1}, ramp(static_cast<int>(filters * 6)));
+  b.node("Conv", {"x", "w"}, {"c"});
+  b.node("Add", {"c", "r"}, {"s"});
+  b.node("Relu", {"s"}, {"y"});
+  Graph g = import_and_optimize(b, name);
+  const LoweredGemm gemm = lower_the_gemm(g);
+  EXPECT_EQ(gemm.kernels, 1u) << name << ": the add and relu should be the GEMM's epilogue";
+  codegen::verify(gemm.kernel);
+  return gemm.kernel;
+}
+
+// The residual's tile of the next row panel (filters 4p + 4 .. 4p + 7, rows
+// 135 floats apart) is prefetched before each panel's tile() call; the last
+// panel prefetches its own (clamped: no row past M).
+TEST(FloatGemm, ResidualOfTheNextRowPanelIsPrefetched) {
+  const codegen::Kernel kernel = conv_add_relu_kernel("conv_add_relu", 16);
+  std::vector<codegen::Stmt> prefetches;
+  calls_in(kernel.body, "tg_sgemm::prefetch_tile", &prefetches);
+  ASSERT_EQ(prefetches.size(), 1u);
+  const std::vector<codegen::CallArg>& args = prefetches[0]->args;
+  ASSERT_EQ(args.size(), 2u);
+  const codegen::Buffer& read = kernel.buffers.at(static_cast<size_t>(args[0].buffer));
+  EXPECT_FALSE(read.written);
+  EXPECT_EQ(read.elements, 16 * 135) << "the residual, not the weights";
+  int64_t ld = 0;
+  EXPECT_TRUE(is_const_int(args[1].value, &ld));
+  EXPECT_EQ(ld, 135);
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 0}}), 4 * 135);
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 2}}), 12 * 135);
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 3}}), 12 * 135) << "the last panel: clamped";
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 1}, {"nb", 2}}), 8 * 135 + 2 * 8) << "the panel's columns";
+}
+
+// No prefetch where M has a tail (18 filters: rows past M) or the epilogue
+// reads no activation (bias and ReLU: tile_bias_clamp).
+TEST(FloatGemm, NoResidualPrefetchWithARowTailOrWithoutAResidual) {
+  std::vector<codegen::Stmt> prefetches;
+  calls_in(conv_add_relu_kernel("conv_add_relu_tail", 18).body, "tg_sgemm::prefetch_tile", &prefetches);
+  EXPECT_EQ(prefetches.size(), 0u);
+  calls_in(pointwise_avx512_kernel("pointwise_relu_no_residual", 16, 16, 16, "Relu").body, "tg_sgemm::prefetch_tile",
+           &prefetches);
+  calls_in(pointwise_avx512_kernel("pointwise_sigmoid_no_residual", 16, 16, 16, "Sigmoid").body,
+           "tg_sgemm::prefetch_tile", &prefetches);
+  EXPECT_EQ(prefetches.size(), 0u);
 }
 
 OnnxModelBuilder linear_relu() {
