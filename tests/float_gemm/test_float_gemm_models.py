@@ -402,3 +402,26 @@ def test_residual_rows_prefetch_the_next_panels_residual(variant, tmp_path):
     source = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
     assert source.count("tg_sgemm::prefetch_tile(") == 2, source[-4000:]
     _matches_onnxruntime(prefix, env)
+
+
+def classifier(path):
+    # a classifier at batch 1 (ResNet's fc): x [1, 384] @ W [384, 1000] + bias, a loop nest
+    # (no rows for the micro-kernel) whose vector-matrix tile has no row axis
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 384])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)]
+    _save(path, nodes, [x], [y], [_w("w", 1000, 384), _w("b", 1000)])
+
+
+def test_classifier_columns_split_evenly_and_match_onnxruntime(tmp_path):
+    # scheduler/schedule.cpp rowless_tile_cols: 1000 columns in one tile per core where they
+    # split evenly (no tail tile), else tiles of 256
+    prefix = tmp_path / "classifier"
+    classifier(prefix)
+    env = _env()
+    _tune(prefix, env)
+    widest = max(_manifest(prefix)["kernels"], key=lambda k: k["schedule"]["tile_cols"])
+    cols = widest["schedule"]["tile_cols"]
+    assert widest["schedule"]["row_axis"] == -1, widest
+    assert cols >= 256 and (1000 % cols == 0 or cols == 256), widest
+    _matches_onnxruntime(prefix, env)
