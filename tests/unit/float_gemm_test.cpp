@@ -14,6 +14,7 @@
 #include "codegen/lowering/lower_direct_conv_kernel.h"
 #include "codegen/lowering/lower_float_gemm_kernel.h"
 #include "codegen/lowering/lower_kernel.h"
+#include "codegen/project/in_place.h"
 #include "codegen/kernel_ir/verify_kernel.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/simplify.h"
@@ -886,11 +887,11 @@ int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::st
   return v;
 }
 
-// A 1x1 conv (6 channels -> `filters`, 9 x 15 pixels) + residual input r +
+// A 1x1 conv (6 channels -> `filters`, h x w pixels) + residual input r +
 // Relu, with the filters as rows (scalar: MR 4).
-codegen::Kernel conv_add_relu_kernel(const std::string& name, int64_t filters) {
+codegen::Kernel conv_add_relu_kernel(const std::string& name, int64_t filters, int64_t h = 9, int64_t w = 15) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {1, 6, 9, 15}).input("r", 1, {1, filters, 9, 15}).output("y");
+  b.input("x", 1, {1, 6, h, w}).input("r", 1, {1, filters, h, w}).output("y");
   b.initializer_f("w", {filters, 6, 1, 1}, ramp(static_cast<int>(filters * 6)));
   b.node("Conv", {"x", "w"}, {"c"});
   b.node("Add", {"c", "r"}, {"s"});
@@ -935,6 +936,39 @@ TEST(FloatGemm, NoResidualPrefetchWithARowTailOrWithoutAResidual) {
   calls_in(pointwise_avx512_kernel("pointwise_sigmoid_no_residual", 16, 16, 16, "Sigmoid").body,
            "tg_sgemm::prefetch_tile", &prefetches);
   EXPECT_EQ(prefetches.size(), 0u);
+}
+
+// The residual r is read only where the output is written, at the same
+// index: the output may take r's bytes (codegen/project/in_place.h). The
+// conv's input x is read by the B packing, elsewhere: it may not. With a
+// column tail (9 x 15 = 135 pixels, NR 8) the tail's residual index splits
+// the column where the store's does not: not provably the same, so no.
+TEST(FloatGemm, ResidualIsReadOnlyInPlaceTheConvInputIsNot) {
+  EXPECT_FALSE([] {
+    const codegen::Kernel tail = conv_add_relu_kernel("conv_add_relu_tail_in_place", 16);
+    for (size_t i = 0; i < tail.buffers.size(); ++i)
+      for (size_t o = 0; o < tail.buffers.size(); ++o)
+        if (tail.buffers[i].elements == 16 * 135 && !tail.buffers[i].written && tail.buffers[o].written &&
+            codegen::reads_only_in_place(tail, static_cast<int>(i), static_cast<int>(o)))
+          return true;
+    return false;
+  }());
+  const codegen::Kernel kernel = conv_add_relu_kernel("conv_add_relu_in_place", 16, 16, 16);
+  int x = -1, r = -1, out = -1;
+  for (size_t i = 0; i < kernel.buffers.size(); ++i) {
+    const codegen::Buffer& b = kernel.buffers[i];
+    if (b.scope != codegen::MemoryScope::kGlobal) continue;
+    if (b.written) out = static_cast<int>(i);
+    else if (b.elements == 6 * 256) x = static_cast<int>(i);
+    else if (b.elements == 16 * 256) r = static_cast<int>(i);
+  }
+  ASSERT_GE(x, 0);
+  ASSERT_GE(r, 0);
+  ASSERT_GE(out, 0);
+  EXPECT_TRUE(codegen::reads_only_in_place(kernel, r, out));
+  EXPECT_FALSE(codegen::reads_only_in_place(kernel, x, out));
+  EXPECT_FALSE(codegen::reads_only_in_place(kernel, out, out));
+  EXPECT_FALSE(codegen::reads_only_in_place(kernel, r, x)) << "r is read in stores to another buffer";
 }
 
 OnnxModelBuilder linear_relu() {
