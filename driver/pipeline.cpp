@@ -317,6 +317,7 @@ Lowered lower_stage(const CompileOptions& options, const ResolvedTarget& target,
   Lowered l;
   l.kernels = lower_kernels(g, s.schedule, target.arch, options.verbose);
   l.plan = codegen::plan_memory(g, l.kernels);
+  codegen::mark_in_place_buffers(l.plan, l.kernels);
   return l;
 }
 

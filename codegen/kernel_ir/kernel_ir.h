@@ -141,6 +141,10 @@ struct Buffer {
   bool scratch = false;
   TensorId tensor = -1;   // Global: the graph tensor
   bool written = false;   // Global: the kernel's output
+  // Global: shares its bytes with another of the kernel's buffers (an
+  // in-place output and the input it overwrites, codegen/project/in_place.h),
+  // so it is printed without __restrict.
+  bool may_alias = false;
 };
 
 struct Kernel {

@@ -496,8 +496,8 @@ class Printer {
     std::string params, args;
     for (const Buffer& b : k_.buffers) {
       if (b.scope != MemoryScope::kGlobal) continue;
-      params += str_cat(", ", b.written ? "" : "const ", storage_c_type(b.dtype), "* ", d_.restrict_qualifier, " ",
-                        b.name);
+      params += str_cat(", ", b.written ? "" : "const ", storage_c_type(b.dtype), "* ",
+                        b.may_alias ? "" : str_cat(d_.restrict_qualifier, " "), b.name);
       args += ", " + b.name;
     }
     std::string total = "(int64_t)(" + expr(loops[0]->extent) + ")";
@@ -793,8 +793,9 @@ std::string print_kernel_signature(const Kernel& k, const Dialect& d) {
   for (const Buffer& b : k.buffers) {
     if (b.scope != MemoryScope::kGlobal) continue;
     const char* storage = storage_c_type(b.dtype);
-    out << (first ? "" : ", ") << (b.written ? "" : "const ") << storage << "* " << d.restrict_qualifier
-        << " " << b.name;
+    // An in-place pair (Buffer::may_alias) shares bytes: no __restrict.
+    out << (first ? "" : ", ") << (b.written ? "" : "const ") << storage << "* "
+        << (b.may_alias ? "" : str_cat(d.restrict_qualifier, " ")) << b.name;
     first = false;
   }
   out << ")";

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "codegen/project/in_place.h"
+
 namespace tilegraph::codegen {
 
 namespace {
@@ -38,6 +40,33 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<Kernel>& kernels) {
       if (!fresh) it->second.last = static_cast<int>(k);
     }
   }
+  // In-place outputs: kernel k's output takes the bytes of an input whose
+  // life ends at k, of its size, that k reads only where it overwrites it.
+  auto root = [&](TensorId t) {
+    while (plan.in_place.count(t)) t = plan.in_place.at(t);
+    return t;
+  };
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    const Kernel& kernel = kernels[k];
+    if (kernel.schedule.kind != scheduler::KernelKind::kFloatGemm) continue;
+    for (size_t o = 0; o < kernel.buffers.size(); ++o) {
+      const Buffer& out = kernel.buffers[o];
+      if (out.scope != MemoryScope::kGlobal || !out.written || !lifetimes.count(out.tensor)) continue;
+      for (size_t i = 0; i < kernel.buffers.size(); ++i) {
+        const Buffer& in = kernel.buffers[i];
+        if (in.scope != MemoryScope::kGlobal || in.written || in.tensor == out.tensor) continue;
+        const auto life = lifetimes.find(root(in.tensor));
+        if (life == lifetimes.end() || life->second.last != static_cast<int>(k) ||
+            life->second.bytes != g.tensor(out.tensor).bytes() ||
+            !reads_only_in_place(kernel, static_cast<int>(i), static_cast<int>(o)))
+          continue;
+        life->second.last = lifetimes.at(out.tensor).last;
+        lifetimes.erase(out.tensor);
+        plan.in_place[out.tensor] = in.tensor;
+        break;
+      }
+    }
+  }
   std::vector<Interval1D> order;
   for (const auto& [id, life] : lifetimes) order.push_back(life);
   std::stable_sort(order.begin(), order.end(),
@@ -60,7 +89,18 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<Kernel>& kernels) {
     plan.arena_offsets[t.tensor] = offset;
     plan.arena_bytes = std::max(plan.arena_bytes, offset + align(t.bytes));
   }
+  for (const auto& [out, in] : plan.in_place) plan.arena_offsets[out] = plan.arena_offsets.at(root(in));
   return plan;
+}
+
+void mark_in_place_buffers(const MemoryPlan& plan, std::vector<Kernel>& kernels) {
+  for (Kernel& k : kernels) {
+    for (Buffer& out : k.buffers) {
+      if (out.scope != MemoryScope::kGlobal || !out.written || !plan.in_place.count(out.tensor)) continue;
+      for (Buffer& in : k.buffers)
+        if (in.scope == MemoryScope::kGlobal && in.tensor == plan.in_place.at(out.tensor)) out.may_alias = in.may_alias = true;
+    }
+  }
 }
 
 }  // namespace tilegraph::codegen

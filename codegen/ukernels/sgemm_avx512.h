@@ -153,5 +153,18 @@ __attribute__((noinline)) inline void tile_bias_clamp(int64_t k, const float* a,
   }
 }
 
+// Brings the kMR x kNR tile at p (row r at p + r * ld) toward the L1: a
+// hint with no effect on results (README.md), for the generated epilogue's
+// next read of an activation (a residual add).
+inline void prefetch_tile(const float* p, int64_t ld) {
+#if defined(__GNUC__)
+  for (int r = 0; r < kMR; ++r)
+    for (int j = 0; j < kNR; j += 16) __builtin_prefetch(p + r * ld + j, 0, 3);
+#else
+  (void)p;
+  (void)ld;
+#endif
+}
+
 }  // namespace avx512
 }  // namespace tg_sgemm

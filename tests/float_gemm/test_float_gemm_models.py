@@ -15,6 +15,7 @@
 """
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -225,6 +226,28 @@ def heads36(path):
               helper.make_node("Add", ["y0", "x"], ["y"])]
     _save(path, nodes, [x], [y], [_w("wq", 144, 144), _w("wk", 144, 144), _w("wv", 144, 144),
                                   _w("wo", 144, 144), shape, back])
+
+
+def residual_rows(path):
+    # 1x1 convs with the filters as rows whose epilogue adds an activation of the output's size
+    # (ResNet's conv3 + Add + Relu): each row panel prefetches the next one's residual
+    # (prefetch_tile), and the third conv, the last reader of y1, writes its output into y1's
+    # bytes (codegen/project/in_place.h); 16 x 16 pixels, 48 filters (no row tail for MR 4, 6 or 8). (With a batch in
+    # the columns, a panel that spans two images reads no affine tile: none there.)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 16, 16])
+    r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 48, 16, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"]),
+             helper.make_node("Add", ["c1", "r"], ["s1"]),
+             helper.make_node("Relu", ["s1"], ["y1"]),
+             helper.make_node("Conv", ["y1", "w2", "b2"], ["c2"]),
+             helper.make_node("Relu", ["c2"], ["t2"]),
+             helper.make_node("Conv", ["t2", "w3", "b3"], ["c3"]),
+             helper.make_node("Add", ["y1", "c3"], ["s3"]),
+             helper.make_node("Relu", ["s3"], ["y3"]),
+             helper.make_node("Conv", ["y3", "w4"], ["y"])]
+    _save(path, nodes, [x, r], [y], [_w("w1", 48, 24, 1, 1), _w("b1", 48), _w("w2", 48, 48, 1, 1), _w("b2", 48),
+                                     _w("w3", 48, 48, 1, 1), _w("b3", 48), _w("w4", 8, 48, 1, 1)])
 
 
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd,
@@ -450,3 +473,17 @@ def test_narrow_column_tails_match_onnxruntime(variant, tmp_path):
         assert f"tg_sgemm::tile<{cols}>(" in source
     acc = _matches_onnxruntime(prefix, env, "--threads", "1")
     assert "PASS" in acc, acc
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_residual_rows_prefetch_the_next_residual_and_write_in_place(variant, tmp_path):
+    prefix = tmp_path / "residual_rows"
+    residual_rows(prefix)
+    env = _env(variant)
+    _tune(prefix, env)
+    assert len(_sgemm_kernels(prefix, variant)) == 4
+    source = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    assert source.count("tg_sgemm::prefetch_tile(") == 2, source[-4000:]
+    # the in-place pair is printed without __restrict: the third kernel's output only
+    assert len(re.findall(r"^void \w+\(.*float\* out\) \{", source, re.M)) == 1, source[-4000:]
+    _matches_onnxruntime(prefix, env)

@@ -1,5 +1,7 @@
 // The CPU loop nest's schedule rules (scheduler::apply_cpu_loop_rules): the
 // register tile of a reduction and which of its block loops run in parallel.
+#include <utility>
+
 #include <gtest/gtest.h>
 
 #include "codegen/lowering/lower_cpu_kernel.h"
@@ -14,9 +16,10 @@ namespace {
 
 using testing::OnnxModelBuilder;
 
-// An AVX-512 CPU of two cores (32 vector registers of 64 bytes).
+// An AVX-512 CPU of two cores (32 vector registers of 64 bytes, 48 KB of L1).
 scheduler::ArchSpec avx512_two_cores() {
   scheduler::ArchSpec arch = scheduler::host_arch();
+  arch.l1_bytes = 48 << 10;
   arch.vector_bytes = 64;
   arch.registers_per_unit = 32 * 64 / 4;
   arch.cores = arch.compute_units = 2;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -13,8 +14,10 @@
 #include "codegen/lowering/lower_direct_conv_kernel.h"
 #include "codegen/lowering/lower_float_gemm_kernel.h"
 #include "codegen/lowering/lower_kernel.h"
+#include "codegen/project/in_place.h"
 #include "codegen/kernel_ir/verify_kernel.h"
 #include "compiler/ir/error.h"
+#include "compiler/ir/simplify.h"
 #include "driver/pipeline.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
@@ -916,6 +919,99 @@ TEST(FloatGemm, RowTailsAndOtherEpiloguesKeepTheTile) {
     EXPECT_EQ(fused.size(), 0u) << name;
     EXPECT_EQ(plain.size(), 1u) << name;
   }
+}
+
+// e with every kernel var set by name (`at`; the others 0), as a constant.
+int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::string, int64_t>& at) {
+  std::vector<Expr> vars;
+  for (const std::string& name : k.var_names) vars.push_back(int_imm(at.count(name) ? at.at(name) : 0));
+  int64_t v = 0;
+  EXPECT_TRUE(is_const_int(simplify(substitute_vars(e, vars), {}), &v));
+  return v;
+}
+
+// A 1x1 conv (6 channels -> `filters`, h x w pixels) + residual input r +
+// Relu, with the filters as rows (scalar: MR 4).
+codegen::Kernel conv_add_relu_kernel(const std::string& name, int64_t filters, int64_t h = 9, int64_t w = 15) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 6, h, w}).input("r", 1, {1, filters, h, w}).output("y");
+  b.initializer_f("w", {filters, 6, 1, 1}, ramp(static_cast<int>(filters * 6)));
+  b.node("Conv", {"x", "w"}, {"c"});
+  b.node("Add", {"c", "r"}, {"s"});
+  b.node("Relu", {"s"}, {"y"});
+  Graph g = import_and_optimize(b, name);
+  const LoweredGemm gemm = lower_the_gemm(g);
+  EXPECT_EQ(gemm.kernels, 1u) << name << ": the add and relu should be the GEMM's epilogue";
+  codegen::verify(gemm.kernel);
+  return gemm.kernel;
+}
+
+// The residual's tile of the next row panel (filters 4p + 4 .. 4p + 7, rows
+// 135 floats apart) is prefetched before each panel's tile() call; the last
+// panel prefetches its own (clamped: no row past M).
+TEST(FloatGemm, ResidualOfTheNextRowPanelIsPrefetched) {
+  const codegen::Kernel kernel = conv_add_relu_kernel("conv_add_relu", 16);
+  std::vector<codegen::Stmt> prefetches;
+  calls_in(kernel.body, "tg_sgemm::prefetch_tile", &prefetches);
+  ASSERT_EQ(prefetches.size(), 1u);
+  const std::vector<codegen::CallArg>& args = prefetches[0]->args;
+  ASSERT_EQ(args.size(), 2u);
+  const codegen::Buffer& read = kernel.buffers.at(static_cast<size_t>(args[0].buffer));
+  EXPECT_FALSE(read.written);
+  EXPECT_EQ(read.elements, 16 * 135) << "the residual, not the weights";
+  int64_t ld = 0;
+  EXPECT_TRUE(is_const_int(args[1].value, &ld));
+  EXPECT_EQ(ld, 135);
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 0}}), 4 * 135);
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 2}}), 12 * 135);
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 3}}), 12 * 135) << "the last panel: clamped";
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 1}, {"nb", 2}}), 8 * 135 + 2 * 8) << "the panel's columns";
+}
+
+// No prefetch where M has a tail (18 filters: rows past M) or the epilogue
+// reads no activation (bias and ReLU: tile_bias_clamp).
+TEST(FloatGemm, NoResidualPrefetchWithARowTailOrWithoutAResidual) {
+  std::vector<codegen::Stmt> prefetches;
+  calls_in(conv_add_relu_kernel("conv_add_relu_tail", 18).body, "tg_sgemm::prefetch_tile", &prefetches);
+  EXPECT_EQ(prefetches.size(), 0u);
+  calls_in(pointwise_avx512_kernel("pointwise_relu_no_residual", 16, 16, 16, "Relu").body, "tg_sgemm::prefetch_tile",
+           &prefetches);
+  calls_in(pointwise_avx512_kernel("pointwise_sigmoid_no_residual", 16, 16, 16, "Sigmoid").body,
+           "tg_sgemm::prefetch_tile", &prefetches);
+  EXPECT_EQ(prefetches.size(), 0u);
+}
+
+// The residual r is read only where the output is written, at the same
+// index: the output may take r's bytes (codegen/project/in_place.h). The
+// conv's input x is read by the B packing, elsewhere: it may not. With a
+// column tail (9 x 15 = 135 pixels, NR 8) the tail's residual index splits
+// the column where the store's does not: not provably the same, so no.
+TEST(FloatGemm, ResidualIsReadOnlyInPlaceTheConvInputIsNot) {
+  EXPECT_FALSE([] {
+    const codegen::Kernel tail = conv_add_relu_kernel("conv_add_relu_tail_in_place", 16);
+    for (size_t i = 0; i < tail.buffers.size(); ++i)
+      for (size_t o = 0; o < tail.buffers.size(); ++o)
+        if (tail.buffers[i].elements == 16 * 135 && !tail.buffers[i].written && tail.buffers[o].written &&
+            codegen::reads_only_in_place(tail, static_cast<int>(i), static_cast<int>(o)))
+          return true;
+    return false;
+  }());
+  const codegen::Kernel kernel = conv_add_relu_kernel("conv_add_relu_in_place", 16, 16, 16);
+  int x = -1, r = -1, out = -1;
+  for (size_t i = 0; i < kernel.buffers.size(); ++i) {
+    const codegen::Buffer& b = kernel.buffers[i];
+    if (b.scope != codegen::MemoryScope::kGlobal) continue;
+    if (b.written) out = static_cast<int>(i);
+    else if (b.elements == 6 * 256) x = static_cast<int>(i);
+    else if (b.elements == 16 * 256) r = static_cast<int>(i);
+  }
+  ASSERT_GE(x, 0);
+  ASSERT_GE(r, 0);
+  ASSERT_GE(out, 0);
+  EXPECT_TRUE(codegen::reads_only_in_place(kernel, r, out));
+  EXPECT_FALSE(codegen::reads_only_in_place(kernel, x, out));
+  EXPECT_FALSE(codegen::reads_only_in_place(kernel, out, out));
+  EXPECT_FALSE(codegen::reads_only_in_place(kernel, r, x)) << "r is read in stores to another buffer";
 }
 
 OnnxModelBuilder linear_relu() {
