@@ -202,6 +202,13 @@ class DirectConvLowering {
     Expr first;
   };
 
+  // The weight of tap `tap` (its window coordinates) at the plane's op vars,
+  // as a kernel load.
+  Expr tap_weight(std::vector<Expr> vars, const std::vector<int64_t>& tap) {
+    for (size_t a = 0; a < tap.size(); ++a) vars[kRank + a] = int_imm(tap[a]);
+    return to_kernel_loads(g_, conv_, simplify(substitute_vars(factors_.weight, vars), bounds_), bounds_);
+  }
+
   // The weight load of every tap at plane (n, c), when they read one buffer
   // at consecutive indices in tap order (buffer < 0 otherwise).
   WeightTaps weight_taps(int vn, int vc) {
@@ -209,10 +216,7 @@ class DirectConvLowering {
     const auto taps = all_taps(conv_.reduce_extents);
     WeightTaps w;
     for (size_t t = 0; t < taps.size(); ++t) {
-      std::vector<Expr> vars = op_vars;
-      for (size_t a = 0; a < taps[t].size(); ++a) vars[kRank + a] = int_imm(taps[t][a]);
-      const Expr weight =
-          to_kernel_loads(g_, conv_, simplify(substitute_vars(factors_.weight, vars), bounds_), bounds_);
+      const Expr weight = tap_weight(op_vars, taps[t]);
       if (weight->kind != ExprKind::kLoad || weight->args.size() != 1) return {};
       const int buffer = static_cast<int>(weight->int_value);
       if (t == 0) {
@@ -325,10 +329,7 @@ class DirectConvLowering {
     const auto taps = all_taps(conv_.reduce_extents);
     Expr sum;
     for (size_t t = 0; t < taps.size(); ++t) {
-      std::vector<Expr> vars = op_vars;
-      for (size_t a = 0; a < taps[t].size(); ++a) vars[kRank + a] = int_imm(taps[t][a]);
-      const Expr weight =
-          to_kernel_loads(g_, conv_, simplify(substitute_vars(factors_.weight, vars), bounds_), bounds_);
+      const Expr weight = tap_weight(op_vars, taps[t]);
       const Expr term = at(window.rows.offset[t], window.cols.offset[t]) * weight;
       sum = sum ? sum + term : term;
     }
