@@ -57,6 +57,14 @@ class KernelBuilder {
     return static_cast<int>(kernel_.var_names.size() - 1);
   }
 
+  // Every kernel var as itself, in var order: the substitution list from
+  // which a caller replaces a few vars (substitute_vars).
+  std::vector<Expr> vars_as_themselves() const {
+    std::vector<Expr> vars;
+    for (size_t i = 0; i < bounds_.size(); ++i) vars.push_back(var(static_cast<int>(i)));
+    return vars;
+  }
+
   // Graph tensor `id` as the kernel's next global buffer (add_global_buffer).
   int add_global(TensorId id, bool written) { return add_global_buffer(kernel_, g_, id, written); }
 

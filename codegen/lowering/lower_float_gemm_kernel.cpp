@@ -544,8 +544,7 @@ class FloatGemmLowering : KernelBuilder {
     if (terms.empty()) return nullptr;
     // The fill's own vars for the window axes and the row.
     const int vt = new_var("it", v.mr);
-    std::vector<Expr> at;
-    for (size_t i = 0; i < bounds_.size(); ++i) at.push_back(var(static_cast<int>(i)));
+    std::vector<Expr> at = vars_as_themselves();
     at[static_cast<size_t>(vi)] = var(vt);
     std::vector<int> fill_vars;
     for (size_t w = 0; w < t.window.size(); ++w) {
@@ -637,8 +636,7 @@ class FloatGemmLowering : KernelBuilder {
 
   // Whether some load of e steps by one element as var kv steps by one.
   bool unit_stride_along(const Expr& e, int kv) const {
-    std::vector<Expr> next;
-    for (size_t i = 0; i < bounds_.size(); ++i) next.push_back(var(static_cast<int>(i)));
+    std::vector<Expr> next = vars_as_themselves();
     next[static_cast<size_t>(kv)] = var(kv) + 1;
     return any_node(e, [&](const Expr& n) {
       if (n->kind != ExprKind::kLoad || n->args.size() != 1) return false;
@@ -758,22 +756,19 @@ class FloatGemmLowering : KernelBuilder {
     const Stmt store = full_tile_store(tile_loops, &vi, &vj);
     if (!store) return std::nullopt;
     std::optional<Expr> read;
+    int64_t ld = 0;  // the read's row stride
     visit(store->value, [&](const Expr& e) {
       if (read || e->kind != ExprKind::kLoad || e->args.size() != 1 || e->int_value == c_buffer) return;
       const Buffer& b = kernel_.buffers[static_cast<size_t>(e->int_value)];
       if (b.scope != MemoryScope::kGlobal || b.dtype != DType::kF32 || b.tensor < 0 ||
           g_.tensor(b.tensor).kind == TensorKind::kConstant)
         return;
-      int64_t ld = 0;
       if (tile_step(e->args[0], vi, vj, 1, 0, &ld) && ld >= v.nr && tile_affine(e->args[0], vi, vj, ld, 1)) read = e;
     });
     if (!read) return std::nullopt;
-    int64_t ld = 0;
-    tile_step((*read)->args[0], vi, vj, 1, 0, &ld);
     // The next panel of the row block, or M's last: row panel
     // M / MR - 1 - vm * row_panels of this block.
-    std::vector<Expr> next;
-    for (size_t n = 0; n < bounds_.size(); ++n) next.push_back(var(static_cast<int>(n)));
+    std::vector<Expr> next = vars_as_themselves();
     next[static_cast<size_t>(vp)] = min(var(vp) + 1, int_imm(geo_.m.rows() / v.mr - 1) - var(vm) * grid_.row_panels);
     const Expr first = simplify(substitute_vars(tile_at((*read)->args[0], vi, vj, 0, 0), next), bounds_);
     return make_call("tg_sgemm::prefetch_tile",
@@ -801,8 +796,7 @@ class FloatGemmLowering : KernelBuilder {
 
   // e at row i, column j of the tile (vi, vj replaced).
   Expr tile_at(const Expr& e, int vi, int vj, int64_t i, int64_t j) const {
-    std::vector<Expr> vars;
-    for (size_t n = 0; n < bounds_.size(); ++n) vars.push_back(var(static_cast<int>(n)));
+    std::vector<Expr> vars = vars_as_themselves();
     vars[static_cast<size_t>(vi)] = int_imm(i);
     vars[static_cast<size_t>(vj)] = int_imm(j);
     return simplify(substitute_vars(e, vars), bounds_);
@@ -991,8 +985,7 @@ class FloatGemmLowering : KernelBuilder {
       return {table, fill, pack_b_ranges(ranges, k_vars, k * v.nr + var(vj) + offset, block, sfx, row)};
     if (block) {
       const Expr first = block * kb.axis_step;
-      std::vector<Expr> at;
-      for (size_t i = 0; i < bounds_.size(); ++i) at.push_back(var(static_cast<int>(i)));
+      std::vector<Expr> at = vars_as_themselves();
       at[static_cast<size_t>(k_vars[ax])] = first + var(k_vars[ax]);
       value = simplify(substitute_vars(value, at), bounds_);
       if (fast_value) fast_value = simplify(substitute_vars(fast_value, at), bounds_);
@@ -1038,9 +1031,8 @@ class FloatGemmLowering : KernelBuilder {
       int64_t count = 0;
       if (is_const_int(simplify(end - begin, bounds_), &count) && count <= 0) continue;
       const int vr = new_var(str_cat("kbr", sfx, r), std::min(most, ranges[r].end - ranges[r].begin));
-      std::vector<Expr> read_at, store_at;
-      for (size_t i = 0; i < bounds_.size(); ++i) read_at.push_back(var(static_cast<int>(i)));
-      store_at = read_at;
+      std::vector<Expr> read_at = vars_as_themselves();
+      std::vector<Expr> store_at = read_at;
       read_at[static_cast<size_t>(kv)] = first + begin + var(vr);
       store_at[static_cast<size_t>(kv)] = begin + var(vr);
       auto read = [&](const Expr& e) { return e ? simplify(substitute_vars(e, read_at), bounds_) : e; };
@@ -1068,8 +1060,7 @@ class FloatGemmLowering : KernelBuilder {
       // Per run of kRunLanes columns: its flag says whether the table's
       // offsets step by one across it (a plain load), else each is read.
       const int vg = run_var, vl = lane_var;
-      std::vector<Expr> at;
-      for (size_t i = 0; i < bounds_.size(); ++i) at.push_back(var(static_cast<int>(i)));
+      std::vector<Expr> at = vars_as_themselves();
       at[static_cast<size_t>(vj)] = var(vg) * kRunLanes + var(vl);
       auto run = [&](const Expr& e) { return simplify(substitute_vars(e, at), bounds_); };
       const Expr index = finalize_indices(run(panel_at), bounds_);

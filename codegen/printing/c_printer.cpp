@@ -172,6 +172,14 @@ namespace {
 // The C type values of dtype t are computed in (half is computed as float).
 const char* compute_type(DType t) { return dtype_c_type(compute_dtype(t)); }
 
+// A global buffer as a kernel's (or a pool task's) pointer parameter:
+// const unless written, __restrict unless it shares bytes with another
+// (Buffer::may_alias: an in-place output and the input it overwrites).
+std::string global_buffer_param(const Buffer& b, const Dialect& d) {
+  return str_cat(b.written ? "" : "const ", storage_c_type(b.dtype), "* ",
+                 b.may_alias ? "" : str_cat(d.restrict_qualifier, " "), b.name);
+}
+
 std::string float_literal(double v, DType t) {
   const bool f32 = t != DType::kF64;
   if (std::isnan(v)) return f32 ? "NAN" : "(double)NAN";
@@ -496,8 +504,7 @@ class Printer {
     std::string params, args;
     for (const Buffer& b : k_.buffers) {
       if (b.scope != MemoryScope::kGlobal) continue;
-      params += str_cat(", ", b.written ? "" : "const ", storage_c_type(b.dtype), "* ",
-                        b.may_alias ? "" : str_cat(d_.restrict_qualifier, " "), b.name);
+      params += ", " + global_buffer_param(b, d_);
       args += ", " + b.name;
     }
     std::string total = "(int64_t)(" + expr(loops[0]->extent) + ")";
@@ -792,10 +799,7 @@ std::string print_kernel_signature(const Kernel& k, const Dialect& d) {
   bool first = true;
   for (const Buffer& b : k.buffers) {
     if (b.scope != MemoryScope::kGlobal) continue;
-    const char* storage = storage_c_type(b.dtype);
-    // An in-place pair (Buffer::may_alias) shares bytes: no __restrict.
-    out << (first ? "" : ", ") << (b.written ? "" : "const ") << storage << "* "
-        << (b.may_alias ? "" : str_cat(d.restrict_qualifier, " ")) << b.name;
+    out << (first ? "" : ", ") << global_buffer_param(b, d);
     first = false;
   }
   out << ")";
