@@ -1,9 +1,11 @@
 #include "codegen/lowering/lower_float_gemm_kernel.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include "codegen/lowering/gemm_coords.h"
 #include "codegen/lowering/int_gemm_task_grid.h"
@@ -479,6 +481,10 @@ class FloatGemmLowering : KernelBuilder {
     if (pixel_rows(geo_.m) && divides(a)) {
       if (Stmt s = pack_a_by_row_table(vp, vi, k_vars, a, panels, index)) return s;
     }
+    if (k_vars.size() == 1) {
+      if (Stmt call = pack_a_rows_call(vi, k_vars[0], a, int_imm(0), int_imm(geo_.m.k), {panels, var(vp) * geo_.a_panel}))
+        return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {call});
+    }
     Stmt s = make_store(panels, finalize_indices(index, bounds_), a);
     if (!divides(a) && !k_vars.empty() && !unit_stride_along(a, k_vars.back())) {
       // Rows inside k where A is read along its rows, not along k (a 1x1
@@ -514,6 +520,11 @@ class FloatGemmLowering : KernelBuilder {
     const Expr row = clamp_to_last(row0 + var(vp) * v.mr + var(vi), geo_.m.rows());
     const Expr a = op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row, int_imm(0), {k}));
     const Expr index = var(vp) * a_panel_floats() + var(vk) * v.mr + var(vi);
+    // The block's k values that exist: K's last block may be short.
+    const Expr count = geo_.m.k % kb.kc == 0 ? int_imm(kb.kc) : min(int_imm(kb.kc), int_imm(geo_.m.k) - block * kb.kc);
+    const Expr a_unclamped = op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row, int_imm(0), {var(vk)}));
+    if (Stmt call = pack_a_rows_call(vi, vk, a_unclamped, block * kb.kc, count, {panels, var(vp) * a_panel_floats()}))
+      return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {call});
     Stmt s = make_store(panels, finalize_indices(index, bounds_), a);
     if (!divides(a) && !unit_stride_along(a, vk)) {
       // Rows inside k where A is read along its rows (as pack_a).
@@ -524,6 +535,34 @@ class FloatGemmLowering : KernelBuilder {
       s = make_for(vi, int_imm(v.mr), LoopKind::kSerial, {s});
     }
     return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {s});
+  }
+
+  // One A panel packed by tg_sgemm::pack_a_rows (codegen/ukernels/README.md):
+  // `count` k values from `k_first` into `dst`, where A (`a`, at row var vi
+  // and k var vk) is a float load that steps by one element along k over
+  // the whole of K: a row-major activation (x @ W, attention's attn @ V).
+  // Each of the MR rows is passed as a pointer to its value at k_first, so
+  // clamped padding rows and head or batch offsets cost nothing per value.
+  // The generated loop stored each value MR floats apart, which the
+  // compiler vectorizes as scatters or not at all (MobileViT's attn @ V,
+  // one thread: its packing was 20% of the kernel). Null where A is
+  // anything else (an expression, a conv's patches, strided along k), or
+  // with TILEGRAPH_PACK_A_ROWS=off (for comparison).
+  Stmt pack_a_rows_call(int vi, int vk, const Expr& a, const Expr& k_first, const Expr& count, const CallArg& dst) {
+    if (const char* off = std::getenv("TILEGRAPH_PACK_A_ROWS"); off && std::string(off) == "off") return nullptr;
+    if (a->kind != ExprKind::kLoad || a->args.size() != 1 || a->dtype != DType::kF32) return nullptr;
+    const Expr index = a->args[0];
+    std::vector<Expr> at = vars_as_themselves();
+    at[static_cast<size_t>(vk)] = int_imm(0);
+    const Expr along_k = simplify(index - substitute_vars(index, at), bounds_);
+    if (!same_expr(along_k, var(vk))) return nullptr;
+    std::vector<CallArg> args = {{-1, count}, dst};
+    at[static_cast<size_t>(vk)] = k_first;
+    for (int i = 0; i < geo_.v.mr; ++i) {
+      at[static_cast<size_t>(vi)] = int_imm(i);
+      args.push_back({static_cast<int>(a->int_value), simplify(substitute_vars(index, at), bounds_)});
+    }
+    return make_call("tg_sgemm::pack_a_rows", args);
   }
 
   // A conv's pixel rows packed along the rows (pack_a), with what a row

@@ -108,5 +108,58 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 #endif
 }
 
+
+// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
+// from kMR rows that are each contiguous along k (README.md). Eight k at a
+// time as an 8 x 8 transpose in ymm registers (two zero rows): eight row
+// loads and, per k, one store of kMR floats, where the generated loop
+// stored each value kMR floats apart. Each 8-float store but the last
+// overlaps the next k's first two floats, which that k's store then writes.
+__attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
+  static_assert(kMR == 6, "two zero rows complete the 8 x 8 transpose");
+  const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+  int64_t kk = 0;
+  for (; kk + 8 <= k; kk += 8) {
+    __m256 r[8];
+#pragma GCC unroll 6
+    for (int i = 0; i < kMR; ++i) r[i] = _mm256_loadu_ps(rows[i] + kk);
+    r[6] = r[7] = _mm256_setzero_ps();
+    __m256 t[8], s[8];
+#pragma GCC unroll 4
+    for (int i = 0; i < 8; i += 2) {  // pairs of rows interleaved
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 8; h += 4) {  // four rows of columns j and j + 4
+      s[h] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      s[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      s[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      s[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    __m256 col[8];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {  // rows 0-3 from s[j], rows 4-7 from s[j + 4]
+      col[j] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x20);
+      col[j + 4] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x31);
+    }
+    float* out = a + kk * kMR;
+#pragma GCC unroll 7
+    for (int j = 0; j < 7; ++j) _mm256_storeu_ps(out + j * kMR, col[j]);
+    _mm256_maskstore_ps(out + 7 * kMR, six, col[7]);
+  }
+  for (; kk < k; ++kk)
+#pragma GCC unroll 6
+    for (int i = 0; i < kMR; ++i) a[kk * kMR + i] = rows[i][kk];
+}
+
+// The generated code's form: the kMR row pointers as arguments.
+template <class... Rows>
+inline void pack_a_rows(int64_t k, float* a, Rows... rows) {
+  static_assert(sizeof...(Rows) == kMR, "pack_a_rows: one pointer per row of the panel");
+  const float* const r[kMR] = {rows...};
+  pack_a_rows_from(k, a, r);
+}
+
 }  // namespace avx2
 }  // namespace tg_sgemm

@@ -126,6 +126,41 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 #endif
 }
 
+
+// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
+// from kMR rows that are each contiguous along k (README.md). Four k at a
+// time as two 4 x 4 transposes (trn1/trn2 on 32- then 64-bit lanes): eight
+// row loads and eight contiguous stores, where the generated loop stored
+// each value kMR floats apart.
+__attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
+  static_assert(kMR == 8, "two 4 x 4 transposes per four k");
+  int64_t kk = 0;
+  for (; kk + 4 <= k; kk += 4) {
+    float* out = a + kk * kMR;
+#pragma GCC unroll 2
+    for (int h = 0; h < 8; h += 4) {  // rows h..h+3 fill lanes h..h+3 of each k's 8 floats
+      const float32x4_t r0 = vld1q_f32(rows[h] + kk), r1 = vld1q_f32(rows[h + 1] + kk);
+      const float32x4_t r2 = vld1q_f32(rows[h + 2] + kk), r3 = vld1q_f32(rows[h + 3] + kk);
+      const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1)), t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
+      const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3)), t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+      vst1q_f32(out + 0 * kMR + h, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
+      vst1q_f32(out + 1 * kMR + h, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+      vst1q_f32(out + 2 * kMR + h, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+      vst1q_f32(out + 3 * kMR + h, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
+    }
+  }
+  for (; kk < k; ++kk)
+    for (int i = 0; i < kMR; ++i) a[kk * kMR + i] = rows[i][kk];
+}
+
+// The generated code's form: the kMR row pointers as arguments.
+template <class... Rows>
+inline void pack_a_rows(int64_t k, float* a, Rows... rows) {
+  static_assert(sizeof...(Rows) == kMR, "pack_a_rows: one pointer per row of the panel");
+  const float* const r[kMR] = {rows...};
+  pack_a_rows_from(k, a, r);
+}
+
 }  // namespace neon
 }  // namespace tg_sgemm
 

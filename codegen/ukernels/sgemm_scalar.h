@@ -79,5 +79,21 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 #endif
 }
 
+
+// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
+// from kMR rows that are each contiguous along k (README.md).
+inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
+  for (int64_t kk = 0; kk < k; ++kk)
+    for (int i = 0; i < kMR; ++i) a[kk * kMR + i] = rows[i][kk];
+}
+
+// The generated code's form: the kMR row pointers as arguments.
+template <class... Rows>
+inline void pack_a_rows(int64_t k, float* a, Rows... rows) {
+  static_assert(sizeof...(Rows) == kMR, "pack_a_rows: one pointer per row of the panel");
+  const float* const r[kMR] = {rows...};
+  pack_a_rows_from(k, a, r);
+}
+
 }  // namespace scalar
 }  // namespace tg_sgemm

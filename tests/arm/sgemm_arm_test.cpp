@@ -4,7 +4,8 @@
 // past N are zero): tails in M, N and K, k = 0 and 1, a large K, and integer
 // values where the result must be exact; K split into kc blocks that
 // accumulate onto the tile (tails, K < kc) must give the one-block result bit
-// for bit; tile<4> and tile<8> are tile()'s first columns. Cross-compiled and run under
+// for bit; tile<4> and tile<8> are tile()'s first columns; pack_a_rows is the
+// transpose of its rows and writes nothing past k * kMR. Cross-compiled and run under
 // qemu-aarch64 by run_sgemm_arm_test.sh. Prints one line per failure and a
 // summary; exits non-zero on any failure.
 #include "sgemm_neon.h"
@@ -109,9 +110,33 @@ void check_narrow() {
     }
 }
 
+// pack_a_rows on kMR rows (unaligned, the last repeated as a panel's
+// padding rows are): a[k' * kMR + r] = rows[r][k'], nothing written past
+// a[k * kMR], for k below, at and above its blocks of 4.
+void check_pack_a_rows() {
+  constexpr float kGuard = -7.25f;
+  for (int64_t k : {0, 1, 3, 4, 5, 8, 37, 259}) {
+    const int64_t ld = k + 3;
+    std::vector<float> source(ld * kMR + 1);
+    for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<float>(i) * 0.5f - 100.0f;
+    const float* rows[kMR];
+    for (int r = 0; r < kMR; ++r) rows[r] = source.data() + 1 + std::min(r, kMR - 2) * ld;
+    std::vector<float> a((k + 4) * kMR, kGuard);
+    tg_sgemm::neon::pack_a_rows(k, a.data(), rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6],
+                                rows[7]);
+    for (int64_t i = 0; i < static_cast<int64_t>(a.size()); ++i) {
+      const float expect = i < k * kMR ? rows[i % kMR][i / kMR] : kGuard;
+      ++checks;
+      if (a[i] != expect && failures++ < 10)
+        std::printf("FAIL pack_a_rows k=%lld at %lld: %.9g, want %.9g\n", (long long)k, (long long)i, a[i], expect);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
+  check_pack_a_rows();
   check_narrow<4>();
   check_narrow<8>();
   for (int64_t k : {0, 1, 2, 3, 7, 16, 17, 100, 769}) check(random_problem(kMR, kNR, k, 1 + k, false), false);

@@ -535,6 +535,74 @@ TEST(FloatGemm, StreamedWeightsPackAOneKBlockAtATime) {
   EXPECT_EQ(kernel.buffers[static_cast<size_t>(b_buffer)].tensor, gemm.packs.b) << "B: the packed weights";
 }
 
+int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::string, int64_t>& at) {
+  std::vector<Expr> vars;
+  for (const std::string& name : k.var_names) vars.push_back(int_imm(at.count(name) ? at.at(name) : 0));
+  int64_t v = 0;
+  EXPECT_TRUE(is_const_int(simplify(substitute_vars(e, vars), {}), &v));
+  return v;
+}
+
+// The one pack_a_rows call of `kernel` (the activation A contiguous along k),
+// with the MR row pointers into `a_buffer` checked at `at`: row r of the
+// panel reads x's row rows[r] from column k_first, and the call packs `count`
+// k values.
+void expect_pack_a_rows(const codegen::Kernel& kernel, const std::map<std::string, int64_t>& at, int64_t ld,
+                        const std::vector<int64_t>& rows, int64_t k_first, int64_t count) {
+  std::vector<codegen::Stmt> calls;
+  calls_in(kernel.body, "tg_sgemm::pack_a_rows", &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  const std::vector<codegen::CallArg>& args = calls[0]->args;
+  ASSERT_EQ(args.size(), 2 + rows.size());
+  EXPECT_EQ(value_at(kernel, args[0].value, at), count);
+  const codegen::Buffer& panels = kernel.buffers[static_cast<size_t>(args[1].buffer)];
+  EXPECT_EQ(panels.scope, codegen::MemoryScope::kLocal) << "packed into the kernel's panels";
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ASSERT_GE(args[2 + r].buffer, 0);
+    const codegen::Buffer& a = kernel.buffers[static_cast<size_t>(args[2 + r].buffer)];
+    EXPECT_EQ(a.scope, codegen::MemoryScope::kGlobal) << "straight from the activation";
+    EXPECT_EQ(value_at(kernel, args[2 + r].value, at), rows[r] * ld + k_first) << "row " << r;
+  }
+}
+
+// A row-major activation times the weights packs its A panels with the
+// micro-kernel header's pack_a_rows, one call per panel on MR row pointers:
+// whole K, and one k block at a time (the last one short). The panel past M
+// repeats M's last row. TILEGRAPH_PACK_A_ROWS=off keeps the generated loop.
+TEST(FloatGemm, RowMajorActivationIsPackedByPackARows) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {10, 37}).output("y");
+  b.initializer_f("w", {37, 20}, ramp(37 * 20));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  {
+    Graph g = import_and_optimize(b, "pack_a_rows_whole_k");
+    const codegen::Kernel kernel = lower_the_gemm(g, "scalar").kernel;
+    codegen::verify(kernel);
+    expect_pack_a_rows(kernel, {{"pa", 2}}, 37, {8, 9, 9, 9}, 0, 37);
+  }
+  ASSERT_EQ(setenv("TILEGRAPH_PACK_A_ROWS", "off", 1), 0);
+  Graph g = import_and_optimize(b, "pack_a_rows_off");
+  const codegen::Kernel off = lower_the_gemm(g, "scalar").kernel;
+  unsetenv("TILEGRAPH_PACK_A_ROWS");
+  std::vector<codegen::Stmt> calls;
+  calls_in(off.body, "tg_sgemm::pack_a_rows", &calls);
+  EXPECT_TRUE(calls.empty());
+
+  OnnxModelBuilder blocked(13);
+  blocked.input("x", 1, {83, 139}).output("y");
+  blocked.initializer_f("w", {139, 45}, ramp(139 * 45));
+  blocked.node("MatMul", {"x", "w"}, {"y"});
+  Graph gb = import_and_optimize(blocked, "pack_a_rows_per_k_block");
+  scheduler::ArchSpec arch = host_with_small_l1();
+  arch.l2_bytes = 24 << 10;
+  arch.cores = 1;
+  const codegen::Kernel kernel = lower_the_gemm(gb, "scalar", arch).kernel;
+  codegen::verify(kernel);
+  ASSERT_EQ(ukernel_param(kernel, "a_per_k_block"), 1);
+  expect_pack_a_rows(kernel, {{"pa", 20}, {"kcb", 4}}, 139, {80, 81, 82, 82}, 112, 27);  // K 139: blocks of 28
+  expect_pack_a_rows(kernel, {{"pa", 1}, {"kcb", 2}}, 139, {4, 5, 6, 7}, 56, 28);
+}
+
 // Weights packed as B that overflow the L2 (bert's FFN: 9.4 MB) are
 // streamed again by every task that reads them: two cores then split the
 // columns (each streams half of B once) rather than the rows (each streams
@@ -639,6 +707,14 @@ codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t st
   EXPECT_LT(gemm.packs.a, 0);  // the pixels are the rows: A is the activation
   codegen::verify(gemm.kernel);
   return gemm.kernel;
+}
+
+// A conv's patches (pixel rows) are no row-major activation: no pack_a_rows.
+TEST(FloatGemm, ConvPatchesAreNotPackedByPackARows) {
+  std::vector<codegen::Stmt> calls;
+  calls_in(few_pixels_kernel("pack_a_rows_conv3", 3, 1, false).body, "tg_sgemm::pack_a_rows", &calls);
+  calls_in(few_pixels_kernel("pack_a_rows_conv1", 1, 1, false).body, "tg_sgemm::pack_a_rows", &calls);
+  EXPECT_TRUE(calls.empty());
 }
 
 TEST(FloatGemm, PointwiseConvPacksPixelRowsInsideTheChannels) {
@@ -922,14 +998,6 @@ TEST(FloatGemm, RowTailsAndOtherEpiloguesKeepTheTile) {
 }
 
 // e with every kernel var set by name (`at`; the others 0), as a constant.
-int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::string, int64_t>& at) {
-  std::vector<Expr> vars;
-  for (const std::string& name : k.var_names) vars.push_back(int_imm(at.count(name) ? at.at(name) : 0));
-  int64_t v = 0;
-  EXPECT_TRUE(is_const_int(simplify(substitute_vars(e, vars), {}), &v));
-  return v;
-}
-
 // A 1x1 conv (6 channels -> `filters`, h x w pixels) + residual input r +
 // Relu, with the filters as rows (scalar: MR 4).
 codegen::Kernel conv_add_relu_kernel(const std::string& name, int64_t filters, int64_t h = 9, int64_t w = 15) {

@@ -26,7 +26,8 @@ namespace {
 
 SGemmVariantInfo scalar_variant() {
   namespace v = tg_sgemm::scalar;
-  return {v::kVariant, v::kMR, v::kNR, v::tile, v::tile_bias_clamp, [] { return true; }, v::kLanes, v::tile<v::kLanes>};
+  return {v::kVariant, v::kMR, v::kNR, v::tile, v::tile_bias_clamp, [] { return true; }, v::kLanes, v::tile<v::kLanes>,
+          v::pack_a_rows_from};
 }
 
 std::vector<SGemmVariantInfo> linked_variants() {
@@ -256,6 +257,54 @@ TEST_P(SGemmVariantTest, NarrowTileIsTheTilesFirstColumns) {
         }
     }
   }
+}
+
+// pack_a_rows_from packs kMR rows, each contiguous along k, into tile()'s A
+// layout a[k' * kMR + r], for k below, at and above its 8 (4) k blocks, with
+// rows that overlap and repeat (a panel's padding rows repeat M's last) and
+// unaligned row starts; it writes nothing past a[k * kMR], and a tile() on
+// what it packed equals a tile() on the reference packing bit for bit.
+TEST_P(SGemmVariantTest, PackARowsIsTheTransposeOfItsRows) {
+  const SGemmVariantInfo& v = GetParam();
+  ASSERT_NE(v.pack_a_rows, nullptr);
+  constexpr float kGuard = -7.25f;
+  for (const int64_t k : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{8}, int64_t{9},
+                          int64_t{16}, int64_t{37}, int64_t{256}, int64_t{259}}) {
+    const int64_t ld = k + 3;  // odd row stride: rows start unaligned
+    std::vector<float> source(static_cast<size_t>(ld * v.mr + 1));
+    for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<float>(i) * 0.5f - 100.0f;
+    std::vector<const float*> rows;
+    for (int r = 0; r < v.mr; ++r) rows.push_back(source.data() + 1 + std::min(r, v.mr - 2) * ld);  // last row repeats
+    AlignedFloats a(static_cast<size_t>((k + 4) * v.mr + 16));
+    std::fill(a.data(), a.data() + (k + 4) * v.mr + 16, kGuard);
+    v.pack_a_rows(k, a.data(), rows.data());
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int r = 0; r < v.mr; ++r)
+        ASSERT_EQ(a.data()[kk * v.mr + r], rows[static_cast<size_t>(r)][kk]) << v.name << " k=" << k << " at (" << r << ", " << kk << ")";
+    for (int64_t i = k * v.mr; i < (k + 4) * v.mr + 16; ++i) ASSERT_EQ(a.data()[i], kGuard) << v.name << " k=" << k << " wrote " << i;
+    if (k == 0) continue;
+    const Problem p = random_problem(v.mr, v.nr, k, static_cast<uint32_t>(300 + k));
+    AlignedFloats b(static_cast<size_t>(k * v.nr));
+    std::copy(p.b.begin(), p.b.end(), b.data());
+    std::vector<float> got(static_cast<size_t>(v.mr * v.nr)), want(got.size());
+    v.tile(k, a.data(), b.data(), got.data(), false, nullptr, 0);
+    AlignedFloats reference(static_cast<size_t>(k * v.mr));
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int r = 0; r < v.mr; ++r) reference.data()[kk * v.mr + r] = rows[static_cast<size_t>(r)][kk];
+    v.tile(k, reference.data(), b.data(), want.data(), false, nullptr, 0);
+    ASSERT_EQ(got, want) << v.name << " k=" << k;
+  }
+}
+
+// The generated code calls pack_a_rows with the kMR row pointers as
+// arguments; it is pack_a_rows_from on them.
+TEST(SGemmPackARows, ArgumentFormIsTheArrayForm) {
+  namespace v = tg_sgemm::scalar;
+  const float r0[] = {1, 2, 3}, r1[] = {4, 5, 6}, r2[] = {7, 8, 9};
+  float a[3 * v::kMR] = {};
+  v::pack_a_rows(3, a, r0, r1, r2, r2);
+  const std::vector<float> want = {1, 4, 7, 7, 2, 5, 8, 8, 3, 6, 9, 9};
+  EXPECT_EQ(std::vector<float>(a, a + 12), want);
 }
 
 // tile_bias_clamp stores min(max(S + bias[r], lo), hi) into rows ldc apart,

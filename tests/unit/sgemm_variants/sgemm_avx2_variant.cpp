@@ -36,6 +36,10 @@ static void sgemm_tile_bias_clamp_avx2(int64_t k, const float* a, const float* b
   tg_sgemm::avx2::tile_bias_clamp(k, a, b, c, ldc, bias, lo, hi);
 }
 
+static void sgemm_pack_a_rows_avx2(int64_t k, float* a, const float* const* rows) {
+  tg_sgemm::avx2::pack_a_rows_from(k, a, rows);
+}
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -50,7 +54,7 @@ static bool avx2_supported() {
 SGemmVariantInfo sgemm_avx2_variant() {
   namespace v = tg_sgemm::avx2;
   return {v::kVariant,  v::kMR,    v::kNR, sgemm_tile_avx2, sgemm_tile_bias_clamp_avx2, avx2_supported,
-          v::kLanes, sgemm_tile_lanes_avx2};
+          v::kLanes, sgemm_tile_lanes_avx2, sgemm_pack_a_rows_avx2};
 }
 
 #endif  // defined(__x86_64__)

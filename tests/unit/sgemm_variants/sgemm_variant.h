@@ -19,6 +19,8 @@ struct SGemmVariantInfo {
   // tile<kLanes>: the first kLanes columns of tile's c only
   void (*tile_lanes)(int64_t k, const float* a, const float* b, float* c, bool accumulate, const float* next,
                      int64_t next_floats);
+  // pack_a_rows_from: a[k' * mr + r] = rows[r][k'] for k' < k
+  void (*pack_a_rows)(int64_t k, float* a, const float* const* rows);
 };
 
 // Defined in sgemm_avx2_variant.cpp and sgemm_avx512_variant.cpp, which
