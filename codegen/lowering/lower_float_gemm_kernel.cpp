@@ -275,7 +275,8 @@ class FloatGemmLowering : KernelBuilder {
         const Stmt call = make_call("tg_sgemm::tile", args);
         const std::optional<Stmt> fused =
             fused_bias_clamp(nb, tile_loops, call, last_panel_call(args), a_at(vp), b_arg, ctile);
-        std::vector<Stmt> per_panel = fused ? std::vector<Stmt>{*fused} : std::vector<Stmt>{tile_call(nb, args), tile_loops};
+        std::vector<Stmt> per_panel =
+            fused ? std::vector<Stmt>{*fused} : std::vector<Stmt>{tile_call(nb, args, row0 + var(vp) * v.mr), tile_loops};
         if (!fused) {
           if (const std::optional<Stmt> prefetch = prefetch_next_operand(vp, vm, tile_loops, ctile))
             per_panel.insert(per_panel.begin(), *prefetch);
@@ -304,7 +305,7 @@ class FloatGemmLowering : KernelBuilder {
           // The next block: this panel's, or after the last the next panel's first.
           if (prefetches_b())
             add_next_b(&args, vp, b_panel_at + simplify(min((block + 1) * kb.kc, int_imm(m.k)) * v.nr, bounds_), kb.kc);
-          return tile_call(nb, args);
+          return tile_call(nb, args, row0 + var(vp) * v.mr);
         };
         const Stmt k_blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call);
         // A conv's column table is filled once per panel, for every block.
@@ -428,9 +429,10 @@ class FloatGemmLowering : KernelBuilder {
       return {packed_b_, (var(vb) * geo_.col_panels + column(vq)) * geo_.b_panel + block * kb.kc * v.nr};
     };
     auto call = [&](int vp, const Expr& block, const Expr& accumulate) {
-      return tile_call(column(vq), {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), b_at(block),
-                                    {panels, int_imm(c_offset) + (var(vp) * group + var(vq)) * tile_floats},
-                                    {-1, accumulate}});
+      return tile_call(column(vq),
+                       {{-1, k_in_block(block)}, a_in_block(a_at(vp), block), b_at(block),
+                        {panels, int_imm(c_offset) + (var(vp) * group + var(vq)) * tile_floats}, {-1, accumulate}},
+                       rows.row0 + var(vp) * v.mr);
     };
     auto columns = [&](std::vector<Stmt> body) -> std::vector<Stmt> {
       return {make_for(vq, int_imm(group), LoopKind::kSerial, {in_range(vq, std::move(body))})};
@@ -763,19 +765,38 @@ class FloatGemmLowering : KernelBuilder {
 
   // The micro-kernel call with `args` for the last column panel:
   // tg_sgemm::tile<W> where N's tail fits W columns (narrow_tail_cols),
-  // else tg_sgemm::tile.
-  Stmt last_panel_call(const std::vector<CallArg>& args) const {
+  // else tg_sgemm::tile; on `rows` rows only where rows > 0.
+  Stmt last_panel_call(const std::vector<CallArg>& args, int64_t rows = 0) const {
     const int64_t cols = narrow_tail_cols();
+    if (rows > 0) return make_call(str_cat("tg_sgemm::tile<", cols > 0 ? cols : geo_.v.nr, ", ", rows, ">"), args);
     return make_call(cols > 0 ? str_cat("tg_sgemm::tile<", cols, ">") : "tg_sgemm::tile", args);
   }
 
   // The micro-kernel call with `args` for column panel nb: the full panels'
   // and the last one's (last_panel_call) where they differ.
-  Stmt tile_call(const Expr& nb, const std::vector<CallArg>& args) const {
-    const Stmt call = make_call("tg_sgemm::tile", args);
+  Stmt column_panel_call(const Expr& nb, const std::vector<CallArg>& args, int64_t rows = 0) const {
+    const Stmt call = rows > 0 ? make_call(str_cat("tg_sgemm::tile<", geo_.v.nr, ", ", rows, ">"), args)
+                               : make_call("tg_sgemm::tile", args);
     if (narrow_tail_cols() == 0) return call;
-    if (geo_.col_panels == 1) return last_panel_call(args);
-    return split_full_panels(nb, call, last_panel_call(args));
+    if (geo_.col_panels == 1) return last_panel_call(args, rows);
+    return split_full_panels(nb, call, last_panel_call(args, rows));
+  }
+
+  // The micro-kernel call with `args` for column panel nb and the row panel
+  // starting at row `first`: where M has a tail of R rows (M mod MR) and
+  // the header has tile<kCols, kRows>, the last row panel computes those R
+  // rows alone, where it computed MR rows of which MR - R are M's last
+  // repeated and never stored (ViT-S/32's 50 tokens: its last panel of 8
+  // rows has 2). Its C tile's other rows are then not written; the
+  // epilogue reads only rows below M.
+  Stmt tile_call(const Expr& nb, const std::vector<CallArg>& args, const Expr& first) const {
+    const Stmt call = column_panel_call(nb, args);
+    const int64_t m = geo_.m.rows(), tail = m % geo_.v.mr;
+    if (tail == 0 || !geo_.v.row_tails) return call;
+    const Stmt tail_call = column_panel_call(nb, args, tail);
+    if (m < geo_.v.mr) return tail_call;
+    const Expr last_full = int_imm(m - geo_.v.mr);  // the last row a full panel may start at
+    return make_seq({make_if(lt(first, last_full + 1), {call}), make_if(lt(last_full, first), {tail_call})});
   }
 
   // The epilogue's read of an activation the size of the output (a

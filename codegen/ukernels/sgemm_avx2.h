@@ -34,15 +34,18 @@ constexpr int kLanes = 8;  // floats per ymm: tile<kCols>'s unit
 // tail fits one ymm; c's other columns are not touched).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
+// Rows r < kRows only (tile<kCols, kRows>: the last row panel of an M
+// whose tail is kRows rows, M mod kMR; c's other rows are not touched).
 // Not inlined: see sgemm_avx512.h.
-template <int kCols = kNR>
+template <int kCols = kNR, int kRows = kMR>
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole ymm of a B panel's row");
+  static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
   constexpr int kVecs = kCols / 8;  // ymm per row
-  __m256 acc[kMR][kVecs];
+  __m256 acc[kRows][kVecs];
 #pragma GCC unroll 6
-  for (int r = 0; r < kMR; ++r)
+  for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v)
       acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * kNR + 8 * v) : _mm256_setzero_ps();
@@ -53,7 +56,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
 #pragma GCC unroll 6
-    for (int r = 0; r < kMR; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const __m256 ar = _mm256_broadcast_ss(a + r);
 #pragma GCC unroll 2
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
@@ -74,7 +77,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   for (; kk < k; ++kk) step();
 
 #pragma GCC unroll 6
-  for (int r = 0; r < kMR; ++r)
+  for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * kNR + 8 * v, acc[r][v]);
 }

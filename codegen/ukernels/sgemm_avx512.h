@@ -51,16 +51,19 @@ constexpr int kLanes = 16;  // floats per zmm: tile<kCols>'s unit
 // tail fits one zmm, at half the FMAs; c's other columns are not touched).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
+// Rows r < kRows only (tile<kCols, kRows>: the last row panel of an M
+// whose tail is kRows rows, M mod kMR; c's other rows are not touched).
 // Not inlined: inside a big generated loop nest GCC 12 shuffles the
 // accumulators between registers every iteration; alone it keeps them put.
-template <int kCols = kNR>
+template <int kCols = kNR, int kRows = kMR>
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole zmm of a B panel's row");
+  static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
   constexpr int kVecs = kCols / 16;  // zmm per row
-  __m512 acc[kMR][kVecs];
+  __m512 acc[kRows][kVecs];
 #pragma GCC unroll 8
-  for (int r = 0; r < kMR; ++r)
+  for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v)
       acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * kNR + 16 * v) : _mm512_setzero_ps();
@@ -71,7 +74,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
-    for (int r = 0; r < kMR; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const __m512 ar = _mm512_set1_ps(a[r]);
 #pragma GCC unroll 2
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
@@ -105,7 +108,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   for (; kk < k; ++kk) step();
 
 #pragma GCC unroll 8
-  for (int r = 0; r < kMR; ++r)
+  for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
 }

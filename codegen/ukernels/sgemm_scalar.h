@@ -26,12 +26,15 @@ constexpr int kLanes = 4;  // tile<kCols>'s unit (a 4-lane vector, where the com
 // not touched).
 //   a: A(r, k') at a[k' * kMR + r]
 //   b: B(k', j) at b[k' * kNR + j]
-template <int kCols = kNR>
+// Rows r < kRows only (tile<kCols, kRows>: the last row panel of an M
+// whose tail is kRows rows, M mod kMR; c's other rows are not touched).
+template <int kCols = kNR, int kRows = kMR>
 inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                  const float* next = nullptr, int64_t next_floats = 0) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole vectors of a B panel's row");
-  float acc[kMR * kCols];
-  for (int r = 0; r < kMR; ++r)
+  static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
+  float acc[kRows * kCols];
+  for (int r = 0; r < kRows; ++r)
     for (int j = 0; j < kCols; ++j) acc[r * kCols + j] = accumulate ? c[r * kNR + j] : 0.0f;
   // `next` (the next B block, README.md): a hint, all at the start here.
 #if defined(__GNUC__)
@@ -41,12 +44,12 @@ inline void tile(int64_t k, const float* a, const float* b, float* c, bool accum
   (void)next_floats;
 #endif
   for (int64_t kk = 0; kk < k; ++kk) {
-    for (int r = 0; r < kMR; ++r)
+    for (int r = 0; r < kRows; ++r)
       for (int j = 0; j < kCols; ++j) acc[r * kCols + j] += a[r] * b[j];
     a += kMR;
     b += kNR;
   }
-  for (int r = 0; r < kMR; ++r)
+  for (int r = 0; r < kRows; ++r)
     for (int j = 0; j < kCols; ++j) c[r * kNR + j] = acc[r * kCols + j];
 }
 

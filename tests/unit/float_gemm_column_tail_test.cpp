@@ -5,7 +5,9 @@
 // run against a double-precision reference GEMM: N = 8, 9, 36, 49, 196 on
 // the scalar variant and every x86 variant this CPU runs, with B the packed
 // weights (x @ W) or packed at run time (two activations), K in one block
-// or in blocks of 32 (a small L1), and the k-outer loop (a small L2).
+// or in blocks of 32 (a small L1), and the k-outer loop (a small L2). Each
+// M (13 rows per batch) has a tail for every variant: its last row panel
+// calls tile<W, M mod MR>.
 // (Below 8 columns a GEMM stays off the micro-kernel: float_gemm_pays.)
 #include <cmath>
 #include <cstdlib>
@@ -144,9 +146,12 @@ void expect_narrow_calls(const Lowered& l) {
   const Case& c = l.c;
   const codegen::FloatGemmVariant v = codegen::float_gemm_variant_named(c.variant);
   // The GEMM's columns: N, or a conv's filters where its pixels are the rows.
-  int64_t n = 0;
+  int64_t n = 0, rows = 0;
   for (const Op& op : l.g.ops)
-    if (const auto m = scheduler::match_gemm(l.g, op)) n = m->cols();
+    if (const auto m = scheduler::match_gemm(l.g, op)) {
+      n = m->cols();
+      rows = m->rows();
+    }
   EXPECT_EQ(n, c.b == BKind::kConv && pixel_rows(c) ? kFilters : c.n) << case_name(c);
   const int64_t tail = n % v.nr, rounded = (tail + v.lanes - 1) / v.lanes * v.lanes;
   const int64_t want_cols = tail == 0 || rounded == v.nr ? 0 : rounded;
@@ -166,6 +171,13 @@ void expect_narrow_calls(const Lowered& l) {
     EXPECT_GE(narrow, 1) << case_name(c);
     EXPECT_EQ(full > 0, n > v.nr) << case_name(c) << ": tile() on the full panels only";
   }
+  // M's tail: the last row panel computes its rows alone (x86 and scalar),
+  // on the narrowed columns in the last column panel.
+  int row_tail = 0;
+  if (rows % v.mr != 0)
+    calls_in(l.k.body, str_cat("tg_sgemm::tile<", want_cols > 0 ? want_cols : v.nr, ", ", rows % v.mr, ">"),
+             &row_tail);
+  EXPECT_EQ(row_tail > 0, rows % v.mr != 0 && v.row_tails) << case_name(c) << ": M = " << rows;
 }
 
 // The cases' kernels (all of one variant) built into one program with
@@ -293,7 +305,8 @@ TEST(FloatGemmColumnTail, NarrowLastPanelInKBlocksMatchesTheReference) {
 }
 
 // N a multiple of NR, or a tail that needs all of NR's vectors: no narrowed
-// call, and no tail_cols parameter (the generated code is as before).
+// call (only M's tail calls tile<NR, M mod MR>), and no tail_cols
+// parameter.
 TEST(FloatGemmColumnTail, WholeOrWideTailsKeepOneCall) {
   for (const auto& [variant, n] : std::vector<std::pair<std::string, int64_t>>{
            {"avx512", 64}, {"avx512", 60}, {"avx512", 49}, {"avx2", 48}, {"avx2", 30}, {"scalar", 13}}) {
@@ -303,7 +316,18 @@ TEST(FloatGemmColumnTail, WholeOrWideTailsKeepOneCall) {
     EXPECT_EQ(param(k, "tail_cols"), 0) << case_name(c);
     std::ostringstream printed;
     printed << codegen::print_kernel(k, codegen::cpu_dialect());
-    EXPECT_EQ(printed.str().find("tg_sgemm::tile<"), std::string::npos) << case_name(c);
+    const codegen::FloatGemmVariant v = codegen::float_gemm_variant_named(variant);
+    int64_t rows = 0;
+    for (const Op& op : g.ops)
+      if (const auto m = scheduler::match_gemm(g, op)) rows = m->rows();
+    ASSERT_NE(rows % v.mr, 0) << case_name(c);
+    const std::string text = printed.str(), row_tail = str_cat("tg_sgemm::tile<", v.nr, ", ", rows % v.mr, ">(");
+    size_t templated = 0, row_tails = 0;
+    for (size_t at = text.find("tg_sgemm::tile<"); at != std::string::npos; at = text.find("tg_sgemm::tile<", at + 1))
+      ++templated;
+    for (size_t at = text.find(row_tail); at != std::string::npos; at = text.find(row_tail, at + 1)) ++row_tails;
+    EXPECT_GE(row_tails, 1u) << case_name(c);
+    EXPECT_EQ(templated, row_tails) << case_name(c);
   }
 }
 

@@ -27,7 +27,7 @@ namespace {
 SGemmVariantInfo scalar_variant() {
   namespace v = tg_sgemm::scalar;
   return {v::kVariant, v::kMR, v::kNR, v::tile, v::tile_bias_clamp, [] { return true; }, v::kLanes, v::tile<v::kLanes>,
-          v::pack_a_rows_from};
+          v::tile<v::kNR, 1>, v::tile<v::kNR, v::kMR - 1>, v::pack_a_rows_from};
 }
 
 std::vector<SGemmVariantInfo> linked_variants() {
@@ -255,6 +255,38 @@ TEST_P(SGemmVariantTest, NarrowTileIsTheTilesFirstColumns) {
           ASSERT_EQ(got[at], j < v.lanes ? want[at] : start[at])
               << v.name << " k=" << k << " accumulate=" << accumulate << " at (" << r << ", " << j << ")";
         }
+    }
+  }
+}
+
+// tile<kNR, kRows> (the last row panel of an M tail) gives tile()'s first
+// kRows rows bit for bit, from zero and accumulating (k = 0 keeps c), and
+// leaves c's other rows as they were: one row and all rows but one.
+TEST_P(SGemmVariantTest, RowTailTileIsTheTilesFirstRows) {
+  const SGemmVariantInfo& v = GetParam();
+  for (const auto& [rows, fn] : {std::make_pair(1, v.tile_one_row), std::make_pair(v.mr - 1, v.tile_all_rows_but_one)}) {
+    ASSERT_NE(fn, nullptr);
+    for (const int64_t k : {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{100}}) {
+      for (const bool accumulate : {false, true}) {
+        const Problem p = random_problem(v.mr, v.nr, std::max<int64_t>(k, 1), static_cast<uint32_t>(400 + k));
+        AlignedFloats a(static_cast<size_t>(std::max<int64_t>(k, 1) * v.mr)),
+            b(static_cast<size_t>(std::max<int64_t>(k, 1) * v.nr));
+        for (int64_t kk = 0; kk < k; ++kk) {
+          for (int r = 0; r < v.mr; ++r) a.data()[kk * v.mr + r] = p.a[r * k + kk];
+          for (int j = 0; j < v.nr; ++j) b.data()[kk * v.nr + j] = p.b[kk * v.nr + j];
+        }
+        std::vector<float> start(static_cast<size_t>(v.mr * v.nr));
+        for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<float>(i % 5) - 1.5f;
+        std::vector<float> want = start, got = start;
+        v.tile(k, a.data(), b.data(), want.data(), accumulate, nullptr, 0);
+        fn(k, a.data(), b.data(), got.data(), accumulate, b.data(), 16);
+        for (int r = 0; r < v.mr; ++r)
+          for (int j = 0; j < v.nr; ++j) {
+            const size_t at = static_cast<size_t>(r * v.nr + j);
+            ASSERT_EQ(got[at], r < rows ? want[at] : start[at])
+                << v.name << " rows=" << rows << " k=" << k << " accumulate=" << accumulate << " at (" << r << ", " << j << ")";
+          }
+      }
     }
   }
 }

@@ -36,6 +36,16 @@ static void sgemm_tile_bias_clamp_avx2(int64_t k, const float* a, const float* b
   tg_sgemm::avx2::tile_bias_clamp(k, a, b, c, ldc, bias, lo, hi);
 }
 
+static void sgemm_tile_one_row_avx2(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                                  const float* next, int64_t next_floats) {
+  tg_sgemm::avx2::tile<tg_sgemm::avx2::kNR, 1>(k, a, b, c, accumulate, next, next_floats);
+}
+
+static void sgemm_tile_all_rows_but_one_avx2(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                                           const float* next, int64_t next_floats) {
+  tg_sgemm::avx2::tile<tg_sgemm::avx2::kNR, tg_sgemm::avx2::kMR - 1>(k, a, b, c, accumulate, next, next_floats);
+}
+
 static void sgemm_pack_a_rows_avx2(int64_t k, float* a, const float* const* rows) {
   tg_sgemm::avx2::pack_a_rows_from(k, a, rows);
 }
@@ -54,7 +64,8 @@ static bool avx2_supported() {
 SGemmVariantInfo sgemm_avx2_variant() {
   namespace v = tg_sgemm::avx2;
   return {v::kVariant,  v::kMR,    v::kNR, sgemm_tile_avx2, sgemm_tile_bias_clamp_avx2, avx2_supported,
-          v::kLanes, sgemm_tile_lanes_avx2, sgemm_pack_a_rows_avx2};
+          v::kLanes, sgemm_tile_lanes_avx2, sgemm_tile_one_row_avx2,
+          sgemm_tile_all_rows_but_one_avx2, sgemm_pack_a_rows_avx2};
 }
 
 #endif  // defined(__x86_64__)

@@ -36,6 +36,16 @@ static void sgemm_tile_bias_clamp_avx512(int64_t k, const float* a, const float*
   tg_sgemm::avx512::tile_bias_clamp(k, a, b, c, ldc, bias, lo, hi);
 }
 
+static void sgemm_tile_one_row_avx512(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                                  const float* next, int64_t next_floats) {
+  tg_sgemm::avx512::tile<tg_sgemm::avx512::kNR, 1>(k, a, b, c, accumulate, next, next_floats);
+}
+
+static void sgemm_tile_all_rows_but_one_avx512(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                                           const float* next, int64_t next_floats) {
+  tg_sgemm::avx512::tile<tg_sgemm::avx512::kNR, tg_sgemm::avx512::kMR - 1>(k, a, b, c, accumulate, next, next_floats);
+}
+
 static void sgemm_pack_a_rows_avx512(int64_t k, float* a, const float* const* rows) {
   tg_sgemm::avx512::pack_a_rows_from(k, a, rows);
 }
@@ -54,7 +64,8 @@ static bool avx512_supported() {
 SGemmVariantInfo sgemm_avx512_variant() {
   namespace v = tg_sgemm::avx512;
   return {v::kVariant,  v::kMR,    v::kNR, sgemm_tile_avx512, sgemm_tile_bias_clamp_avx512, avx512_supported,
-          v::kLanes, sgemm_tile_lanes_avx512, sgemm_pack_a_rows_avx512};
+          v::kLanes, sgemm_tile_lanes_avx512, sgemm_tile_one_row_avx512,
+          sgemm_tile_all_rows_but_one_avx512, sgemm_pack_a_rows_avx512};
 }
 
 #endif  // defined(__x86_64__)

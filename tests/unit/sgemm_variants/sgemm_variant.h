@@ -19,6 +19,11 @@ struct SGemmVariantInfo {
   // tile<kLanes>: the first kLanes columns of tile's c only
   void (*tile_lanes)(int64_t k, const float* a, const float* b, float* c, bool accumulate, const float* next,
                      int64_t next_floats);
+  // tile<kNR, 1> and tile<kNR, kMR - 1>: the first rows of tile's c only
+  void (*tile_one_row)(int64_t k, const float* a, const float* b, float* c, bool accumulate, const float* next,
+                       int64_t next_floats);
+  void (*tile_all_rows_but_one)(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                                const float* next, int64_t next_floats);
   // pack_a_rows_from: a[k' * mr + r] = rows[r][k'] for k' < k
   void (*pack_a_rows)(int64_t k, float* a, const float* const* rows);
 };
