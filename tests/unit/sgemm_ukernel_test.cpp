@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <random>
@@ -226,18 +227,17 @@ TEST_P(SGemmVariantTest, ExactOnSmallIntegers) {
     }
 }
 
-// tile<kLanes> (the last column panel of an N whose tail fits one vector)
-// gives tile()'s first kLanes columns bit for bit, from zero and
-// accumulating (k = 0 keeps c), with the same panel layout and c stride,
-// and leaves c's other columns as they were.
-TEST_P(SGemmVariantTest, NarrowTileIsTheTilesFirstColumns) {
-  const SGemmVariantInfo& v = GetParam();
-  ASSERT_GT(v.lanes, 0);
-  ASSERT_LT(v.lanes, v.nr);
-  ASSERT_EQ(v.nr % v.lanes, 0);
+using TileFn = void (*)(int64_t k, const float* a, const float* b, float* c, bool accumulate, const float* next,
+                       int64_t next_floats);
+
+// `partial` (a tile<...> on part of the C tile) against tile(): bit for bit
+// where computes(r, j), elsewhere c as it was; from zero and accumulating,
+// k = 0 (keeps c) to 100, with a prefetch hint.
+void expect_part_of_the_tile(const SGemmVariantInfo& v, TileFn partial, const std::function<bool(int, int)>& computes,
+                             uint32_t seed, const std::string& what) {
   for (const int64_t k : {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{100}}) {
     for (const bool accumulate : {false, true}) {
-      const Problem p = random_problem(v.mr, v.nr, std::max<int64_t>(k, 1), static_cast<uint32_t>(200 + k));
+      const Problem p = random_problem(v.mr, v.nr, std::max<int64_t>(k, 1), static_cast<uint32_t>(seed + k));
       AlignedFloats a(static_cast<size_t>(std::max<int64_t>(k, 1) * v.mr)),
           b(static_cast<size_t>(std::max<int64_t>(k, 1) * v.nr));
       for (int64_t kk = 0; kk < k; ++kk) {
@@ -248,15 +248,27 @@ TEST_P(SGemmVariantTest, NarrowTileIsTheTilesFirstColumns) {
       for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<float>(i % 7) - 2.5f;
       std::vector<float> want = start, got = start;
       v.tile(k, a.data(), b.data(), want.data(), accumulate, nullptr, 0);
-      v.tile_lanes(k, a.data(), b.data(), got.data(), accumulate, b.data(), 16);
+      partial(k, a.data(), b.data(), got.data(), accumulate, b.data(), 16);
       for (int r = 0; r < v.mr; ++r)
         for (int j = 0; j < v.nr; ++j) {
           const size_t at = static_cast<size_t>(r * v.nr + j);
-          ASSERT_EQ(got[at], j < v.lanes ? want[at] : start[at])
-              << v.name << " k=" << k << " accumulate=" << accumulate << " at (" << r << ", " << j << ")";
+          ASSERT_EQ(got[at], computes(r, j) ? want[at] : start[at])
+              << v.name << " " << what << " k=" << k << " accumulate=" << accumulate << " at (" << r << ", " << j << ")";
         }
     }
   }
+}
+
+// tile<kLanes> (the last column panel of an N whose tail fits one vector)
+// gives tile()'s first kLanes columns bit for bit, from zero and
+// accumulating (k = 0 keeps c), with the same panel layout and c stride,
+// and leaves c's other columns as they were.
+TEST_P(SGemmVariantTest, NarrowTileIsTheTilesFirstColumns) {
+  const SGemmVariantInfo& v = GetParam();
+  ASSERT_GT(v.lanes, 0);
+  ASSERT_LT(v.lanes, v.nr);
+  ASSERT_EQ(v.nr % v.lanes, 0);
+  expect_part_of_the_tile(v, v.tile_lanes, [&](int, int j) { return j < v.lanes; }, 200, "tile<kLanes>");
 }
 
 // tile<kNR, kRows> (the last row panel of an M tail) gives tile()'s first
@@ -264,31 +276,11 @@ TEST_P(SGemmVariantTest, NarrowTileIsTheTilesFirstColumns) {
 // leaves c's other rows as they were: one row and all rows but one.
 TEST_P(SGemmVariantTest, RowTailTileIsTheTilesFirstRows) {
   const SGemmVariantInfo& v = GetParam();
-  for (const auto& [rows, fn] : {std::make_pair(1, v.tile_one_row), std::make_pair(v.mr - 1, v.tile_all_rows_but_one)}) {
-    ASSERT_NE(fn, nullptr);
-    for (const int64_t k : {int64_t{0}, int64_t{1}, int64_t{13}, int64_t{100}}) {
-      for (const bool accumulate : {false, true}) {
-        const Problem p = random_problem(v.mr, v.nr, std::max<int64_t>(k, 1), static_cast<uint32_t>(400 + k));
-        AlignedFloats a(static_cast<size_t>(std::max<int64_t>(k, 1) * v.mr)),
-            b(static_cast<size_t>(std::max<int64_t>(k, 1) * v.nr));
-        for (int64_t kk = 0; kk < k; ++kk) {
-          for (int r = 0; r < v.mr; ++r) a.data()[kk * v.mr + r] = p.a[r * k + kk];
-          for (int j = 0; j < v.nr; ++j) b.data()[kk * v.nr + j] = p.b[kk * v.nr + j];
-        }
-        std::vector<float> start(static_cast<size_t>(v.mr * v.nr));
-        for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<float>(i % 5) - 1.5f;
-        std::vector<float> want = start, got = start;
-        v.tile(k, a.data(), b.data(), want.data(), accumulate, nullptr, 0);
-        fn(k, a.data(), b.data(), got.data(), accumulate, b.data(), 16);
-        for (int r = 0; r < v.mr; ++r)
-          for (int j = 0; j < v.nr; ++j) {
-            const size_t at = static_cast<size_t>(r * v.nr + j);
-            ASSERT_EQ(got[at], r < rows ? want[at] : start[at])
-                << v.name << " rows=" << rows << " k=" << k << " accumulate=" << accumulate << " at (" << r << ", " << j << ")";
-          }
-      }
-    }
-  }
+  ASSERT_NE(v.tile_one_row, nullptr);
+  ASSERT_NE(v.tile_all_rows_but_one, nullptr);
+  expect_part_of_the_tile(v, v.tile_one_row, [](int r, int) { return r < 1; }, 400, "tile<kNR, 1>");
+  expect_part_of_the_tile(v, v.tile_all_rows_but_one, [&](int r, int) { return r < v.mr - 1; }, 500,
+                          "tile<kNR, kMR - 1>");
 }
 
 // pack_a_rows_from packs kMR rows, each contiguous along k, into tile()'s A
