@@ -109,7 +109,7 @@ namespace {
 // Mirrors the constants in codegen/ukernels/sgemm_*.h.
 const std::vector<FloatGemmVariant>& float_variants() {
   static const std::vector<FloatGemmVariant> table = {
-      {"avx512", 8, 32, 16, true}, {"avx2", 6, 16, 8, true}, {"neon", 8, 12, 4, false}, {"scalar", 4, 8, 4, true}};
+      {"avx512", 8, 32, 16}, {"avx2", 6, 16, 8}, {"neon", 8, 12, 4}, {"scalar", 4, 8, 4}};
   return table;
 }
 

@@ -41,9 +41,6 @@ struct FloatGemmVariant {
   // The header's kLanes: tile<kCols> computes kCols (a multiple of lanes,
   // below nr) columns, for the last panel of an N whose tail fits them.
   int lanes = 8;
-  // Whether the header has tile<kCols, kRows>, the rows of an M tail alone
-  // (x86, scalar; NEON computes the panel's kMR rows).
-  bool row_tails = true;
   std::string header() const { return "sgemm_" + name + ".h"; }
 };
 

@@ -783,8 +783,8 @@ class FloatGemmLowering : KernelBuilder {
   }
 
   // The micro-kernel call with `args` for column panel nb and the row panel
-  // starting at row `first`: where M has a tail of R rows (M mod MR) and
-  // the header has tile<kCols, kRows>, the last row panel computes those R
+  // starting at row `first`: where M has a tail of R rows (M mod MR), the
+  // last row panel computes those R rows alone (tile<kCols, kRows>)
   // rows alone, where it computed MR rows of which MR - R are M's last
   // repeated and never stored (ViT-S/32's 50 tokens: its last panel of 8
   // rows has 2). Its C tile's other rows are then not written; the
@@ -792,7 +792,7 @@ class FloatGemmLowering : KernelBuilder {
   Stmt tile_call(const Expr& nb, const std::vector<CallArg>& args, const Expr& first) const {
     const Stmt call = column_panel_call(nb, args);
     const int64_t m = geo_.m.rows(), tail = m % geo_.v.mr;
-    if (tail == 0 || !geo_.v.row_tails) return call;
+    if (tail == 0) return call;
     const Stmt tail_call = column_panel_call(nb, args, tail);
     if (m < geo_.v.mr) return tail_call;
     const Expr last_full = int_imm(m - geo_.v.mr);  // the last row a full panel may start at

@@ -67,33 +67,45 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
 
 // tile()'s c for the columns j < kCols only (4 or 8: the last column panel
 // of an N whose tail fits one or two q registers, at a third or two thirds
-// of the FMLAs); c's other columns are not touched.
-template <int kCols>
+// of the FMLAs) and the rows r < kRows only (the last row panel of an M
+// whose tail is kRows rows, M mod kMR); c's other columns and rows are not
+// touched. Fewer rows multiply by each A value as a scalar (vfmaq_n_f32).
+template <int kCols, int kRows = kMR>
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
-  static_assert(kCols > 0 && kCols < kNR && kCols % kLanes == 0, "tile<kCols>: whole q registers, fewer than tile()'s");
+  static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0 && (kCols < kNR || kRows < kMR),
+                "tile<kCols, kRows>: whole q registers, fewer columns or rows than tile()'s");
+  static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
   constexpr int kVecs = kCols / kLanes;
-  float32x4_t acc[kMR][kVecs];
-  for (int r = 0; r < kMR; ++r)
+  float32x4_t acc[kRows][kVecs];
+  for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? vld1q_f32(c + r * kNR + 4 * v) : vdupq_n_f32(0);
   for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
   for (int64_t kk = 0; kk < k; ++kk) {
-    const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
-    for (int v = 0; v < kVecs; ++v) {
-      const float32x4_t bv = vld1q_f32(b + 4 * v);
-      acc[0][v] = vfmaq_laneq_f32(acc[0][v], bv, a0, 0);
-      acc[1][v] = vfmaq_laneq_f32(acc[1][v], bv, a0, 1);
-      acc[2][v] = vfmaq_laneq_f32(acc[2][v], bv, a0, 2);
-      acc[3][v] = vfmaq_laneq_f32(acc[3][v], bv, a0, 3);
-      acc[4][v] = vfmaq_laneq_f32(acc[4][v], bv, a1, 0);
-      acc[5][v] = vfmaq_laneq_f32(acc[5][v], bv, a1, 1);
-      acc[6][v] = vfmaq_laneq_f32(acc[6][v], bv, a1, 2);
-      acc[7][v] = vfmaq_laneq_f32(acc[7][v], bv, a1, 3);
+    float32x4_t bv[kVecs];
+    for (int v = 0; v < kVecs; ++v) bv[v] = vld1q_f32(b + 4 * v);
+    if constexpr (kRows == kMR) {
+      const float32x4_t a0 = vld1q_f32(a), a1 = vld1q_f32(a + 4);
+      for (int v = 0; v < kVecs; ++v) {
+        acc[0][v] = vfmaq_laneq_f32(acc[0][v], bv[v], a0, 0);
+        acc[1][v] = vfmaq_laneq_f32(acc[1][v], bv[v], a0, 1);
+        acc[2][v] = vfmaq_laneq_f32(acc[2][v], bv[v], a0, 2);
+        acc[3][v] = vfmaq_laneq_f32(acc[3][v], bv[v], a0, 3);
+        acc[4][v] = vfmaq_laneq_f32(acc[4][v], bv[v], a1, 0);
+        acc[5][v] = vfmaq_laneq_f32(acc[5][v], bv[v], a1, 1);
+        acc[6][v] = vfmaq_laneq_f32(acc[6][v], bv[v], a1, 2);
+        acc[7][v] = vfmaq_laneq_f32(acc[7][v], bv[v], a1, 3);
+      }
+    } else {
+      for (int r = 0; r < kRows; ++r) {
+        const float ar = a[r];
+        for (int v = 0; v < kVecs; ++v) acc[r][v] = vfmaq_n_f32(acc[r][v], bv[v], ar);
+      }
     }
     a += kMR;
     b += kNR;
   }
-  for (int r = 0; r < kMR; ++r)
+  for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVecs; ++v) vst1q_f32(c + r * kNR + 4 * v, acc[r][v]);
 }
 

@@ -4,10 +4,10 @@
 // past N are zero): tails in M, N and K, k = 0 and 1, a large K, and integer
 // values where the result must be exact; K split into kc blocks that
 // accumulate onto the tile (tails, K < kc) must give the one-block result bit
-// for bit; tile<4> and tile<8> are tile()'s first columns; pack_a_rows is the
-// transpose of its rows and writes nothing past k * kMR. Cross-compiled and run under
-// qemu-aarch64 by run_sgemm_arm_test.sh. Prints one line per failure and a
-// summary; exits non-zero on any failure.
+// for bit; tile<4> and tile<8> are tile()'s first columns, tile<12, R> its
+// first rows; pack_a_rows is the transpose of its rows and writes nothing past
+// k * kMR. Cross-compiled and run under qemu-aarch64 by run_sgemm_arm_test.sh.
+// Prints one line per failure and a summary; exits non-zero on any failure.
 #include "sgemm_neon.h"
 
 #include <algorithm>
@@ -84,10 +84,11 @@ void check(const Problem& p, bool exact, int64_t kc = 0, std::vector<float>* who
   }
 }
 
-// tile<kCols> (the last column panel of an N whose tail fits kCols / 4 q
-// registers) against tile(): its first kCols columns bit for bit, from zero
-// and accumulating, c's other columns untouched.
-template <int kCols>
+// tile<kCols, kRows> (the last column panel of an N whose tail fits kCols / 4
+// q registers; the last row panel of an M tail of kRows rows) against tile():
+// its first kCols columns of its first kRows rows bit for bit, from zero and
+// accumulating, c's other columns and rows untouched.
+template <int kCols, int kRows = kMR>
 void check_narrow() {
   alignas(64) static float a[100 * kMR], b[100 * kNR];
   std::mt19937 rng(kCols);
@@ -99,12 +100,12 @@ void check_narrow() {
       float start[kMR * kNR], want[kMR * kNR], got[kMR * kNR];
       for (int i = 0; i < kMR * kNR; ++i) start[i] = want[i] = got[i] = static_cast<float>(i % 7) - 2.5f;
       tg_sgemm::neon::tile(k, a, b, want, accumulate);
-      tg_sgemm::neon::tile<kCols>(k, a, b, got, accumulate);
+      tg_sgemm::neon::tile<kCols, kRows>(k, a, b, got, accumulate);
       for (int i = 0; i < kMR * kNR; ++i) {
-        const float expect = i % kNR < kCols ? want[i] : start[i];
+        const float expect = i % kNR < kCols && i / kNR < kRows ? want[i] : start[i];
         ++checks;
         if (got[i] != expect && failures++ < 10)
-          std::printf("FAIL tile<%d> k=%lld accumulate=%d at (%d, %d): %.9g, want %.9g\n", kCols, (long long)k,
+          std::printf("FAIL tile<%d, %d> k=%lld accumulate=%d at (%d, %d): %.9g, want %.9g\n", kCols, kRows, (long long)k,
                       accumulate ? 1 : 0, i / kNR, i % kNR, got[i], expect);
       }
     }
@@ -139,6 +140,9 @@ int main() {
   check_pack_a_rows();
   check_narrow<4>();
   check_narrow<8>();
+  check_narrow<kNR, 1>();
+  check_narrow<kNR, kMR - 1>();
+  check_narrow<4, 3>();
   for (int64_t k : {0, 1, 2, 3, 7, 16, 17, 100, 769}) check(random_problem(kMR, kNR, k, 1 + k, false), false);
   for (int64_t m : {1, kMR - 1, kMR + 1, 2 * kMR + 3})
     for (int64_t n : {1, kNR - 1, kNR + 5, 3 * kNR - 1})
