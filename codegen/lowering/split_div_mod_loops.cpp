@@ -1,6 +1,8 @@
 #include "codegen/lowering/split_div_mod_loops.h"
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 namespace tilegraph::codegen {
 
@@ -13,7 +15,9 @@ bool is_mod(const Expr& e) {
   return e->kind == ExprKind::kBinary && (e->binary_op == BinaryOp::kRem || e->binary_op == BinaryOp::kFloorMod);
 }
 
-// The one divisor c with which `v` appears as v / c or v % c in e, 0 when v
+// The divisors c with which `v` appears as v / c or v % c in e: their
+// smallest, c0, when it divides all the others (a 2 x 2 patch merge reads
+// [.., 2, .., 2, d] as 4d columns: v / d % 2, v / 2d and v % d), 0 when v
 // appears only bare (or not at all), nullopt when the uses disagree or a
 // divisor is not a positive constant.
 class DivisorOf {
@@ -23,11 +27,11 @@ class DivisorOf {
     if (!ok_) return;
     if ((is_div(e) || is_mod(e)) && e->args[0]->kind == ExprKind::kVar && e->args[0]->int_value == v_) {
       int64_t c = 0;
-      if (!is_const_int(e->args[1], &c) || c <= 0 || (divisor_ != 0 && divisor_ != c)) {
+      if (!is_const_int(e->args[1], &c) || c <= 0) {
         ok_ = false;
         return;
       }
-      divisor_ = c;
+      divisors_.push_back(c);
       return;  // its children are v and c
     }
     for (const Expr& a : e->args) scan(a);
@@ -39,11 +43,18 @@ class DivisorOf {
       if (a.value) scan(a.value);
     for (const Stmt& c : s->body) scan(c);
   }
-  std::optional<int64_t> divisor() const { return ok_ ? std::optional<int64_t>(divisor_) : std::nullopt; }
+  std::optional<int64_t> divisor() const {
+    if (!ok_) return std::nullopt;
+    if (divisors_.empty()) return 0;
+    const int64_t c0 = *std::min_element(divisors_.begin(), divisors_.end());
+    for (int64_t c : divisors_)
+      if (c % c0 != 0) return std::nullopt;
+    return c0;
+  }
 
  private:
   int v_;
-  int64_t divisor_ = 0;
+  std::vector<int64_t> divisors_;
   bool ok_ = true;
 };
 
@@ -95,7 +106,13 @@ class Splitter {
         const bool of_v = (is_div(x) || is_mod(x)) && x->args[0]->kind == ExprKind::kVar &&
                           x->args[0]->int_value == s->var;
         if (!of_v) return nullptr;
-        return is_div(x) ? var(vo) : var(vi);
+        // v = vo * c0 + vi with vi < c0 and c a multiple of c0 (v >= 0):
+        // v / c = vo / (c / c0), v % c = vo % (c / c0) * c0 + vi.
+        int64_t divisor = 0;
+        is_const_int(x->args[1], &divisor);  // DivisorOf checked it
+        const int64_t per = divisor / *c;
+        if (is_div(x)) return per == 1 ? var(vo) : binary(x->binary_op, var(vo), int_imm(per));
+        return per == 1 ? var(vi) : binary(x->binary_op, var(vo), int_imm(per)) * *c + var(vi);
       });
       return replace(split);
     };

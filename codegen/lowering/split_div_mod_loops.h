@@ -7,7 +7,9 @@
 // range and quantize ran scalar, 4x slower than on a contiguous row). It
 // becomes `for vo < E/c { for vi < c }` with v / c = vo and v % c = vi: the
 // inner loop keeps the kind (simd or reduction) and runs over contiguous
-// memory. The iteration order is the same: elementwise loops and min/max
+// memory. Several divisors that are multiples of the smallest, c, split at
+// c (Swin's patch merging reads [2, 2, C] as 4C columns: v / C % 2, v / 2C,
+// v % C); v / (m c) is then vo / m and v % (m c) is vo % m * c + vi. The iteration order is the same: elementwise loops and min/max
 // give the same bits; a simd sum was reassociated before and still is.
 #pragma once
 
