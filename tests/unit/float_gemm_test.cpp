@@ -495,21 +495,33 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   EXPECT_EQ(calls[0]->args.size(), 5u) << "no prefetch: a matmul's rows are not the output's pixels";
 }
 
+// x (83 x 139) @ w (139 x 45, a ramp): with streamed_weights_arch, its
+// weights as B overflow the L2 and A is packed per k block.
+Graph streamed_weights_matmul(const std::string& name) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {83, 139}).output("y");
+  b.initializer_f("w", {139, 45}, ramp(139 * 45));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  return import_and_optimize(b, name);
+}
+
+// host_with_small_l1 with an L2 of 24 KB (B: 139 x 48 floats, 26.7 KB) and
+// one core (one task: the row block holds every row panel).
+scheduler::ArchSpec streamed_weights_arch() {
+  scheduler::ArchSpec arch = host_with_small_l1();
+  arch.l2_bytes = 24 << 10;
+  arch.cores = 1;
+  return arch;
+}
+
 // Weights as B beyond the L2 and more rows than a row block's whole-K A
 // panels hold (scheduler/float_gemm_blocking.h, a_per_k_block): one row
 // block of all 21 row panels packs each k block of A once (inside the
 // k-block loop, outside the column panels), and the calls read the packed
 // weights at the block's offset. K = 139 in 5 blocks of 28, the last 27.
 TEST(FloatGemm, StreamedWeightsPackAOneKBlockAtATime) {
-  OnnxModelBuilder b(13);
-  b.input("x", 1, {83, 139}).output("y");
-  b.initializer_f("w", {139, 45}, ramp(139 * 45));
-  b.node("MatMul", {"x", "w"}, {"y"});
-  Graph g = import_and_optimize(b, "matmul_a_per_k_block");
-  scheduler::ArchSpec arch = host_with_small_l1();
-  arch.l2_bytes = 24 << 10;  // B: 139 x 48 floats, 26.7 KB
-  arch.cores = 1;            // one task: the row block holds every row panel
-  const LoweredGemm gemm = lower_the_gemm(g, "scalar", arch);
+  Graph g = streamed_weights_matmul("matmul_a_per_k_block");
+  const LoweredGemm gemm = lower_the_gemm(g, "scalar", streamed_weights_arch());
   ASSERT_GE(gemm.packs.b, 0);
   const codegen::Kernel& kernel = gemm.kernel;
   codegen::verify(kernel);
@@ -588,15 +600,8 @@ TEST(FloatGemm, RowMajorActivationIsPackedByPackARows) {
   calls_in(off.body, "tg_sgemm::pack_a_rows", &calls);
   EXPECT_TRUE(calls.empty());
 
-  OnnxModelBuilder blocked(13);
-  blocked.input("x", 1, {83, 139}).output("y");
-  blocked.initializer_f("w", {139, 45}, ramp(139 * 45));
-  blocked.node("MatMul", {"x", "w"}, {"y"});
-  Graph gb = import_and_optimize(blocked, "pack_a_rows_per_k_block");
-  scheduler::ArchSpec arch = host_with_small_l1();
-  arch.l2_bytes = 24 << 10;
-  arch.cores = 1;
-  const codegen::Kernel kernel = lower_the_gemm(gb, "scalar", arch).kernel;
+  Graph gb = streamed_weights_matmul("pack_a_rows_per_k_block");
+  const codegen::Kernel kernel = lower_the_gemm(gb, "scalar", streamed_weights_arch()).kernel;
   codegen::verify(kernel);
   ASSERT_EQ(ukernel_param(kernel, "a_per_k_block"), 1);
   expect_pack_a_rows(kernel, {{"pa", 20}, {"kcb", 4}}, 139, {80, 81, 82, 82}, 112, 27);  // K 139: blocks of 28
