@@ -161,10 +161,16 @@ std::optional<Gemm> match_int_gemm(const Graph& g, const Op& op) {
   return m;
 }
 
-bool float_gemm_pays(const Gemm& m) {
+bool float_gemm_pays(const Gemm& m, bool constant_a) {
   // Below 8 columns most of every register tile (16 or 32 columns wide) is
-  // padding; below 4 rows the packing costs more than the loop nest.
-  return m.element == DType::kF32 && m.cols() >= 8 && m.rows() >= 4;
+  // padding. Below 4 rows a vector-matrix product (x @ W: B the constants)
+  // runs as fast in the loop nest as packed; a conv with fewer than 4
+  // filters (A the constants) does not: its loop nest reads each window
+  // through a padding select and clamped gathers per product, while the
+  // micro-kernel packs each B panel once and computes only the filters'
+  // rows (tile<W, R>). NAFNet's last conv (3x3, 16 -> 3 channels over
+  // 256 x 256): 65 ms in the loop nest, 2.1 ms on the micro-kernel.
+  return m.element == DType::kF32 && m.cols() >= 8 && (m.rows() >= 4 || constant_a);
 }
 
 IntGemmBlocking int_gemm_blocking(const ArchSpec& arch, int64_t k_groups, int nr, int ku, int64_t a_panel_bytes) {
@@ -287,7 +293,7 @@ GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool flo
     } else if (float_gemms && is_direct_conv(g, phases[0])) {
       ks.kind = KernelKind::kDirectConv;
       ++counts.direct_convs;
-    } else if (gemm && float_gemms && float_gemm_pays(*gemm)) {
+    } else if (gemm && float_gemms && float_gemm_pays(*gemm, reads_only_constants(g, phases[0], gemm->a))) {
       ks.kind = KernelKind::kFloatGemm;
       ++counts.float_gemms;
     } else {

@@ -487,3 +487,35 @@ def test_residual_rows_prefetch_the_next_residual_and_write_in_place(variant, tm
     # the in-place pair is printed without __restrict: the third kernel's output only
     assert len(re.findall(r"^void \w+\(.*float\* out\) \{", source, re.M)) == 1, source[-4000:]
     _matches_onnxruntime(prefix, env)
+
+
+def few_rows(path):
+    # NAFNet's last conv: 3x3, 16 -> 3 filters (3 GEMM rows, A the constants) + bias + the
+    # image as a residual; and x @ W with 2 rows (B the constants), a vector-matrix product
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 20, 37])
+    img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 3, 20, 37])
+    v = helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, 40])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "img"], ["y"], name="residual"),
+             helper.make_node("MatMul", ["v", "w1"], ["z"], name="mm")]
+    _save(path, nodes, [x, img, v], [y, z], [_w("w", 3, 16, 3, 3), _w("b", 3), _w("w1", 40, 24)])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_conv_with_few_filters_takes_the_micro_kernel(variant, tmp_path):
+    """Fewer than 4 GEMM rows: the conv (constant filters as rows) runs on the micro-kernel with
+    a row tail of 3 (tile<W, 3>); the 2-row x @ W stays in the loop nest."""
+    prefix = tmp_path / "few_rows"
+    few_rows(prefix)
+    env = _env(variant)
+    _tune(prefix, env)
+    kernels = {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
+    assert kernels["conv"].get("ukernel") == f"sgemm_{variant}", kernels["conv"]
+    assert kernels["conv"] is kernels["residual"], "the residual add: the conv's epilogue"
+    assert kernels["mm"].get("ukernel") is None, kernels["mm"]
+    source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+    assert re.search(r"tg_sgemm::tile<\d+, 3>\(", source), "the filters' 3 rows: a row-tail tile"
+    acc = _matches_onnxruntime(prefix, env, "--threads", "1")
+    assert "PASS" in acc, acc
