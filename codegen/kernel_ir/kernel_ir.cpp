@@ -112,6 +112,20 @@ Stmt make_call(std::string callee, std::vector<CallArg> args) {
   return make(std::move(n));
 }
 
+Stmt rewrite_stmt_exprs(const Stmt& s, const std::function<Expr(const Expr&)>& f) {
+  StmtNode n = *s;
+  auto apply = [&](Expr& e) {
+    if (e) e = f(e);
+  };
+  apply(n.extent);
+  apply(n.index);
+  apply(n.value);
+  apply(n.cond);
+  for (CallArg& a : n.args) apply(a.value);
+  for (Stmt& b : n.body) b = rewrite_stmt_exprs(b, f);
+  return std::make_shared<const StmtNode>(std::move(n));
+}
+
 Stmt make_warp_mma(CallArg a, CallArg b, CallArg c) {
   StmtNode n{StmtKind::kWarpMma};
   n.args = {std::move(a), std::move(b), std::move(c)};

@@ -51,6 +51,7 @@
 //  codegen/kernel_ir/verify_kernel.h checks these after every lowering.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -169,5 +170,9 @@ struct Kernel {
 };
 
 std::string to_string(const Kernel& k);  // debug dump
+
+// s with every expression in it (extents, indices, values, conditions, call
+// arguments) replaced by f(expression), statements rebuilt bottom-up.
+Stmt rewrite_stmt_exprs(const Stmt& s, const std::function<Expr(const Expr&)>& f);
 
 }  // namespace tilegraph::codegen

@@ -942,11 +942,78 @@ class FloatGemmLowering : KernelBuilder {
   // get their own copy of the packing loops (split_full_panels).
   BPanelPacking pack_b(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block) {
     BPanelPacking tail = pack_b_at(vb, nb, panels, offset, block, false);
-    if (full_panels() == 0 || tail.table >= 0) return tail;
-    const BPanelPacking whole = pack_b_at(vb, min(nb, int_imm(full_panels() - 1)), panels, offset, block, true);
-    if (whole.table >= 0) return tail;
-    tail.pack = split_full_panels(nb, whole.pack, tail.pack);
+    if (tail.table >= 0) return tail;
+    if (full_panels() > 0) {
+      const BPanelPacking whole = pack_b_at(vb, min(nb, int_imm(full_panels() - 1)), panels, offset, block, true);
+      if (whole.table >= 0) return tail;
+      tail.pack = split_full_panels(nb, whole.pack, tail.pack);
+    }
+    const InteriorPanels& in = interior_panels(vb);
+    if (in.var < 0) return tail;
+    // Built at a var bounded to the interior panels, then read at nb, which
+    // the If keeps inside them.
+    const int64_t saved_first = in.first, saved_last = in.last;
+    bounds_[static_cast<size_t>(in.var)] = {saved_first, saved_last};
+    const Stmt inside = rewrite_stmt_exprs(
+        pack_b_at(vb, var(in.var), panels, offset, block, true, "i").pack, [&](const Expr& e) {
+          return rewrite(e, [&](const Expr& x) -> Expr {
+            return x->kind == ExprKind::kVar && x->int_value == in.var ? nb : nullptr;
+          });
+        });
+    const Expr is_inside = logical_and(lt(int_imm(saved_first - 1), nb), lt(nb, int_imm(saved_last + 1)));
+    tail.pack = make_seq({make_if(is_inside, {inside}), make_if(unary(UnaryOp::kNot, is_inside), {tail.pack})});
     return tail;
+  }
+
+  // Interior column panels: where B's value has padding selects or clamped
+  // indices but no column table (a conv whose window is its only reduce
+  // axis: Conformer's depthwise Conv1d, 31 taps, one filter row), the
+  // panels whose every window lies inside the input read it with neither:
+  // one contiguous vector load per k instead of a gather per value (the
+  // packing, not the tile, took most of those convs' time). The widest
+  // range [first, last] of full panels, starting in the first 4 and ending
+  // in the last 4, under which B's value has the fewest selects, mins and
+  // maxes, if fewer than over all panels; var < 0 where none.
+  struct InteriorPanels {
+    int var = -1;  // bounded to [first, last] while the interior packing is built
+    int64_t first = 0, last = -1;
+  };
+  static constexpr int64_t kInteriorSearch = 4;
+
+  const InteriorPanels& interior_panels(int vb) {
+    if (interior_) return *interior_;
+    interior_ = InteriorPanels{};
+    const int64_t panels = full_panels() > 0 ? full_panels() : geo_.col_panels;
+    if (panels < 3 || !any_node(geo_.m.b, [](const Expr& n) { return n->kind == ExprKind::kSelect; }))
+      return *interior_;
+    std::vector<Expr> ks;
+    Expr k;
+    k_loop_vars("q", &ks, &k);
+    const int vj = new_var("jq", geo_.v.nr), vn = new_var("nbi", panels);
+    const Expr value =
+        op_value(geo_.m.b, gemm_op_vars(geo_.m, var(vb), int_imm(0), var(vn) * geo_.v.nr + var(vj), ks));
+    auto guards_within = [&](int64_t first, int64_t last) {
+      bounds_[static_cast<size_t>(vn)] = {first, last};
+      int count = 0;
+      visit(simplify(value, bounds_), [&](const Expr& n) {
+        count += n->kind == ExprKind::kSelect ||
+                 (n->kind == ExprKind::kBinary && (n->binary_op == BinaryOp::kMin || n->binary_op == BinaryOp::kMax));
+      });
+      return count;
+    };
+    const int everywhere = guards_within(0, panels - 1);
+    int fewest = everywhere;
+    for (int64_t first = 0; first < std::min(kInteriorSearch, panels); ++first)
+      for (int64_t last = panels - 1; last >= std::max(first, panels - kInteriorSearch); --last) {
+        const int count = guards_within(first, last);
+        const bool wider = last - first > interior_->last - interior_->first;
+        if (count < fewest || (count == fewest && count < everywhere && wider)) {
+          fewest = count;
+          *interior_ = {vn, first, last};
+        }
+      }
+    bounds_[static_cast<size_t>(vn)] = Interval::range(panels);
+    return *interior_;
   }
 
   // `tag` distinguishes the var names of several packings of one kernel.
@@ -955,7 +1022,7 @@ class FloatGemmLowering : KernelBuilder {
     const FloatGemmVariant& v = geo_.v;
     std::vector<Expr> ks;
     Expr k;
-    const std::string sfx = full ? "w" : tag;  // the full panels' copy: its own var names
+    const std::string sfx = full && tag.empty() ? "w" : tag;  // the full panels' copy: its own var names
     const std::vector<int> k_vars = k_loop_vars("b" + sfx, &ks, &k);
     const int vj = new_var("jb" + sfx, v.nr);
     const Expr col = nb * v.nr + var(vj);
@@ -1329,6 +1396,7 @@ class FloatGemmLowering : KernelBuilder {
   Op gemm_;  // phases_.front()
   FloatGeometry geo_;
   IntGemmTaskGrid grid_;
+  std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
   int packed_a_ = -1, packed_b_ = -1, output_ = -1;
 };

@@ -116,18 +116,8 @@ class Splitter {
       });
       return replace(split);
     };
-    std::function<Stmt(const Stmt&)> rewrite_stmt = [&](const Stmt& t) {
-      StmtNode n = *t;
-      n.extent = rewrite_expr(n.extent);
-      n.index = rewrite_expr(n.index);
-      n.value = rewrite_expr(n.value);
-      n.cond = rewrite_expr(n.cond);
-      for (CallArg& a : n.args) a.value = rewrite_expr(a.value);
-      for (Stmt& b : n.body) b = rewrite_stmt(b);
-      return std::make_shared<const StmtNode>(std::move(n));
-    };
     std::vector<Stmt> body;
-    for (const Stmt& b : s->body) body.push_back(rewrite_stmt(b));
+    for (const Stmt& b : s->body) body.push_back(rewrite_stmt_exprs(b, rewrite_expr));
     const Stmt inner = make_for(vi, int_imm(*c), s->loop, std::move(body));
     return make_for(vo, int_imm(extent / *c), LoopKind::kSerial, {inner});
   }

@@ -519,3 +519,35 @@ def test_a_conv_with_few_filters_takes_the_micro_kernel(variant, tmp_path):
     assert re.search(r"tg_sgemm::tile<\d+, 3>\(", source), "the filters' 3 rows: a row-tail tile"
     acc = _matches_onnxruntime(prefix, env, "--threads", "1")
     assert "PASS" in acc, acc
+
+
+def depthwise_conv1d(path):
+    # Conformer's convolution module: a depthwise Conv1d (31 taps there, 7 here) + Swish; one
+    # filter row per channel, the taps the only reduce axis (no column table); T = 200: 6 full
+    # panels of 32 columns on AVX-512 and a tail of 8
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 200])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="dw", kernel_shape=[7], pads=[3, 3], group=6),
+             helper.make_node("Sigmoid", ["c"], ["s"], name="sig"),
+             helper.make_node("Mul", ["c", "s"], ["y"], name="swish")]
+    _save(path, nodes, [x], [y], [_w("w", 6, 1, 7), _w("b", 6)])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_depthwise_conv1d_packs_its_interior_panels_without_padding_tests(variant, tmp_path):
+    """The column panels whose windows lie inside the sequence pack B with plain loads (their
+    own copy of the packing loop, var names with an `i`); the border panels keep the padding
+    select. Both match onnxruntime."""
+    prefix = tmp_path / "dw1d"
+    depthwise_conv1d(prefix)
+    env = _env(variant)
+    _tune(prefix, env)
+    kernels = {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
+    assert kernels["dw"].get("ukernel") == f"sgemm_{variant}", kernels["dw"]
+    source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+    interior = re.findall(r"for \(int64_t kbi0 = 0;[^\n]*\n[^\n]*\n[^\n]*\n\s*panels\[[^\n]*", source)
+    assert len(interior) == 1, source[:4000]
+    assert "tg_select" not in interior[0] and "tg_min" not in interior[0], interior[0]
+    assert "tg_select" in source.split("kbi0")[-1], "the border panels keep the padding select"
+    acc = _matches_onnxruntime(prefix, env, "--threads", "1")
+    assert "PASS" in acc, acc
