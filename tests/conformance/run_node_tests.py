@@ -6,7 +6,8 @@ whose ops tilegraph lowers (`tilegraph ops`) and that is not in skip_list.txt:
   1. `tilegraph tune PREFIX --no-build` writes the generated project (with
      --arch GPU: the CPU emulation of the GPU kernels, tune --emulate),
   2. its libmodel.so is compiled from the project's own sources with the
-     project's flags (one g++ call; see below),
+     project's flags (one g++ call on one translation unit that includes them;
+     see below),
   3. main_test runs it on the test's inputs (.pb converted to .npy); inputs
      that decide shapes are frozen into the model with --freeze-input,
   4. outputs are compared with the expected ones: |a-b| <= atol + rtol*|b|
@@ -146,8 +147,17 @@ def run_one(test_dir, tilegraph, work, main_test, arch="host"):
     project = prefix / "tilegraph_rt" / arch / ("emulation" if arch != "host" else "")
     lib = project / "libmodel.so"
     kernel_files = [str(p) for p in sorted(project.glob("kernels_*.cpp"))]
-    cc = subprocess.run(["g++", *MODEL_FLAGS, "-o", str(lib), str(project / "model.cpp"), *kernel_files,
-                         str(work / "weights_file.o")], capture_output=True, text=True)
+    # One translation unit including model.cpp and the kernel files parses the
+    # runtime headers once: 1.0 s instead of 1.8 s for a one-kernel test, most
+    # of each test's time. Where it does not compile (names two files keep to
+    # themselves), the files as the project builds them.
+    unity = prefix / "unity.cpp"
+    unity.write_text("".join(f'#include "{f}"\n' for f in [str(project / "model.cpp"), *kernel_files]))
+    cc = subprocess.run(["g++", *MODEL_FLAGS, "-o", str(lib), str(unity), str(work / "weights_file.o")],
+                        capture_output=True, text=True)
+    if cc.returncode != 0:
+        cc = subprocess.run(["g++", *MODEL_FLAGS, "-o", str(lib), str(project / "model.cpp"), *kernel_files,
+                             str(work / "weights_file.o")], capture_output=True, text=True)
     if cc.returncode != 0:
         first = next((l for l in cc.stderr.splitlines() if "error" in l), cc.stderr[-300:])
         return name, "compile: " + first.strip()
