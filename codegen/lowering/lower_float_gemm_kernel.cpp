@@ -1080,7 +1080,8 @@ class FloatGemmLowering : KernelBuilder {
         run_var = new_var("gb" + sfx, runs.groups);
         lane_var = new_var("lb" + sfx, kRunLanes);
         const Expr first_lane = var(run_var) * kRunLanes;
-        fast_value = replace_column_terms(reassociated, vj, t, terms, table, base, entry, &first_lane, var(lane_var));
+        fast_value = replace_column_terms(reassociated, vj, t, terms, table, base, entry, &first_lane,
+                                          var(lane_var) * runs.step);
         run_flag = load(table, entry, {finalize_indices(base + int_imm(terms_size) + window_position(t) * runs.groups +
                                                             var(run_var), bounds_)});
       }
@@ -1231,26 +1232,30 @@ class FloatGemmLowering : KernelBuilder {
     return t;
   }
 
-  // Contiguous runs in a conv's packing: a stride-1 conv's input offsets
-  // step by one across most runs of kRunLanes columns of a panel (those
-  // within one input row and off the padding), so they read with a plain
-  // vector load instead of a gather (ResNet-50's 3x3 convs over 56x56:
-  // 1.63 -> 1.43 ms). Per window position and run the table holds a flag
-  // after its entries: 1 where every offset term of the run's columns is
-  // its first column's plus the lane. Padding tests still apply lane by
-  // lane; an offset that only clamps (padding) breaks the run, so a run
-  // never reads past what its columns read.
+  // Runs in a conv's packing: a stride-1 conv's input offsets step by one
+  // across most runs of kRunLanes columns of a panel (those within one
+  // input row and off the padding), so they read with a plain vector load
+  // instead of a gather (ResNet-50's 3x3 convs over 56x56: 1.63 -> 1.43
+  // ms); a stride-2 conv's step by two, a load GCC makes of two vectors
+  // and a permute (ResNet-50's 7x7 stem, MobileNetV2's 3x3 one). Per
+  // window position and run the table holds a flag after its entries: 1
+  // where every offset term of the run's columns is its first column's
+  // plus the lane times the step. Padding tests still apply lane by lane;
+  // an offset that only clamps (padding) breaks the run, so a run never
+  // reads past what its columns read.
   static constexpr int64_t kRunLanes = 16;
+  static constexpr int64_t kMaxRunStep = 2;
 
   struct RunFlags {
     std::vector<size_t> offsets;  // the terms that are offsets (int, not padding tests)
     int64_t groups = 0;           // runs per panel (0: no flags)
+    int64_t step = 1;             // between the offsets of a run's neighbouring columns
     int64_t size(const ColumnTable& t) const { return t.positions * groups; }
   };
 
-  // None where the first panel has no run at the window's centre (strided
-  // convs, output rows narrower than a run): there the flags and the
-  // branch per run cost (the 7x7 stride-2 stem: 14% slower) and save nothing.
+  // None where the first panel has no run at the window's centre (output
+  // rows narrower than a run, strides above kMaxRunStep): there the flags
+  // and the branch per run cost and save nothing.
   RunFlags run_flags(const std::vector<Expr>& terms, const ColumnTable& t, int vj) const {
     RunFlags r;
     for (size_t i = 0; i < terms.size(); ++i)
@@ -1265,20 +1270,22 @@ class FloatGemmLowering : KernelBuilder {
       if (!is_const_int(simplify(substitute_vars(term, at), bounds_), &v)) return std::nullopt;
       return v;
     };
-    for (int64_t first = 0; first + kRunLanes <= geo_.v.nr; first += kRunLanes) {
-      bool run = true;
-      for (size_t i : r.offsets) {
-        const std::optional<int64_t> base = value_at(terms[i], first);
-        for (int64_t lane = 1; run && lane < kRunLanes; ++lane) {
-          const std::optional<int64_t> v = value_at(terms[i], first + lane);
-          run = base && v && *v == *base + lane;
+    for (int64_t step = 1; step <= kMaxRunStep; ++step)
+      for (int64_t first = 0; first + kRunLanes <= geo_.v.nr; first += kRunLanes) {
+        bool run = true;
+        for (size_t i : r.offsets) {
+          const std::optional<int64_t> base = value_at(terms[i], first);
+          for (int64_t lane = 1; run && lane < kRunLanes; ++lane) {
+            const std::optional<int64_t> v = value_at(terms[i], first + lane);
+            run = base && v && *v == *base + lane * step;
+          }
+        }
+        if (run) {
+          r.groups = geo_.v.nr / kRunLanes;
+          r.step = step;
+          return r;
         }
       }
-      if (run) {
-        r.groups = geo_.v.nr / kRunLanes;
-        break;
-      }
-    }
     return r;
   }
 
@@ -1291,7 +1298,7 @@ class FloatGemmLowering : KernelBuilder {
   }
 
   // flags[position * groups + g] = every offset term i at lane l of run g
-  // equals its lane 0's + l (after the table's fill).
+  // equals its lane 0's + l * step (after the table's fill).
   Stmt fill_run_flags(const RunFlags& runs, const ColumnTable& t, int table, const Expr& base, int64_t terms_size,
                       DType entry, const std::string& sfx) {
     const int64_t nr = geo_.v.nr;
@@ -1305,16 +1312,19 @@ class FloatGemmLowering : KernelBuilder {
     Expr steps;
     for (size_t i : runs.offsets) {
       const Expr step =
-          binary(BinaryOp::kEq, entry_at(i, var(vg) * kRunLanes + var(vl)), entry_at(i, var(vg) * kRunLanes) + var(vl));
+          binary(BinaryOp::kEq, entry_at(i, var(vg) * kRunLanes + var(vl)),
+                 entry_at(i, var(vg) * kRunLanes) + var(vl) * runs.step);
       steps = steps ? logical_and(steps, step) : step;
     }
     const Expr flag_at = finalize_indices(base + int_imm(terms_size) + var(vp) * runs.groups + var(vg), bounds_);
-    const Expr one = int_imm(1, entry), zero = int_imm(0, entry);
-    const Stmt clear = make_if(unary(UnaryOp::kNot, steps), {make_store(table, flag_at, zero)});
+    // A min over the lanes (a vectorized reduction), where a branch per lane
+    // ran scalar: 49 positions x 2 runs x 16 lanes per panel of the 7x7 stem.
+    const Expr flag = load(table, entry, {flag_at});
+    const Stmt lanes = make_for(vl, int_imm(kRunLanes), LoopKind::kReduce,
+                                {make_store(table, flag_at, min(flag, cast(entry, steps)))});
     return make_for(vp, int_imm(t.positions), LoopKind::kSerial,
                     {make_for(vg, int_imm(runs.groups), LoopKind::kSerial,
-                              {make_store(table, flag_at, one),
-                               make_for(vl, int_imm(kRunLanes), LoopKind::kSerial, {clear})})});
+                              {make_store(table, flag_at, int_imm(1, entry)), lanes})});
   }
 
   static bool uses_any(const Expr& e, const std::vector<int>& vars) {
@@ -1376,8 +1386,8 @@ class FloatGemmLowering : KernelBuilder {
 
   // e with each of `terms` read from table[base + (t * positions + window) * NR + vj],
   // whose entries are of type `entry` (int64, or int32: widened as read).
-  // With run_first (a run of contiguous offsets, RunFlags), an offset term
-  // is instead its entry at column *run_first plus `lane`.
+  // With run_first (a run of offsets, RunFlags), an offset term is instead
+  // its entry at column *run_first plus `lane` (the lane times the run's step).
   Expr replace_column_terms(const Expr& e, int vj, const ColumnTable& t, const std::vector<Expr>& terms,
                             int table, const Expr& base, DType entry, const Expr* run_first,
                             const Expr& lane = nullptr) const {

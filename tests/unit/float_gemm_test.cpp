@@ -302,14 +302,41 @@ TEST(FloatGemm, StrideOneConvPacksContiguousRunsWithPlainLoads) {
   EXPECT_EQ(std::count_if(each.begin(), each.end(), [&](const Expr& l) { return uses_var(l, lane); }), 2);
 }
 
-// Stride 2: a panel's offsets step by two, no run can be contiguous, and
-// the packing keeps one load per column with no flags to fill.
-TEST(FloatGemm, StridedConvPacksWithoutRuns) {
-  const codegen::Kernel kernel = conv3x3_avx512_kernel("conv_no_runs", 2);
+// Stride 2: a run's input offsets step by two; its loop reads the input
+// at the run's first offset plus twice the lane (GCC: two vector loads and
+// a permute instead of a gather), flagged per run as for stride 1. Stride 3
+// keeps one load per column and no flags.
+TEST(FloatGemm, StrideTwoConvPacksRunsThatStepByTwo) {
+  const codegen::Kernel kernel = conv3x3_avx512_kernel("conv_step2_runs", 2);
   std::vector<codegen::Stmt> runs, flags, per_column;
   loops_named(kernel, kernel.body, "lb", &runs);
   loops_named(kernel, kernel.body, "lr", &flags);
   loops_named(kernel, kernel.body, "jb", &per_column);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(flags.size(), 1u);
+  EXPECT_TRUE(per_column.empty());
+  const int lane = static_cast<int>(std::find(kernel.var_names.begin(), kernel.var_names.end(), "lb") -
+                                    kernel.var_names.begin());
+  std::vector<Expr> input_reads;
+  visit(runs[0]->body[0]->value, [&](const Expr& x) {
+    if (x->kind == ExprKind::kLoad && x->dtype == DType::kF32) input_reads.push_back(x);
+  });
+  ASSERT_EQ(input_reads.size(), 1u);
+  std::vector<Expr> at(kernel.var_names.size());
+  for (size_t i = 0; i < at.size(); ++i) at[i] = var(static_cast<int>(i));
+  const Expr index = input_reads[0]->args[0];
+  at[static_cast<size_t>(lane)] = int_imm(1);
+  const Expr next = substitute_vars(index, at);
+  at[static_cast<size_t>(lane)] = int_imm(0);
+  int64_t step = 0;
+  ASSERT_TRUE(is_const_int(simplify(next - substitute_vars(index, at), {}), &step));
+  EXPECT_EQ(step, 2);
+
+  const codegen::Kernel stride3 = conv3x3_avx512_kernel("conv_no_runs", 3);
+  runs.clear(), flags.clear(), per_column.clear();
+  loops_named(stride3, stride3.body, "lb", &runs);
+  loops_named(stride3, stride3.body, "lr", &flags);
+  loops_named(stride3, stride3.body, "jb", &per_column);
   EXPECT_TRUE(runs.empty());
   EXPECT_TRUE(flags.empty());
   EXPECT_EQ(per_column.size(), 1u);
