@@ -39,7 +39,7 @@ python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph
 python3 tests/conformance/run_node_tests.py --tilegraph build/bin/tilegraph --arch H100
 
 stage "3. CLI error tests and model tests (pytest)"
-PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q tests/cli tests/security tests/models tests/bench tests/farm tests/quantized tests/float_gemm tests/arm tests/artifacts tests/pooling
+PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q --durations=15 tests/cli tests/security tests/models tests/bench tests/farm tests/quantized tests/float_gemm tests/arm tests/artifacts tests/pooling
 
 if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
   stage "4. unit tests under ASan + UBSan"
