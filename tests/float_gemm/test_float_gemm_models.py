@@ -276,6 +276,18 @@ def _manifest(prefix):
     return json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
 
 
+def _kernel_source(prefix):
+    """The generated kernels' C++, every file of the host project."""
+    return "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+
+
+def _tuned_kernels_by_node(make_model, prefix, variant):
+    """Writes and tunes the model for `variant`; the manifest's kernel of each ONNX node."""
+    make_model(prefix)
+    _tune(prefix, _env(variant))
+    return {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
+
+
 def _sgemm_kernels(prefix, variant):
     """The manifest's kernels on the float micro-kernel of `variant`."""
     return [k for k in _manifest(prefix)["kernels"] if k.get("ukernel") == f"sgemm_{variant}"]
@@ -468,7 +480,7 @@ def test_narrow_column_tails_match_onnxruntime(variant, tmp_path):
         for node in k["onnx_nodes"]:
             tails[node] = k["ukernel_params"].get("tail_cols", 0)
     assert {n: tails.get(n) for n in NARROW_TAILS[variant]} == NARROW_TAILS[variant], tails
-    source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+    source = _kernel_source(prefix)
     for cols in set(NARROW_TAILS[variant].values()) - {0}:
         assert f"tg_sgemm::tile<{cols}>(" in source
     acc = _matches_onnxruntime(prefix, env, "--threads", "1")
@@ -508,16 +520,13 @@ def test_a_conv_with_few_filters_takes_the_micro_kernel(variant, tmp_path):
     """Fewer than 4 GEMM rows: the conv (constant filters as rows) runs on the micro-kernel with
     a row tail of 3 (tile<W, 3>); the 2-row x @ W stays in the loop nest."""
     prefix = tmp_path / "few_rows"
-    few_rows(prefix)
-    env = _env(variant)
-    _tune(prefix, env)
-    kernels = {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
+    kernels = _tuned_kernels_by_node(few_rows, prefix, variant)
     assert kernels["conv"].get("ukernel") == f"sgemm_{variant}", kernels["conv"]
     assert kernels["conv"] is kernels["residual"], "the residual add: the conv's epilogue"
     assert kernels["mm"].get("ukernel") is None, kernels["mm"]
-    source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+    source = _kernel_source(prefix)
     assert re.search(r"tg_sgemm::tile<\d+, 3>\(", source), "the filters' 3 rows: a row-tail tile"
-    acc = _matches_onnxruntime(prefix, env, "--threads", "1")
+    acc = _matches_onnxruntime(prefix, _env(variant), "--threads", "1")
     assert "PASS" in acc, acc
 
 
@@ -539,15 +548,12 @@ def test_depthwise_conv1d_packs_its_interior_panels_without_padding_tests(varian
     own copy of the packing loop, var names with an `i`); the border panels keep the padding
     select. Both match onnxruntime."""
     prefix = tmp_path / "dw1d"
-    depthwise_conv1d(prefix)
-    env = _env(variant)
-    _tune(prefix, env)
-    kernels = {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
+    kernels = _tuned_kernels_by_node(depthwise_conv1d, prefix, variant)
     assert kernels["dw"].get("ukernel") == f"sgemm_{variant}", kernels["dw"]
-    source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+    source = _kernel_source(prefix)
     interior = re.findall(r"for \(int64_t kbi0 = 0;[^\n]*\n[^\n]*\n[^\n]*\n\s*panels\[[^\n]*", source)
     assert len(interior) == 1, source[:4000]
     assert "tg_select" not in interior[0] and "tg_min" not in interior[0], interior[0]
     assert "tg_select" in source.split("kbi0")[-1], "the border panels keep the padding select"
-    acc = _matches_onnxruntime(prefix, env, "--threads", "1")
+    acc = _matches_onnxruntime(prefix, _env(variant), "--threads", "1")
     assert "PASS" in acc, acc
