@@ -43,8 +43,9 @@ PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q 
 
 if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
   stage "4. unit tests under ASan + UBSan"
+  # ccache as in build.sh (the launcher exported above), paths relative to the checkout.
   cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTILEGRAPH_SANITIZE=ON >/dev/null
-  cmake --build build-asan -j "$(nproc)" --target tilegraph_unit_tests
+  CCACHE_BASEDIR="$PWD" cmake --build build-asan -j "$(nproc)" --target tilegraph_unit_tests
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/bin/tilegraph_unit_tests --gtest_brief=1
 fi
 
