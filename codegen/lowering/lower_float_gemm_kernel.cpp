@@ -952,15 +952,12 @@ class FloatGemmLowering : KernelBuilder {
     if (in.var < 0) return tail;
     // Built at a var bounded to the interior panels, then read at nb, which
     // the If keeps inside them.
-    const int64_t saved_first = in.first, saved_last = in.last;
-    bounds_[static_cast<size_t>(in.var)] = {saved_first, saved_last};
-    const Stmt inside = rewrite_stmt_exprs(
-        pack_b_at(vb, var(in.var), panels, offset, block, true, "i").pack, [&](const Expr& e) {
-          return rewrite(e, [&](const Expr& x) -> Expr {
-            return x->kind == ExprKind::kVar && x->int_value == in.var ? nb : nullptr;
-          });
-        });
-    const Expr is_inside = logical_and(lt(int_imm(saved_first - 1), nb), lt(nb, int_imm(saved_last + 1)));
+    bounds_[static_cast<size_t>(in.var)] = {in.first, in.last};
+    std::vector<Expr> at_nb = vars_as_themselves();
+    at_nb[static_cast<size_t>(in.var)] = nb;
+    const Stmt inside = rewrite_stmt_exprs(pack_b_at(vb, var(in.var), panels, offset, block, true, "i").pack,
+                                           [&](const Expr& e) { return substitute_vars(e, at_nb); });
+    const Expr is_inside = logical_and(lt(int_imm(in.first - 1), nb), lt(nb, int_imm(in.last + 1)));
     tail.pack = make_seq({make_if(is_inside, {inside}), make_if(unary(UnaryOp::kNot, is_inside), {tail.pack})});
     return tail;
   }
