@@ -131,8 +131,10 @@ std::string explain_text(const nlohmann::json& e, bool no_fusion) {
   int index = 0;
   for (const nlohmann::json& k : list) {
     char line[256];
-    std::snprintf(line, sizeof line, "#%d %s  [%s]\n", index++, k.at("name").get<std::string>().c_str(),
-                  k.at("config").get<std::string>().c_str());
+    // The kind first: a kernel left in the loop nest where a micro-kernel was
+    // expected is the usual reason for one slow kernel.
+    std::snprintf(line, sizeof line, "#%d %s  %s  [%s]\n", index++, k.at("name").get<std::string>().c_str(),
+                  k.at("kind").get<std::string>().c_str(), k.at("config").get<std::string>().c_str());
     out << line;
     if (const auto lib = k.find("library"); lib != k.end()) {
       const nlohmann::json& l = *lib;

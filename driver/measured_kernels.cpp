@@ -95,7 +95,8 @@ void add_measured_times(nlohmann::json& explain, const std::vector<MeasuredKerne
     k["ratio"] = ratio;
     log_error += std::log(error_factor(ratio));
     ++counted;
-    rows.push_back({{"index", i}, {"name", k.at("name")}, {"kernel", m.name}, {"config", k.at("config")},
+    rows.push_back({{"index", i}, {"name", k.at("name")}, {"kernel", m.name}, {"kind", k.at("kind")},
+                    {"config", k.at("config")},
                     {"predicted_ms", predicted}, {"measured_ms", m.ms_per_iter}, {"ratio", ratio}});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
@@ -112,14 +113,15 @@ std::string measured_text(const nlohmann::json& e) {
   char line[320];
   std::snprintf(line, sizeof line, "\npredicted vs measured (%zu kernels, largest error first)\n", rows.size());
   out << line;
-  std::snprintf(line, sizeof line, "%5s  %-40s  %12s  %12s  %8s\n", "#", "kernel", "predicted ms", "measured ms",
-                "ratio");
+  std::snprintf(line, sizeof line, "%5s  %-40s  %-12s  %12s  %12s  %8s\n", "#", "kernel", "kind", "predicted ms",
+                "measured ms", "ratio");
   out << line;
   for (const nlohmann::json& r : rows) {
     std::string name = r.at("name").get<std::string>();
     if (name.size() > 40) name = name.substr(0, 37) + "...";
-    std::snprintf(line, sizeof line, "%5lld  %-40s  %12.4f  %12.4f  %8.3f\n",
+    std::snprintf(line, sizeof line, "%5lld  %-40s  %-12s  %12.4f  %12.4f  %8.3f\n",
                   static_cast<long long>(r.at("index").get<int64_t>()), name.c_str(),
+                  r.at("kind").get<std::string>().c_str(),
                   r.at("predicted_ms").get<double>(), r.at("measured_ms").get<double>(), r.at("ratio").get<double>());
     out << line;
   }

@@ -64,6 +64,9 @@ def test_explain_text_shows_fused_vs_unfused(tuned):
     r = tg("explain", prefix, "--arch", "H100")
     assert r.returncode == 0, r.stderr
     assert "one op per kernel" in r.stdout and "DRAM" in r.stdout and "edge " in r.stdout
+    # Each kernel's head line names it, its kind and its config.
+    heads = [line.split() for line in r.stdout.splitlines() if line.startswith("#")]
+    assert heads and all(h[2] == "block" and h[3].startswith("[") for h in heads)
     unfused = tg("explain", prefix, "--arch", "H100", "--no-fusion")
     assert unfused.returncode == 0
     assert unfused.stdout.count("\n#") > r.stdout.count("\n#")

@@ -47,7 +47,7 @@ def check_measured(e, ms_per_kernel):
     for r in rows:
         k = e["subgraphs"][r["index"]]
         assert r["measured_ms"] > 0 and r["predicted_ms"] > 0
-        assert r["name"] == k["name"] and r["ratio"] == k["ratio"]
+        assert r["name"] == k["name"] and r["ratio"] == k["ratio"] and r["kind"] == k["kind"]
         assert r["ratio"] == pytest.approx(r["predicted_ms"] / r["measured_ms"], rel=1e-9)
     errors = [error_factor(r["ratio"]) for r in rows]
     assert errors == sorted(errors, reverse=True), "not sorted by largest error"
@@ -83,7 +83,12 @@ def test_measured_from_a_run_profile(tuned, tmp_path):
     assert "predicted vs measured" in text.stdout and "geometric-mean error" in text.stdout
     # One line per measured kernel after the header.
     table = text.stdout.split("predicted vs measured", 1)[1].splitlines()
-    assert len([line for line in table if line.strip()[:1].isdigit()]) == len(kernels)
+    rows = [line.split() for line in table if line.strip()[:1].isdigit()]
+    assert len(rows) == len(kernels)
+    # Each row carries its kernel's kind (loop nest, float_gemm, ...) after the name.
+    subgraphs = json.loads(r.stdout)["subgraphs"]
+    assert all(row[2] == subgraphs[int(row[0])]["kind"] for row in rows)
+    assert {row[2] for row in rows} >= {"float_gemm"}
 
 
 def test_profile_without_kernels_is_a_clear_error(tuned, tmp_path):
