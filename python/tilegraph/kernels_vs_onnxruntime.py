@@ -7,8 +7,10 @@ Where a model is slower than onnxruntime, this says which kernels lose the time.
 Both engines run ``PREFIX/model.onnx`` on the same seeded inputs (test_acc's
 generator) with the same thread count:
 
-* tilegraph: the kernel profile of ``PREFIX/tilegraph_rt/<arch>/build/libmodel.so``
-  (mean ms per run over ``--iters`` runs, as ``tilegraph run --profile``);
+* tilegraph: the kernel profile of ``PREFIX/tilegraph_rt/<arch>/build/libmodel.so``,
+  the median ms of each kernel over ``--iters`` runs (a mean, as ``tilegraph run
+  --profile`` prints, charges a run in which another process held the core to
+  whichever kernel was running then);
 * onnxruntime: its session profile, the median ms per run of each node.
 
 Each onnxruntime node is charged to the tilegraph kernel that computes the ONNX
@@ -152,12 +154,13 @@ def onnxruntime_node_ms(model_path: Path, feeds: dict, threads: int, iters: int,
 def compare(prefix: str | os.PathLike, threads: int = 1, iters: int = 10, arch: str = "host",
             optimization: str = "all", seed: int = 0) -> dict:
     """Both profiles, and each kernel's rows: {"kernels": [...], "unmatched": {...},
-    "tilegraph_total_ms", "onnxruntime_total_ms", "threads"}."""
+    "tilegraph_total_ms", "onnxruntime_total_ms", "threads"}; medians per run."""
     prefix = Path(prefix)
     model_path = prefix / "model.onnx"
     feeds = generate_inputs(model_inputs(str(model_path)), seed=seed, ranges=load_input_ranges(prefix))
     with CompiledModel(prefix, arch=arch, num_threads=threads) as compiled:
-        kernels = compiled.profile(feeds, iters=iters)
+        kernels = [(name, statistics.median(runs), nodes)
+                   for name, runs, nodes in compiled.profile_runs(feeds, iters=iters)]
     ort_ms = onnxruntime_node_ms(model_path, feeds, threads, iters, optimization)
 
     # A node split over several kernels (a conv whose bias add and ReLU fuse

@@ -270,6 +270,26 @@ class CompiledModel:
         return [(name, self._lib.tg_kernel_time_ms(self._model, k) / max(1, iters), nodes)
                 for k, (name, nodes) in enumerate(self.kernels())]
 
+    def profile_runs(self, inputs, iters: int = 10) -> list:
+        """Per-kernel time in ms of each of ``iters`` runs: [(name, [ms per run], nodes)].
+        A median over the runs ignores the run in which another process held the
+        core, which a mean over them (``profile``) charges to whichever kernel
+        was running."""
+        arrays = self._prepare_inputs(inputs)
+        self.run(arrays, copy=False)
+        kernels = self.kernels()
+        times = [[] for _ in kernels]
+        self._lib.tg_set_profiling(self._model, 1)
+        try:
+            for _ in range(iters):
+                self._lib.tg_reset_profile(self._model)
+                self.run(arrays, copy=False)
+                for k, t in enumerate(times):
+                    t.append(self._lib.tg_kernel_time_ms(self._model, k))
+        finally:
+            self._lib.tg_set_profiling(self._model, 0)
+        return [(name, times[k], nodes) for k, (name, nodes) in enumerate(kernels)]
+
     def random_inputs(self, seed: int = 0, ranges: Mapping | None = None) -> dict:
         """Seeded random inputs for this model's static input shapes (see test_acc)."""
         rng = np.random.default_rng(seed)

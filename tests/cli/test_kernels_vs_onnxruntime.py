@@ -97,3 +97,16 @@ def test_the_command_prints_the_table_and_writes_json(tuned, tmp_path):
     r = subprocess.run([sys.executable, "-m", "tilegraph.kernels_vs_onnxruntime", str(tmp_path)],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 2 and "no model.onnx" in r.stderr
+
+
+def test_profile_runs_gives_each_kernel_one_time_per_run(tuned):
+    with CompiledModel(tuned) as m:
+        feeds = m.random_inputs(seed=0)
+        runs = m.profile_runs(feeds, iters=3)
+        assert [name for name, _, _ in runs] == [name for name, _ in m.kernels()]
+    assert all(len(times) == 3 and min(times) >= 0 for _, times, _ in runs)
+    # Every run timed real work: the convs take time in each one.
+    for r in range(3):
+        assert sum(times[r] for _, times, _ in runs) > 0
+    stem = next(times for _, times, nodes in runs if nodes == ["/stem/stem.0/Conv"])
+    assert min(stem) > 0
