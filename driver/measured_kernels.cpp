@@ -34,7 +34,7 @@ std::vector<MeasuredKernel> read_kernel_profile_json(const nlohmann::json& repor
       MeasuredKernel m;
       m.index = k.at("index").get<int>();
       m.name = k.at("name").get<std::string>();
-      m.ms_per_iter = k.at("ms_per_iter").get<double>();
+      m.ms = k.contains("median_ms") ? k.at("median_ms").get<double>() : k.at("ms_per_iter").get<double>();
       kernels.push_back(std::move(m));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -86,18 +86,18 @@ void add_measured_times(nlohmann::json& explain, const std::vector<MeasuredKerne
       throw UserError(str_cat("the profile lacks kernel ", i, " (it lists kernel ", m.index, " instead)"));
     nlohmann::json& k = subgraphs[i];
     const double predicted = k.at("predicted_ms").get<double>();
-    k["measured_ms"] = m.ms_per_iter;
+    k["measured_ms"] = m.ms;
     k["kernel"] = m.name;
-    total += m.ms_per_iter;
+    total += m.ms;
     // A kernel too short for the clock (an alias copy) has no ratio.
-    if (m.ms_per_iter <= 0 || predicted <= 0) continue;
-    const double ratio = predicted / m.ms_per_iter;
+    if (m.ms <= 0 || predicted <= 0) continue;
+    const double ratio = predicted / m.ms;
     k["ratio"] = ratio;
     log_error += std::log(error_factor(ratio));
     ++counted;
     rows.push_back({{"index", i}, {"name", k.at("name")}, {"kernel", m.name}, {"kind", k.at("kind")},
                     {"config", k.at("config")},
-                    {"predicted_ms", predicted}, {"measured_ms", m.ms_per_iter}, {"ratio", ratio}});
+                    {"predicted_ms", predicted}, {"measured_ms", m.ms}, {"ratio", ratio}});
   }
   std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     return error_factor(a["ratio"].get<double>()) > error_factor(b["ratio"].get<double>());

@@ -17,7 +17,10 @@ namespace tilegraph::driver {
 struct MeasuredKernel {
   int index = 0;           // tg_kernel_name(index)
   std::string name;
-  double ms_per_iter = 0;  // mean over the profiled iterations
+  // One run's time: the median over the profiled runs (main_test's
+  // median_ms), or their mean (ms_per_iter) in an export without medians.
+  // The median leaves out the runs in which another process held the core.
+  double ms = 0;
 };
 
 // The kernels of a main_test --export-json document's "profile"; throws

@@ -49,19 +49,52 @@ std::vector<std::string> split_node_list(const char* comma_separated) {
   return out;
 }
 
-std::vector<KernelTime> read_kernel_profile(const tg_model* model) {
+namespace {
+
+KernelTime kernel_named(int k) {
+  KernelTime t;
+  t.index = k;
+  const char* name = tg_kernel_name(k);
+  t.name = name ? name : "kernel_" + std::to_string(k);
+  t.nodes = split_node_list(tg_kernel_nodes(k));
+  return t;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void slowest_first(std::vector<KernelTime>& kernels) {
+  std::stable_sort(kernels.begin(), kernels.end(),
+                   [](const KernelTime& a, const KernelTime& b) { return a.median_ms > b.median_ms; });
+}
+
+}  // namespace
+
+std::vector<KernelTime> read_kernel_profile(const tg_model* model, size_t runs) {
   std::vector<KernelTime> kernels;
   for (int k = 0; k < tg_num_kernels(); ++k) {
-    KernelTime t;
-    t.index = k;
-    const char* name = tg_kernel_name(k);
-    t.name = name ? name : "kernel_" + std::to_string(k);
-    t.nodes = split_node_list(tg_kernel_nodes(k));
+    KernelTime t = kernel_named(k);
     t.total_ms = tg_kernel_time_ms(model, k);
+    t.median_ms = t.total_ms / double(std::max<size_t>(runs, 1));
     kernels.push_back(std::move(t));
   }
-  std::stable_sort(kernels.begin(), kernels.end(),
-                   [](const KernelTime& a, const KernelTime& b) { return a.total_ms > b.total_ms; });
+  slowest_first(kernels);
+  return kernels;
+}
+
+std::vector<KernelTime> kernel_times_of_runs(const std::vector<std::vector<double>>& ms_per_run) {
+  std::vector<KernelTime> kernels;
+  for (size_t k = 0; k < ms_per_run.size(); ++k) {
+    KernelTime t = kernel_named(int(k));
+    for (double ms : ms_per_run[k]) t.total_ms += ms;
+    t.median_ms = median(ms_per_run[k]);
+    kernels.push_back(std::move(t));
+  }
+  slowest_first(kernels);
   return kernels;
 }
 
@@ -77,15 +110,15 @@ std::string format_profile_table(const std::vector<KernelTime>& kernels, size_t 
   char line[512];
   std::string out = "profile (" + std::to_string(iterations) + " iterations, " + std::to_string(kernels.size()) +
                     " kernels):\n";
-  std::snprintf(line, sizeof line, "%4s  %-*s  %10s  %10s  %6s  %s\n", "rank", int(name_width), "kernel",
-                "total ms", "ms/iter", "%", "onnx nodes");
+  std::snprintf(line, sizeof line, "%4s  %-*s  %10s  %10s  %10s  %6s  %s\n", "rank", int(name_width), "kernel",
+                "total ms", "ms/iter", "median ms", "%", "onnx nodes");
   out += line;
   for (size_t r = 0; r < kernels.size(); ++r) {
     const KernelTime& k = kernels[r];
     double pct = total > 0 ? 100.0 * k.total_ms / total : 0.0;
-    std::snprintf(line, sizeof line, "%4zu  %-*s  %10s  %10s  %5.1f%%  ", r + 1, int(name_width),
+    std::snprintf(line, sizeof line, "%4zu  %-*s  %10s  %10s  %10s  %5.1f%%  ", r + 1, int(name_width),
                   truncate(k.name, kMaxNameWidth).c_str(), format_ms(k.total_ms).c_str(),
-                  format_ms(k.total_ms / iters).c_str(), pct);
+                  format_ms(k.total_ms / iters).c_str(), format_ms(k.median_ms).c_str(), pct);
     out += line + node_summary(k.nodes, kNodesWidth) + "\n";
   }
   out += "kernel total: " + format_ms(total / iters) + " ms/iter (end-to-end mean without profiling: " +

@@ -16,17 +16,28 @@ struct KernelTime {
   std::string name;
   std::vector<std::string> nodes;  // the ONNX nodes fused into the kernel
   double total_ms = 0;             // tg_kernel_time_ms: summed since the last reset
+  // The median of its per-run times where those were read one run at a time
+  // (kernel_times_of_runs), else total / runs: a run in which another
+  // process held the core shows in the total of whichever kernel was running
+  // then (0.09 ms kernels read 0.66 ms on average), not in the median.
+  double median_ms = 0;
 };
 
 // The model's profile counters, slowest kernel first; ties keep kernel order
-// so the table is deterministic.
-std::vector<KernelTime> read_kernel_profile(const tg_model* model);
+// so the table is deterministic. median_ms is total / `runs`.
+std::vector<KernelTime> read_kernel_profile(const tg_model* model, size_t runs = 1);
+
+// The kernels from their times in each run, ms_per_run[k][r] the time of
+// kernel k in run r (tg_kernel_time_ms after a tg_reset_profile and one
+// run): total and median per kernel, slowest median first (ties keep kernel
+// order).
+std::vector<KernelTime> kernel_times_of_runs(const std::vector<std::vector<double>>& ms_per_run);
 
 // "a, b ,c" -> {"a", "b", "c"}; empty pieces and NULL give nothing.
 std::vector<std::string> split_node_list(const char* comma_separated);
 
-// The table main_test prints: rank, kernel, total ms, ms/iter, share of the
-// summed kernel time, and the fused nodes (as many as fit in 60 columns, then
+// The table main_test prints: rank, kernel, total ms, ms/iter (the mean),
+// the median ms of one run, the share of the summed kernel time, and the fused nodes (as many as fit in 60 columns, then
 // "... (+K more)"), followed by the kernel total against `mean_ms`, the
 // end-to-end mean measured without profiling.
 std::string format_profile_table(const std::vector<KernelTime>& kernels, size_t iterations, double mean_ms);

@@ -281,13 +281,18 @@ std::vector<double> timed_iterations(const Session& s, const Options& o) {
 }
 
 // Profiling runs separately from the timed iterations so that its
-// per-kernel synchronization does not inflate the latency statistics.
+// per-kernel synchronization does not inflate the latency statistics. Each
+// run's kernel times are read on their own, for their medians.
 std::vector<KernelTime> profile(const Session& s, size_t iterations) {
+  std::vector<std::vector<double>> ms_per_run(static_cast<size_t>(tg_num_kernels()));
   tg_set_profiling(s.model.get(), 1);
-  tg_reset_profile(s.model.get());
-  for (size_t i = 0; i < iterations; ++i) s.run_once();
+  for (size_t i = 0; i < iterations; ++i) {
+    tg_reset_profile(s.model.get());
+    s.run_once();
+    for (size_t k = 0; k < ms_per_run.size(); ++k) ms_per_run[k].push_back(tg_kernel_time_ms(s.model.get(), int(k)));
+  }
   tg_set_profiling(s.model.get(), 0);
-  return read_kernel_profile(s.model.get());
+  return kernel_times_of_runs(ms_per_run);
 }
 
 // ------------------------------------------------------------ accuracy ----
@@ -362,6 +367,7 @@ void json_profile(JsonWriter& j, const RunReport& r) {
     j.field("name", k.name);
     j.field("total_ms", k.total_ms);
     j.field("ms_per_iter", k.total_ms / double(std::max<size_t>(r.profile_iterations, 1)));
+    j.field("median_ms", k.median_ms);
     j.field("percent", total > 0 ? 100.0 * k.total_ms / total : 0.0);
     j.key("nodes");
     j.begin_array(true);

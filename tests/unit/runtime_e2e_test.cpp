@@ -145,7 +145,7 @@ TEST_F(MainTestE2E, FullRunWritesOutputsMatchesExpectedAndExportsJson) {
   EXPECT_TRUE(contains(r.out, "  (7 iters)\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "throughput: ")) << r.out;
   EXPECT_TRUE(contains(r.out, "profile (7 iterations, 2 kernels):\n")) << r.out;
-  EXPECT_TRUE(contains(r.out, "rank  kernel           total ms     ms/iter       %  onnx nodes\n")) << r.out;
+  EXPECT_TRUE(contains(r.out, "rank  kernel           total ms     ms/iter   median ms       %  onnx nodes\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "\n   1  fused_mul_add  ")) << r.out;
   EXPECT_TRUE(contains(r.out, "%  Mul_0, Add_1\n")) << r.out;
   EXPECT_TRUE(contains(r.out, "\n   2  copy_ids       ")) << r.out;
@@ -186,6 +186,10 @@ TEST_F(MainTestE2E, FullRunWritesOutputsMatchesExpectedAndExportsJson) {
   EXPECT_EQ(j["profile"]["kernels"][0]["rank"], 1);
   EXPECT_EQ(j["profile"]["kernels"][0]["nodes"], nlohmann::json::array({"Mul_0", "Add_1"}));
   EXPECT_GE(j["profile"]["kernels"][0]["total_ms"].get<double>(), 7 * 0.05);
+  // One run's median: the fake kernel busy-waits 50 us per run.
+  EXPECT_GE(j["profile"]["kernels"][0]["median_ms"].get<double>(), 0.05);
+  EXPECT_LE(j["profile"]["kernels"][0]["median_ms"].get<double>(),
+            j["profile"]["kernels"][0]["total_ms"].get<double>() / 7 * 1.5);
   EXPECT_NEAR(j["profile"]["kernels"][0]["percent"].get<double>() + j["profile"]["kernels"][1]["percent"].get<double>(),
               100.0, 1e-6);
   EXPECT_EQ(j["accuracy"]["passed"], true);

@@ -20,14 +20,14 @@ TEST(KernelProfile, SplitsNodeLists) {
 
 TEST(KernelProfile, TableIsExact) {
   std::vector<KernelTime> kernels = {
-      {2, "matmul_bias_gelu", {"MatMul_3", "Add_4", "Gelu_5"}, 30.0},
-      {0, "softmax", {"Softmax_1"}, 10.0},
+      {2, "matmul_bias_gelu", {"MatMul_3", "Add_4", "Gelu_5"}, 30.0, 2.5},
+      {0, "softmax", {"Softmax_1"}, 10.0, 0.75},
   };
   EXPECT_EQ(format_profile_table(kernels, 10, 4.5),
             "profile (10 iterations, 2 kernels):\n"
-            "rank  kernel              total ms     ms/iter       %  onnx nodes\n"
-            "   1  matmul_bias_gelu      30.000      3.0000   75.0%  MatMul_3, Add_4, Gelu_5\n"
-            "   2  softmax               10.000      1.0000   25.0%  Softmax_1\n"
+            "rank  kernel              total ms     ms/iter   median ms       %  onnx nodes\n"
+            "   1  matmul_bias_gelu      30.000      3.0000      2.5000   75.0%  MatMul_3, Add_4, Gelu_5\n"
+            "   2  softmax               10.000      1.0000      0.7500   25.0%  Softmax_1\n"
             "kernel total: 4.0000 ms/iter (end-to-end mean without profiling: 4.5000 ms)\n");
   EXPECT_EQ(format_profile_table({}, 10, 1.0), "profile: the model reports no kernels\n");
 }
@@ -40,6 +40,22 @@ TEST(KernelProfile, LongNamesAndNodeListsAreTruncated) {
   EXPECT_NE(table.find(std::string(37, 'k') + "...  "), std::string::npos) << table;
   EXPECT_NE(table.find("%  /encoder/layer.0/Add, /encoder/layer.1/Add ... (+28 more)\n"), std::string::npos)
       << table;
+}
+
+TEST(KernelProfile, RunsGiveEachKernelItsTotalAndMedianSlowestMedianFirst) {
+  // The fake model's two kernels; kernel 1 had one slow run (the core taken
+  // by another process): its total passes kernel 0's, its median does not.
+  const std::vector<std::vector<double>> ms = {{1.0, 1.2, 1.1, 0.9}, {0.1, 4.0, 0.2, 0.1}};
+  std::vector<KernelTime> kernels = kernel_times_of_runs(ms);
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].index, 0);
+  EXPECT_EQ(kernels[0].name, "fused_mul_add");
+  EXPECT_DOUBLE_EQ(kernels[0].total_ms, 4.2);
+  EXPECT_DOUBLE_EQ(kernels[0].median_ms, 1.05);
+  EXPECT_EQ(kernels[1].index, 1);
+  EXPECT_DOUBLE_EQ(kernels[1].total_ms, 4.4);
+  EXPECT_DOUBLE_EQ(kernels[1].median_ms, 0.15);
+  EXPECT_DOUBLE_EQ(kernel_times_of_runs({{3.0, 1.0, 2.0}})[0].median_ms, 2.0);  // odd count: the middle one
 }
 
 TEST(KernelProfile, ReadsTheModelsCountersSlowestFirst) {
@@ -67,6 +83,7 @@ TEST(KernelProfile, ReadsTheModelsCountersSlowestFirst) {
   EXPECT_EQ(kernels[0].index, 0);
   EXPECT_EQ(kernels[0].nodes, (std::vector<std::string>{"Mul_0", "Add_1"}));
   EXPECT_GE(kernels[0].total_ms, 0.05);
+  EXPECT_DOUBLE_EQ(kernels[0].median_ms, kernels[0].total_ms);  // one run
   EXPECT_EQ(kernels[1].name, "copy_ids");
 }
 
