@@ -74,18 +74,6 @@ void slowest_first(std::vector<KernelTime>& kernels) {
 
 }  // namespace
 
-std::vector<KernelTime> read_kernel_profile(const tg_model* model, size_t runs) {
-  std::vector<KernelTime> kernels;
-  for (int k = 0; k < tg_num_kernels(); ++k) {
-    KernelTime t = kernel_named(k);
-    t.total_ms = tg_kernel_time_ms(model, k);
-    t.median_ms = t.total_ms / double(std::max<size_t>(runs, 1));
-    kernels.push_back(std::move(t));
-  }
-  slowest_first(kernels);
-  return kernels;
-}
-
 std::vector<KernelTime> kernel_times_of_runs(const std::vector<std::vector<double>>& ms_per_run) {
   std::vector<KernelTime> kernels;
   for (size_t k = 0; k < ms_per_run.size(); ++k) {

@@ -23,10 +23,6 @@ struct KernelTime {
   double median_ms = 0;
 };
 
-// The model's profile counters, slowest kernel first; ties keep kernel order
-// so the table is deterministic. median_ms is total / `runs`.
-std::vector<KernelTime> read_kernel_profile(const tg_model* model, size_t runs = 1);
-
 // The kernels from their times in each run, ms_per_run[k][r] the time of
 // kernel k in run r (tg_kernel_time_ms after a tg_reset_profile and one
 // run): total and median per kernel, slowest median first (ties keep kernel
