@@ -16,10 +16,9 @@ struct KernelTime {
   std::string name;
   std::vector<std::string> nodes;  // the ONNX nodes fused into the kernel
   double total_ms = 0;             // tg_kernel_time_ms: summed since the last reset
-  // The median of its per-run times where those were read one run at a time
-  // (kernel_times_of_runs), else total / runs: a run in which another
-  // process held the core shows in the total of whichever kernel was running
-  // then (0.09 ms kernels read 0.66 ms on average), not in the median.
+  // The median of its per-run times (kernel_times_of_runs): a run in which
+  // another process held the core shows in the total of whichever kernel was
+  // running then (0.09 ms kernels read 0.66 ms on average), not in the median.
   double median_ms = 0;
 };
 
@@ -33,8 +32,8 @@ std::vector<KernelTime> kernel_times_of_runs(const std::vector<std::vector<doubl
 std::vector<std::string> split_node_list(const char* comma_separated);
 
 // The table main_test prints: rank, kernel, total ms, ms/iter (the mean),
-// the median ms of one run, the share of the summed kernel time, and the fused nodes (as many as fit in 60 columns, then
-// "... (+K more)"), followed by the kernel total against `mean_ms`, the
+// the median ms of one run, the share of the summed kernel time, and the
+// fused nodes (as many as fit in 60 columns, then "... (+K more)"), followed by the kernel total against `mean_ms`, the
 // end-to-end mean measured without profiling.
 std::string format_profile_table(const std::vector<KernelTime>& kernels, size_t iterations, double mean_ms);
 

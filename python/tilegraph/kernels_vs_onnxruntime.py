@@ -101,6 +101,8 @@ class OnnxGraphNames:
             NCHWc transformer names a fused node after its output value); such
             a renamed node that ends in an activation or add stands first for
             the conv or GEMM that feeds it."""
+        if ort_name in self.nodes:
+            return [ort_name]  # kept its name: not fused, or fused into it
         name = ort_name
         candidates = [name]
         for pattern in _ORT_SUFFIXES:
@@ -108,8 +110,6 @@ class OnnxGraphNames:
             if stripped != name:
                 name = stripped
                 candidates.append(name)
-        if ort_name in self.nodes:
-            return [ort_name]  # kept its name: not fused, or fused into it
         for cand in candidates:
             node = self.nodes.get(cand) or self.producer.get(cand)
             if node is None:
@@ -121,9 +121,8 @@ class OnnxGraphNames:
 
 def onnxruntime_node_ms(model_path: Path, feeds: dict, threads: int, iters: int,
                         optimization: str = "all") -> dict:
-    """Median ms per run of each onnxruntime node over ``iters`` profiled runs
-    (after two unprofiled-for-timing warm-up runs, which the profile also holds
-    and which are dropped)."""
+    """Median ms per run of each onnxruntime node over ``iters`` profiled runs,
+    after two warm-up runs (the profile holds those too; they are dropped)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()

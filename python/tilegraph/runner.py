@@ -258,17 +258,7 @@ class CompiledModel:
 
     def profile(self, inputs, iters: int = 10) -> list:
         """Per-kernel mean time in ms over ``iters`` runs: [(name, ms, nodes)]."""
-        arrays = self._prepare_inputs(inputs)
-        self.run(arrays, copy=False)
-        self._lib.tg_set_profiling(self._model, 1)
-        self._lib.tg_reset_profile(self._model)
-        try:
-            for _ in range(iters):
-                self.run(arrays, copy=False)
-        finally:
-            self._lib.tg_set_profiling(self._model, 0)
-        return [(name, self._lib.tg_kernel_time_ms(self._model, k) / max(1, iters), nodes)
-                for k, (name, nodes) in enumerate(self.kernels())]
+        return [(name, sum(runs) / max(1, iters), nodes) for name, runs, nodes in self.profile_runs(inputs, iters)]
 
     def profile_runs(self, inputs, iters: int = 10) -> list:
         """Per-kernel time in ms of each of ``iters`` runs: [(name, [ms per run], nodes)].
