@@ -26,6 +26,18 @@
 //    RUSAGE_THREAD, at most once per millisecond of loops per thread) and
 //    from loops a pool thread joined on the caller's CPU (sched_getcpu).
 //    TG_POOL_SPIN_US=N fixes the spin at N us instead (0: sleep at once);
+//  - placement: the kernel wakes a sleeping thread next to its waker, so
+//    with another process on one core a pool thread woken for a loop landed
+//    on the caller's core and preempted the caller inside its own wake-up
+//    call (mobilevit_s, 2 threads, busy core 0: 12 of 35 ms per inference).
+//    A pool thread about to sleep therefore leaves the CPU of the last
+//    loop's caller out of its affinity, and takes its own mask back once
+//    woken; and a caller whose spin runs out while a joined thread is still
+//    inside the loop (descheduled behind the other process, for a time
+//    slice: ~4 ms) moves that thread onto its own CPU before it sleeps, so
+//    the thread runs there at once (it takes its own mask back when it
+//    leaves the loop). Two system calls per sleep, none per loop on a quiet
+//    machine, where the spin keeps pool threads awake between kernels;
 // A loop started from inside a pool task, or while another thread of the
 // process runs a loop, runs on its calling thread alone.
 //
@@ -61,6 +73,16 @@
 // a contended pool thread yielding (sched_yield) for 1-5 ms instead of
 // sleeping, or moving itself off the caller's CPU (sched_setaffinity), did
 // not beat sleeping at once (mobilenet busy 8.2-8.7 and 8.0 vs 8.0-8.3 ms).
+// Placement (benchmarks/cpu_vs_onnxruntime.py --threads 2 --iters 20
+// --ort-spin off --busy-core, the same tuned projects built with the pool
+// before and after, interleaved in one run): busy ms before -> after,
+// quiet unchanged: mobilevit_s 31.9 -> 24.4 (quiet 16.5-17.5), resnet50
+// 50.1 -> 40.3 (26.6-26.8), ViT-S/32 14.9 -> 11.5 (8.2), bert-base 131 ->
+// 105 (65.6-66.0), mobilenet v2 5.15 -> 5.14 (3.1). With it a fixed 100 us
+// spin is as good busy as the adaptive one (mobilevit 23.2 vs 24.0 ms) and
+// 0 us is slower both ways (25.6 quiet, 30.0 busy). Tried before it: a
+// loop nobody joined within 250 us counted as a switch (the budget then
+// stays at 0 under a busy core) did not help (busy 59 vs 55 ms).
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -68,6 +90,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -232,6 +255,27 @@ class SwitchSampler {
   int64_t seen_ = -1;
 };
 
+// A thread's CPU affinity. Errors are ignored: placement is a hint, and a
+// loop runs correctly wherever its threads are.
+inline void set_affinity(pid_t tid, const cpu_set_t& mask) { sched_setaffinity(tid, sizeof mask, &mask); }
+
+// `mask` without `cpu`, if that leaves it some CPU; else false.
+inline bool mask_without(const cpu_set_t& mask, int cpu, cpu_set_t& out) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask)) return false;
+  out = mask;
+  CPU_CLR(cpu, &out);
+  return CPU_COUNT(&out) > 0;
+}
+
+// Where a pool thread runs (see "Placement" in Pool). Written by the pool
+// thread (tid, mask, inside) and, for `moved`, by a waiting caller.
+struct WorkerPlace {
+  std::atomic<pid_t> tid{0};
+  cpu_set_t mask;                    // the thread's own affinity, taken when it starts
+  std::atomic<bool> inside{false};   // running chunks of a loop
+  std::atomic<bool> moved{false};    // a caller moved it onto the caller's CPU
+};
+
 class Pool {
  public:
   static Pool& instance() {
@@ -248,10 +292,8 @@ class Pool {
     if (n <= 0) return;
     if (threads <= 1 || n == 1 || in_task() || !run_mutex_.try_lock()) return fn(ctx, 0, n);
     start_workers(threads - 1);
-    if (adaptive_) {
-      sample_contention();
-      caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
-    }
+    if (adaptive_) sample_contention();
+    caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
     // Chunks: a few per thread, so a late thread delays at most a small one.
     const int64_t chunks = std::min<int64_t>(n, int64_t{threads} * kChunksPerThread);
     fn_ = fn;
@@ -350,12 +392,38 @@ class Pool {
   // sleeps until the last joined thread leaves (leave() wakes it).
   void wait_for_joined() {
     if (spin_until([this] { return (state_.load(std::memory_order_acquire) & kActiveMask) == 0; })) return;
+    move_late_threads_here();
     for (;;) {
       caller_sleeps_.store(1, std::memory_order_seq_cst);
       if ((state_.load(std::memory_order_seq_cst) & kActiveMask) == 0) break;
       futex_wait(caller_sleeps_, 1);
     }
     caller_sleeps_.store(0, std::memory_order_relaxed);
+  }
+
+  // Placement: the caller, about to sleep until the joined threads leave,
+  // moves those still inside the loop onto its own CPU, where they run as
+  // soon as it sleeps (each takes its own mask back when it leaves).
+  void move_late_threads_here() {
+    const int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+    cpu_set_t here;
+    CPU_ZERO(&here);
+    CPU_SET(cpu, &here);
+    const int joinable = participants_.load(std::memory_order_relaxed);
+    for (int i = 0; i < joinable; ++i) {
+      WorkerPlace& place = *places_[static_cast<size_t>(i)];
+      const pid_t tid = place.tid.load(std::memory_order_acquire);
+      if (tid == 0 || !place.inside.load(std::memory_order_acquire) || !CPU_ISSET(cpu, &place.mask)) continue;
+      set_affinity(tid, here);
+      place.moved.store(true, std::memory_order_release);
+    }
+  }
+
+  // A pool thread takes its own mask back after a caller moved it.
+  static void take_back_own_cpus(WorkerPlace& place) {
+    if (place.moved.load(std::memory_order_relaxed) && place.moved.exchange(false, std::memory_order_acquire))
+      set_affinity(0, place.mask);
   }
 
   // A pool thread leaves the loop it joined; the last one out of a closed
@@ -372,17 +440,22 @@ class Pool {
   void start_workers(int count) {
     while (static_cast<int>(workers_.size()) < count) {
       const int index = static_cast<int>(workers_.size());
-      workers_.emplace_back([this, index] { worker_loop(index); });
+      places_.push_back(std::make_unique<WorkerPlace>());
+      WorkerPlace* place = places_.back().get();
+      workers_.emplace_back([this, index, place] { worker_loop(index, *place); });
     }
   }
 
-  void worker_loop(int index) {
+  void worker_loop(int index, WorkerPlace& place) {
     in_task() = true;
+    if (sched_getaffinity(0, sizeof place.mask, &place.mask) != 0) CPU_ZERO(&place.mask);
+    place.tid.store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_release);
     uint64_t seen = 0;
     SwitchSampler sampler(kSamplePeriod);
     for (;;) {
-      uint64_t s = wait_for_epoch_after(seen);
+      uint64_t s = wait_for_epoch_after(seen, place);
       if (stop_.load()) return;
+      take_back_own_cpus(place);
       const uint64_t epoch = s >> kEpochShift;
       if (index < participants_.load(std::memory_order_relaxed)) {
         // Join while the loop is open; a closed one is skipped: the caller
@@ -392,8 +465,11 @@ class Pool {
             if (adaptive_ && sched_getcpu() == caller_cpu_.load(std::memory_order_relaxed))
               joins_on_caller_cpu_.fetch_add(1, std::memory_order_relaxed);
             adopt_float_control(float_control_);
+            place.inside.store(true, std::memory_order_release);
             work();
+            place.inside.store(false, std::memory_order_release);
             leave();
+            take_back_own_cpus(place);
             break;
           }
         }
@@ -406,18 +482,24 @@ class Pool {
     }
   }
 
-  // Spins for the spin budget, then sleeps, until the epoch differs from `seen`.
-  uint64_t wait_for_epoch_after(uint64_t seen) {
+  // Spins for the spin budget, then sleeps, until the epoch differs from
+  // `seen`. Asleep, the thread stays off the CPU of the last loop's caller
+  // (placement), so its wake-up does not land there.
+  uint64_t wait_for_epoch_after(uint64_t seen, WorkerPlace& place) {
     uint64_t s = 0;
     if (spin_until([&] {
           s = state_.load(std::memory_order_acquire);
           return (s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed);
         }))
       return s;
+    cpu_set_t away;
+    const bool moved_away = mask_without(place.mask, caller_cpu_.load(std::memory_order_relaxed), away);
+    if (moved_away) set_affinity(0, away);
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
     while (wake_word_.load(std::memory_order_seq_cst) == static_cast<uint32_t>(seen) && !stop_.load())
       futex_wait(wake_word_, static_cast<uint32_t>(seen));
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    if (moved_away) set_affinity(0, place.mask);
     return state_.load(std::memory_order_acquire);
   }
 
@@ -432,6 +514,7 @@ class Pool {
   std::atomic<int64_t> joins_on_caller_cpu_{0};  // not yet sampled
   std::mutex run_mutex_;  // one loop at a time
   std::vector<std::thread> workers_;
+  std::vector<std::unique_ptr<WorkerPlace>> places_;  // workers_[i]'s place
   // The current loop (written by the caller before it publishes the epoch).
   ChunkFn fn_ = nullptr;
   void* ctx_ = nullptr;
