@@ -151,9 +151,11 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
     for (int j = 0; j < 7; ++j) _mm256_storeu_ps(out + j * kMR, col[j]);
     _mm256_maskstore_ps(out + 7 * kMR, six, col[7]);
   }
-  for (; kk < k; ++kk)
+  // The remaining columns, counted from 0 (see sgemm_avx512.h's pack).
+  const int64_t tail = k - kk;
+  for (int64_t t = 0; t < tail; ++t)
 #pragma GCC unroll 6
-    for (int i = 0; i < kMR; ++i) a[kk * kMR + i] = rows[i][kk];
+    for (int i = 0; i < kMR; ++i) a[(kk + t) * kMR + i] = rows[i][kk + t];
 }
 
 // The generated code's form: the kMR row pointers as arguments.

@@ -202,9 +202,13 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
       _mm256_storeu_ps(out + (j + 4) * kMR, _mm256_permute2f128_ps(s[j], s[j + 4], 0x31));
     }
   }
-  for (; kk < k; ++kk)
+  // The last k % 8 columns, counted from 0 to the remainder: with k a
+  // multiple of 8 known at the call, GCC warned that the dead `kk < k`
+  // loop's 2^62-th iteration overflows the index.
+  const int64_t tail = k - kk;
+  for (int64_t t = 0; t < tail; ++t)
 #pragma GCC unroll 8
-    for (int i = 0; i < kMR; ++i) a[kk * kMR + i] = rows[i][kk];
+    for (int i = 0; i < kMR; ++i) a[(kk + t) * kMR + i] = rows[i][kk + t];
 }
 
 // The generated code's form: the kMR row pointers as arguments.

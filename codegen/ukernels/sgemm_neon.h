@@ -161,8 +161,10 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
       vst1q_f32(out + 3 * kMR + h, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
     }
   }
-  for (; kk < k; ++kk)
-    for (int i = 0; i < kMR; ++i) a[kk * kMR + i] = rows[i][kk];
+  // The remaining columns, counted from 0 (see sgemm_avx512.h's pack).
+  const int64_t tail = k - kk;
+  for (int64_t t = 0; t < tail; ++t)
+    for (int i = 0; i < kMR; ++i) a[(kk + t) * kMR + i] = rows[i][kk + t];
 }
 
 // The generated code's form: the kMR row pointers as arguments.
