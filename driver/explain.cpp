@@ -39,6 +39,7 @@ nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
                       {"candidates", candidates},
                       {"blocks", f.blocks},
                       {"dram_bytes", f.dram_bytes},
+                      {"constant_bytes", f.constant_bytes},
                       {"shared_bytes", f.shared_bytes_per_block},
                       {"registers", f.registers_per_thread},
                       {"blocks_per_unit", c.blocks_per_unit},

@@ -202,7 +202,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
       if (!phase_of.count(in)) loaded.insert(in);
     for (TensorId in : loaded) ++loading_phases[in];
   }
-  int64_t dram = 0, l2_traffic = 0, footprint = 0, reread = 0;
+  int64_t dram = 0, l2_traffic = 0, footprint = 0, reread = 0, constant = 0;
   for (const auto& [tensor, region] : p.tiling.input_regions) {
     const int64_t region_bytes = region.volume() * dtype_size(g.tensor(tensor).dtype);
     footprint += region_bytes;
@@ -217,7 +217,10 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     const int64_t through_l2 = num_elements({per_block, f.blocks});
     const int64_t once = box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)),
                                            std::vector<int64_t>(t.shape.size(), 0), t.shape, transaction);
-    dram += t.bytes() * 2 <= l2_bytes ? std::min(through_l2, once) : through_l2;
+    const int64_t from_dram = t.bytes() * 2 <= l2_bytes ? std::min(through_l2, once) : through_l2;
+    dram += from_dram;
+    // A weight's first read (its re-reads by later blocks hit the caches).
+    if (t.kind == TensorKind::kConstant) constant += std::min(from_dram, once);
     l2_traffic += through_l2;
   }
   const Tensor& out = g.tensor(p.phases.back().output);
@@ -229,6 +232,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   dram += box_traffic_bytes(out.shape, static_cast<int>(dtype_size(out.dtype)),
                             std::vector<int64_t>(out.shape.size(), 0), out.shape, transaction);
   f.dram_bytes = dram;
+  f.constant_bytes = constant;
   f.l2_bytes = l2_traffic;
   for (int i = 0; i <= last; ++i)
     if (i == last || extra_outputs.count(p.phases[i].output))

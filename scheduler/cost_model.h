@@ -24,6 +24,11 @@ struct KernelFeatures {
   int64_t shared_bytes_per_block = 0;  // after buffer reuse (CPU: cache-resident scratch)
   int registers_per_thread = 32;
   int64_t dram_bytes = 0;              // loads + stores, whole transactions
+  // Of dram_bytes, the first read of each constant (weights). A CPU reads a
+  // weight once per inference, after the rest of the model has passed
+  // through the caches: it streams from DRAM however small the kernel's
+  // other traffic (the CPU's activations come from the L2s or the L3).
+  int64_t constant_bytes = 0;
   int64_t l2_bytes = 0;                // every block's input footprints (reuse across blocks hits L2)
   int64_t shared_bytes_moved = 0;      // loads + stores through shared memory / L1
   double flops = 0;                    // arithmetic of all ops in the kernel

@@ -36,7 +36,7 @@ bool is_contraction(const Op& op) {
 
 // Bump when the cost model, the search or the cache layout changes: cached
 // results of another version are ignored.
-constexpr const char* kCacheFormat = "tilegraph-schedule-cache/10";
+constexpr const char* kCacheFormat = "tilegraph-schedule-cache/11";
 
 struct Group {
   std::vector<int> ops;              // sorted (topological)
@@ -422,7 +422,8 @@ TileConfig config_from(const nlohmann::json& j) {
 // what GraphConnecting merges).
 nlohmann::json features_json(const KernelFeatures& f) {
   return {{"blocks", f.blocks}, {"threads", f.threads_per_block}, {"shared", f.shared_bytes_per_block},
-          {"registers", f.registers_per_thread}, {"dram", f.dram_bytes}, {"l2", f.l2_bytes},
+          {"registers", f.registers_per_thread}, {"dram", f.dram_bytes},
+          {"constant", f.constant_bytes}, {"l2", f.l2_bytes},
           {"shared_moved", f.shared_bytes_moved},
           {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}, {"padding", f.padding},
           {"inner", f.inner_extent}, {"ukernel_flops", f.ukernel_flops}, {"packed", f.packed_bytes},
@@ -436,6 +437,7 @@ KernelFeatures features_from(const nlohmann::json& j) {
   f.shared_bytes_per_block = j.at("shared");
   f.registers_per_thread = j.at("registers");
   f.dram_bytes = j.at("dram");
+  f.constant_bytes = j.at("constant");
   f.l2_bytes = j.at("l2");
   f.shared_bytes_moved = j.at("shared_moved");
   f.flops = j.at("flops");

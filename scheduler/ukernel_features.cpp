@@ -15,8 +15,9 @@ bool on_ukernel(KernelKind kind) {
 }
 
 // Bytes of the tensors the kernel reads from outside itself and of those it
-// writes (its root and extra outputs), each once.
-int64_t external_bytes(const Graph& g, const KernelSchedule& k) {
+// writes (its root and extra outputs), each once; *constant: of them, the
+// constants' (weights).
+int64_t external_bytes(const Graph& g, const KernelSchedule& k, int64_t* constant) {
   std::set<TensorId> produced, read;
   for (int op : k.ops) produced.insert(g.ops[static_cast<size_t>(op)].output);
   for (int op : k.ops)
@@ -24,7 +25,11 @@ int64_t external_bytes(const Graph& g, const KernelSchedule& k) {
       if (!produced.count(t)) read.insert(t);
   int64_t bytes = g.tensor(g.ops[static_cast<size_t>(k.ops.back())].output).bytes();
   for (int op : k.extra_outputs) bytes += g.tensor(g.ops[static_cast<size_t>(op)].output).bytes();
-  for (TensorId t : read) bytes += g.tensor(t).bytes();
+  *constant = 0;
+  for (TensorId t : read) {
+    bytes += g.tensor(t).bytes();
+    if (g.tensor(t).kind == TensorKind::kConstant) *constant += g.tensor(t).bytes();
+  }
   return bytes;
 }
 
@@ -53,7 +58,7 @@ KernelFeatures ukernel_features(const Graph& g, const KernelSchedule& k, const A
   const int64_t outputs = num_elements(out_shape);
   KernelFeatures f;
   f.blocks = arch.compute_units;
-  f.dram_bytes = external_bytes(g, k);
+  f.dram_bytes = external_bytes(g, k, &f.constant_bytes);
   f.flops = double(outputs) * double(phases.size() - 1);  // the epilogue
   if (k.kind == KernelKind::kDirectConv) {
     int64_t taps = 1;

@@ -494,6 +494,27 @@ TEST(CostModel, CpuWorkingSetsInCacheAreReadFromThere) {
   EXPECT_DOUBLE_EQ(estimate_cost(g, gpu_spec()).dram_seconds, small * double(1 << 20));
 }
 
+TEST(CostModel, CpuWeightsStreamFromDramHoweverSmall) {
+  ArchSpec cpu = cpu_spec();  // 8 cores with 1 MB of L2 each (400 GB/s), DRAM 50 GB/s
+  cpu.levels.insert(cpu.levels.begin() + 1, {"l3", LevelScope::kDevice, 32 << 20, 200e9, 64});
+  // 16 MB that fits the L3 (not the L2s): read from there as activations ...
+  KernelFeatures f = memory_bound(8, 1, 16 << 20);
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double(16 << 20) / 200e9);
+  // ... and from DRAM as weights, read once per inference after the rest of
+  // the model has passed through the caches (MobileNetV2's classifier).
+  f.constant_bytes = 16 << 20;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double(16 << 20) / 50e9);
+  // Activations and weights each at their own level's rate: the 1 MB of
+  // activations alone fits the L2s.
+  f.dram_bytes = 17 << 20;
+  EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).dram_seconds, double(1 << 20) / 400e9 + double(16 << 20) / 50e9);
+  // A GPU's DRAM term was DRAM's rate for both already: unchanged.
+  KernelFeatures g = memory_bound(108, 128, 6 << 20);
+  const double all_dram = estimate_cost(g, gpu_spec()).dram_seconds;
+  g.constant_bytes = 5 << 20;
+  EXPECT_NEAR(estimate_cost(g, gpu_spec()).dram_seconds, all_dram, all_dram * 1e-12);
+}
+
 TEST(CostModel, CpuVectorTailsCostTheWholeLastVector) {
   ArchSpec cpu = cpu_spec();
   cpu.vector_bytes = 32;  // 8 fp32 lanes

@@ -1196,6 +1196,7 @@ TEST(FloatGemm, UkernelFeaturesCountTheGemmAndItsRunTimePacking) {
   EXPECT_DOUBLE_EQ(f.ukernel_flops, 2.0 * 16 * 144 * 45);       // rows 16 filters, cols 144 pixels, K 45
   EXPECT_EQ(f.packed_bytes, 144 * 45 * 4);                      // B once: A's panels fit the L2
   EXPECT_EQ(f.dram_bytes, (5 * 144 + 16 * 45 + 16 * 144) * 4);  // x, w, y
+  EXPECT_EQ(f.constant_bytes, 16 * 45 * 4);                     // w: priced at DRAM's rate
   EXPECT_EQ(f.blocks, arch.compute_units);
   scheduler::estimate_ukernel_kernels(g, s, arch);
   EXPECT_GT(s.kernels[0].estimate.ukernel_seconds, 0);

@@ -191,6 +191,7 @@ TEST(ScheduleCache, SameSubgraphsShareKeysAndRetuningHitsTheCache) {
       EXPECT_EQ(first.kernels[i].ops, second.kernels[i].ops);
       EXPECT_EQ(first.kernels[i].config.to_string(), second.kernels[i].config.to_string());
       EXPECT_EQ(first.kernels[i].features.inner_extent, second.kernels[i].features.inner_extent);
+      EXPECT_EQ(first.kernels[i].features.constant_bytes, second.kernels[i].features.constant_bytes);
       EXPECT_DOUBLE_EQ(first.kernels[i].estimate.seconds, second.kernels[i].estimate.seconds);
     }
   }
@@ -339,6 +340,28 @@ TEST(SubGraphTiling, CpuSoftmaxOfAWholeAttentionMapRanksBelowRowTiles) {
 
 TEST(SubGraphTiling, CpuLayerNormOfAllTokensRanksBelowRowTiles) {
   expect_row_tiles_beat_the_whole_tensor(residual_layer_norm_graph());
+}
+
+// MobileNetV2's classifier at batch 1: x[1, 1280] @ W[1280, 1000], 5.1 MB
+// of weights, which the host's L3 would hold but which come from DRAM (the
+// rest of the model passed through the caches since the last inference).
+TEST(SubGraphTiling, CpuClassifierWeightsAreReadAtDramsRate) {
+  OnnxModelBuilder b(13);
+  b.input("x", kF32, {1, 1280}).output("y");
+  b.initializer_f("w", {1280, 1000}, std::vector<float>(1280 * 1000, 0.5f));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  const Graph g = optimized(b, "classifier_gemv");
+  scheduler::ArchSpec cpu = one_core_host_spec();
+  cpu.levels.insert(cpu.levels.begin() + 1, {"l3", scheduler::LevelScope::kDevice, 32 << 20, 30e9, 64});
+  const scheduler::Schedule s = scheduler::schedule_tile_graph(g, cpu, {});
+  ASSERT_EQ(s.kernels.size(), 1u);
+  const scheduler::KernelSchedule& k = s.kernels[0];
+  const int64_t weights = 1280 * 1000 * 4;
+  EXPECT_EQ(k.features.constant_bytes, weights) << k.config.to_string();
+  EXPECT_GE(k.features.dram_bytes, weights + (1280 + 1000) * 4);
+  // At least the weights' time at DRAM's 4.8 GB/s, not the L3's 30.
+  EXPECT_GE(k.estimate.dram_seconds, double(weights) / 4.8e9);
+  EXPECT_GE(k.estimate.seconds, k.estimate.dram_seconds);
 }
 
 TEST(InlineProducer, ReplacesEverySlotReadingTheProducer) {
