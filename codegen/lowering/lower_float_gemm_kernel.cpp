@@ -512,14 +512,17 @@ class FloatGemmLowering : KernelBuilder {
       const Expr unclamped =
           op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), inside_first + var(vi), int_imm(0), ks));
       const Stmt inside = make_if(lt(last, rows), {rows_inside_k(vi, k_vars, unclamped, index)});
+      // The panel across M's end: the clamped value `a` at `index`, over
+      // loop vars of its own (a var is bound by one loop).
       const int ti = new_var("il", v.mr);
       std::vector<Expr> tail_ks;
       Expr tail_k;
       const std::vector<int> tail_k_vars = k_loop_vars("l", &tail_ks, &tail_k);
-      const Expr tail_value = op_value(
-          geo_.m.a, gemm_op_vars(geo_.m, var(vb), clamp_to_last(first + var(ti), geo_.m.rows()), int_imm(0), tail_ks));
+      std::vector<Expr> to_tail = vars_as_themselves();
+      to_tail[static_cast<size_t>(vi)] = var(ti);
+      for (size_t i = 0; i < k_vars.size(); ++i) to_tail[static_cast<size_t>(k_vars[i])] = tail_ks[i];
       const Stmt across = make_if(logical_and(ge(last, rows), lt(first, rows)),
-                                  {rows_inside_k(ti, tail_k_vars, tail_value, var(vp) * geo_.a_panel + tail_k * v.mr + var(ti))});
+                                  {rows_inside_k(ti, tail_k_vars, substitute_vars(a, to_tail), substitute_vars(index, to_tail))});
       return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {inside, across});
     }
     // Rows outside k: each row's coordinates (a conv's output pixel) are
