@@ -61,15 +61,6 @@ bool pays(const Op& op, const Expr& load) {
 
 }  // namespace
 
-std::vector<Expr> conjuncts(const Expr& guard) {
-  if (guard->kind == ExprKind::kBinary && guard->binary_op == BinaryOp::kAnd) {
-    std::vector<Expr> all = conjuncts(guard->args[0]);
-    for (const Expr& c : conjuncts(guard->args[1])) all.push_back(c);
-    return all;
-  }
-  return {guard};
-}
-
 DirectConvFactors direct_conv_factors(const Graph& g, const Op& op) {
   const Tensor& out = g.tensor(op.output);
   if (op.reduction != Reduction::kSum || out.dtype != DType::kF32 || out.shape.size() != kRank ||

@@ -46,7 +46,4 @@ struct DirectConvFactors {
 };
 DirectConvFactors direct_conv_factors(const Graph& g, const Op& op);
 
-// The conjuncts of a guard `a && b && ...` (a non-And expression is its own).
-std::vector<Expr> conjuncts(const Expr& guard);
-
 }  // namespace tilegraph::scheduler

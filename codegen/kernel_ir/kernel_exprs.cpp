@@ -57,6 +57,72 @@ Expr to_kernel_loads(const Graph& g, const Op& op, const Expr& e,
   });
 }
 
+namespace {
+
+// Whether a conjunct of `guard` says i >= 0 (lower) or i < extent (upper).
+bool guard_bounds(const std::vector<Expr>& guard, const Expr& i, int64_t extent, bool lower) {
+  for (const Expr& c : guard) {
+    int64_t v = 0;
+    if (c->kind != ExprKind::kBinary || !same_expr(c->args[0], i) || !is_const_int(c->args[1], &v)) continue;
+    if (lower && c->binary_op == BinaryOp::kGe && v >= 0) return true;
+    if (!lower && c->binary_op == BinaryOp::kLt && v <= extent) return true;
+  }
+  return false;
+}
+
+class GuardedLoads {
+ public:
+  GuardedLoads(const Graph& g, const Op& op, const std::vector<Interval>& var_bounds)
+      : g_(g), op_(op), bounds_(var_bounds) {}
+
+  // guard: the conjuncts that hold where e is evaluated; *relied set when
+  // an index stayed unclamped on their account.
+  Expr lower(const Expr& e, const std::vector<Expr>& guard, bool* relied) const {
+    std::vector<Expr> args;
+    for (size_t a = 0; a < e->args.size(); ++a) {
+      if (e->kind == ExprKind::kSelect && a == 1) continue;
+      args.push_back(lower(e->args[a], guard, relied));
+    }
+    if (e->kind == ExprKind::kSelect) {
+      std::vector<Expr> inner = guard;
+      for (const Expr& c : conjuncts(e->args[0])) inner.push_back(simplify(c, bounds_));
+      bool mine = false;
+      const Expr t = lower(e->args[1], inner, &mine);
+      *relied |= mine;
+      return mine ? guarded_select(args[0], t, args[1]) : select(args[0], t, args[1]);
+    }
+    if (e->kind != ExprKind::kLoad) {
+      if (args.empty()) return e;
+      auto copy = std::make_shared<ExprNode>(*e);
+      copy->args = std::move(args);
+      return copy;
+    }
+    const Tensor& t = g_.tensor(op_.inputs[static_cast<size_t>(e->int_value)]);
+    std::vector<Expr> idx;
+    for (size_t d = 0; d < args.size(); ++d) {
+      const Expr i = simplify(args[d], bounds_);
+      const Interval b = bound_of(i, bounds_);
+      const bool low = b.lo >= 0 || guard_bounds(guard, i, t.shape[d], true);
+      const bool high = b.hi <= t.shape[d] - 1 || guard_bounds(guard, i, t.shape[d], false);
+      if (low && high && !b.within(0, t.shape[d] - 1)) *relied = true;
+      idx.push_back(low && high ? i : clamp_index(i, t.shape[d]));
+    }
+    return load(static_cast<int>(e->int_value), e->dtype, {linear_index(t.shape, idx)});
+  }
+
+ private:
+  const Graph& g_;
+  const Op& op_;
+  const std::vector<Interval>& bounds_;
+};
+
+}  // namespace
+
+Expr to_guarded_kernel_loads(const Graph& g, const Op& op, const Expr& e, const std::vector<Interval>& var_bounds) {
+  bool relied = false;
+  return GuardedLoads(g, op, var_bounds).lower(e, {}, &relied);
+}
+
 Expr finalize_indices(const Expr& e, const std::vector<Interval>& var_bounds) {
   const Expr simple = simplify(e, var_bounds);
   return rewrite(simple, [&](const Expr& n) -> Expr {

@@ -38,6 +38,15 @@ Expr clamp_to_last(Expr i, int64_t extent);
 Expr to_kernel_loads(const Graph& g, const Op& op, const Expr& e,
                      const std::vector<Interval>& var_bounds);
 
+// to_kernel_loads, except inside the true branch of a Select whose
+// condition bounds a load's index (conjuncts `i >= c` with c >= 0 and
+// `i < c` with c <= dim, as a conv's padding guard does): that index is not
+// clamped, and the Select becomes a guarded one (guarded_select: its loads
+// are read only where the condition holds). The clamp-free index of a
+// padded window is affine across the padding (a run of a conv's packing
+// reads one contiguous masked vector where the clamped one broke up).
+Expr to_guarded_kernel_loads(const Graph& g, const Op& op, const Expr& e, const std::vector<Interval>& var_bounds);
+
 // Simplifies, then rewrites FloorDiv/FloorMod with a non-negative numerator
 // and positive constant divisor to Div/Rem (what C's / and % compute).
 Expr finalize_indices(const Expr& e, const std::vector<Interval>& var_bounds);

@@ -28,8 +28,11 @@
 //  * A Var is used only inside the For that binds it, a Local or Shared
 //    buffer only inside its Allocate (one per buffer).
 //  * Every Load is in bounds whatever Select branch is taken (codegen clamps
-//    indices of guarded loads), so printers may evaluate Select eagerly; an
-//    If guards its body as in C.
+//    indices of guarded loads), so printers may evaluate Select eagerly;
+//    except in the true branch of a guarded Select (guarded_select,
+//    compiler/ir/expr.h), whose Loads are in bounds where its condition
+//    holds and which printers evaluate only there (C's ?:, which GCC turns
+//    into masked loads in a vectorized loop). An If guards its body as in C.
 //  * A Call runs a micro-kernel (codegen/ukernels) on pointers into buffers:
 //    callee(arg...), each arg either &buffer[offset] or a scalar value.
 //  * A WarpMma is a warp-collective tensor-core step (sm_80 mma.sync

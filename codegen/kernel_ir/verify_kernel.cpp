@@ -362,8 +362,13 @@ class Verifier {
   // index arithmetic on non-negative operands.
   void expr(const Expr& e, const char* what) {
     if (!e) fail("expressions are not null", what);
+    node(e, what);
+  }
+
+  // e and its operands; a guarded Select's true branch under its condition.
+  void node(const Expr& n, const char* what) {
     Interval range;
-    visit(e, [&](const Expr& n) {
+    {
       switch (n->kind) {
         case ExprKind::kVar:
           if (n->int_value < 0 || n->int_value >= static_cast<int64_t>(bound_.size()) || !bound_[n->int_value])
@@ -392,11 +397,23 @@ class Verifier {
           break;
         case ExprKind::kSelect:
           if (n->args[0]->dtype != DType::kBool) fail("a Select's condition is a bool", to_string(n));
+          if (is_guarded_select(n)) {
+            node(n->args[0], what);
+            guards_.push_back(n->args[0]);
+            node(n->args[1], what);
+            guards_.pop_back();
+            node(n->args[2], what);
+            return;
+          }
           break;
         default:
           break;
       }
-    });
+    }
+    for (const Expr& a : n->args) {
+      if (!a) fail("expressions are not null", what);
+      node(a, what);
+    }
   }
 
   // ------------------------------------------------------------ helpers

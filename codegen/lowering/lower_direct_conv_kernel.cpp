@@ -420,7 +420,7 @@ class DirectConvLowering {
   bool guard_is_bounds(int axis, const SlidingAxis& sliding, int64_t extent) const {
     std::vector<Expr> tests;
     if (factors_.window->kind == ExprKind::kSelect)
-      for (const Expr& c : scheduler::conjuncts(factors_.window->args[0]))
+      for (const Expr& c : conjuncts(factors_.window->args[0]))
         if (uses_var(c, axis)) tests.push_back(c);
     const auto taps = all_taps(conv_.reduce_extents);
     for (int64_t p = 0; p < shape_[static_cast<size_t>(axis)]; ++p)
@@ -479,7 +479,7 @@ class DirectConvLowering {
     const int64_t extent = shape_[static_cast<size_t>(axis)];
     std::vector<Expr> tests;
     if (factors_.window->kind == ExprKind::kSelect)
-      for (const Expr& c : scheduler::conjuncts(factors_.window->args[0]))
+      for (const Expr& c : conjuncts(factors_.window->args[0]))
         if (uses_var(c, axis)) tests.push_back(c);
     std::vector<Interval> bounds;
     for (int64_t e : shape_) bounds.push_back(Interval::range(e));

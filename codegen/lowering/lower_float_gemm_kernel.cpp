@@ -156,7 +156,9 @@ std::vector<KRange> peel_k_ranges(const Expr& e, int kv, int64_t extent) {
   if (e->kind == ExprKind::kSelect && !uses_var(e->args[0], kv) && !uses_var(e->args[2], kv)) {
     std::vector<KRange> ranges = peel_k_ranges(e->args[1], kv, extent);
     if (ranges.size() == 1) return {{0, extent, e, nullptr}};
-    for (KRange& r : ranges) r.value = select(e->args[0], r.value, e->args[2]);
+    for (KRange& r : ranges)
+      r.value = is_guarded_select(e) ? guarded_select(e->args[0], r.value, e->args[2])
+                                     : select(e->args[0], r.value, e->args[2]);
     return ranges;
   }
   std::vector<KRange> ranges;
@@ -456,6 +458,22 @@ class FloatGemmLowering : KernelBuilder {
     return finalize_indices(to_kernel_loads(g_, gemm_, substitute_vars(e, vars), bounds_), bounds_);
   }
 
+  // op_value with a padded window read under its guard (to_guarded_kernel_loads).
+  Expr guarded_op_value(const Expr& e, const std::vector<Expr>& vars) {
+    return finalize_indices(to_guarded_kernel_loads(g_, gemm_, substitute_vars(e, vars), bounds_), bounds_);
+  }
+
+  // B's value at `vars`, its padded window reads unclamped under their
+  // guard where guarded_b_packing says so.
+  Expr b_value(const std::vector<Expr>& vars) {
+    return guarded_b_packing() ? guarded_op_value(geo_.m.b, vars) : op_value(geo_.m.b, vars);
+  }
+
+  // Whether the target loads under a mask: GCC turns `c ? x[i] : 0` of a
+  // vectorized loop into a masked load (AVX-512, AVX2), a masked gather
+  // where i is read from a table; elsewhere (NEON) into a branch per lane.
+  bool masked_loads() const { return geo_.v.name == "avx512" || geo_.v.name == "avx2"; }
+
   // One loop var per reduce axis (a conv's channel, kh, kw stay affine
   // instead of a div/mod of a flat k per value); *flat_k is their flattening.
   std::vector<int> k_loop_vars(const std::string& tag, std::vector<Expr>* ks, Expr* flat_k) {
@@ -481,7 +499,15 @@ class FloatGemmLowering : KernelBuilder {
     const Expr a = op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row, int_imm(0), ks));
     const Expr index = var(vp) * geo_.a_panel + k * v.mr + var(vi);
     if (pixel_rows(geo_.m) && divides(a)) {
-      if (Stmt s = pack_a_by_row_table(vp, vi, k_vars, a, panels, index)) return s;
+      // A panel wholly inside M may read its window under the padding test
+      // (guarded_row_panel).
+      Expr guarded, inside;
+      if (masked_loads()) {
+        guarded = guarded_op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row0 + var(vp) * v.mr + var(vi),
+                                                          int_imm(0), ks));
+        inside = lt(row0 + var(vp) * v.mr + int_imm(v.mr - 1), int_imm(geo_.m.rows()));
+      }
+      if (Stmt s = pack_a_by_row_table(vp, vi, k_vars, a, panels, index, guarded, inside)) return s;
     }
     if (k_vars.size() == 1) {
       if (Stmt call = pack_a_rows_call(vi, k_vars[0], a, int_imm(0), int_imm(geo_.m.k), {panels, var(vp) * geo_.a_panel}))
@@ -602,28 +628,56 @@ class FloatGemmLowering : KernelBuilder {
   // packing, where the rows outside k evaluated the div/mod per value).
   // table[(term * positions + window position) * MR + i]. Null where A has
   // no such terms.
+  // With `guarded` (A's value at unclamped rows, its padded window read
+  // under the padding test: to_guarded_kernel_loads), a panel where
+  // `inside` holds packs from guarded_row_panel instead where that applies.
   Stmt pack_a_by_row_table(int vp, int vi, const std::vector<int>& k_vars, const Expr& a, int panels,
-                           const Expr& index) {
+                           const Expr& index, const Expr& guarded = nullptr, const Expr& inside = nullptr) {
+    Stmt panel = row_table_panel(vi, k_vars, a, panels, index, false);
+    if (!panel) return nullptr;
+    if (guarded && any_node(guarded, is_guarded_select))
+      if (Stmt run = row_table_panel(vi, k_vars, guarded, panels, index, true))
+        panel = make_seq({make_if(inside, {run}), make_if(unary(UnaryOp::kNot, inside), {panel})});
+    return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {panel});
+  }
+
+  // One row panel's table and packing (pack_a_by_row_table). With `runs`:
+  // each of A's offset terms is its row 0's plus the row (a stride-1
+  // 'same' conv whose padding reads are guarded: the offsets stay affine
+  // across output rows and the padding), so a panel's MR values at one k
+  // are one masked vector load at the table's first offset, not a gather
+  // (ResNet-50's 14x14 and 7x7 3x3 convs: the gathers were 70% of those
+  // kernels' own time); null where some offset term is not.
+  Stmt row_table_panel(int vi, const std::vector<int>& k_vars, const Expr& a, int panels, const Expr& index,
+                       bool runs) {
     const FloatGemmVariant& v = geo_.v;
     const ColumnTable t = column_table(k_vars);
     const Expr value = reassociate_loads(simplify(a, bounds_), t.hoisted);
     std::vector<Expr> terms;
     collect_column_terms(value, vi, t, &terms);
     if (terms.empty()) return nullptr;
+    if (runs) {
+      std::vector<Expr> row0 = vars_as_themselves();
+      row0[static_cast<size_t>(vi)] = int_imm(0);
+      for (const Expr& term : terms)
+        if (term->dtype != DType::kBool && !same_expr(simplify(term - substitute_vars(term, row0), bounds_), var(vi)))
+          return nullptr;
+    }
     // The fill's own vars for the window axes and the row.
-    const int vt = new_var("it", v.mr);
+    const int vt = new_var(runs ? "itg" : "it", v.mr);
     std::vector<Expr> at = vars_as_themselves();
     at[static_cast<size_t>(vi)] = var(vt);
     std::vector<int> fill_vars;
     for (size_t w = 0; w < t.window.size(); ++w) {
-      fill_vars.push_back(new_var(str_cat("kr", w), geo_.m.k_extents[t.window_axes[w]]));
+      fill_vars.push_back(new_var(str_cat(runs ? "krg" : "kr", w), geo_.m.k_extents[t.window_axes[w]]));
       at.push_back(var(fill_vars.back()));
       at[static_cast<size_t>(t.window[w])] = var(fill_vars.back());
     }
     const TableEntries entries = table_entries(terms, at);
     const DType entry = entries.type;
     const int64_t per_term = t.positions * v.mr;
-    const int table = add_local("rows", entry, static_cast<int64_t>(terms.size()) * per_term, kUkernelAlignment);
+    const int table = add_local(runs ? "rows_guarded" : "rows", entry, static_cast<int64_t>(terms.size()) * per_term,
+                                kUkernelAlignment);
     Expr fill_position = int_imm(0);
     for (size_t w = 0; w < t.window.size(); ++w)
       fill_position = fill_position * geo_.m.k_extents[t.window_axes[w]] + var(fill_vars[w]);
@@ -637,12 +691,18 @@ class FloatGemmLowering : KernelBuilder {
     Stmt fill = make_for(vt, int_imm(v.mr), LoopKind::kVectorized, stores);
     for (size_t w = fill_vars.size(); w-- > 0;)
       fill = make_for(fill_vars[w], int_imm(geo_.m.k_extents[t.window_axes[w]]), LoopKind::kSerial, {fill});
-    const Expr read = replace_row_terms(value, terms, table, entry, window_position(t) * v.mr + var(vi), per_term);
+    const Expr position = window_position(t) * v.mr;
+    const Expr read = replace_terms(value, terms, [&](size_t i, const Expr& term) {
+      const Expr first = int_imm(static_cast<int64_t>(i) * per_term) + position;
+      if (runs && term->dtype != DType::kBool) return table_read(term, table, entry, first) + var(vi);
+      return table_read(term, table, entry, first + var(vi));
+    });
     Stmt pack = make_store(panels, finalize_indices(index, bounds_), read);
     pack = make_for(vi, int_imm(v.mr), LoopKind::kVectorized, {pack});
+    if (runs) pack = hoist_run_offsets(vi, pack);
     for (size_t i = k_vars.size(); i-- > 0;)
       pack = make_for(k_vars[i], int_imm(geo_.m.k_extents[i]), LoopKind::kSerial, {pack});
-    return make_for(vp, int_imm(grid_.row_panels), LoopKind::kSerial, {make_allocate(table, {fill, pack})});
+    return make_allocate(table, {fill, pack});
   }
 
   // A row or column table's entries: `terms` at `at` (their vars
@@ -685,14 +745,6 @@ class FloatGemmLowering : KernelBuilder {
     const Expr value = load(table, entry, {at});
     if (term->dtype == DType::kBool) return cast(DType::kBool, value);
     return entry == DType::kI64 ? value : cast(DType::kI64, value);
-  }
-
-  // e with each of `terms` (outermost first) read from table[i * per_term + at].
-  static Expr replace_row_terms(const Expr& e, const std::vector<Expr>& terms, int table, DType entry,
-                                const Expr& at, int64_t per_term) {
-    return replace_terms(e, terms, [&](size_t i, const Expr& term) {
-      return table_read(term, table, entry, int_imm(static_cast<int64_t>(i) * per_term) + at);
-    });
   }
 
   static bool divides(const Expr& e) {
@@ -1040,6 +1092,35 @@ class FloatGemmLowering : KernelBuilder {
     return *interior_;
   }
 
+  // Guarded packing of a padded conv's B (to_guarded_kernel_loads): where
+  // the target loads under a mask (masked_loads) and the column table's
+  // runs step by one. A run's offsets
+  // then stay affine across the padding, and across output rows where
+  // input and output rows are as wide (a stride-1 'same' conv), so every
+  // run reads one masked vector: clamped, those runs that touched the
+  // padding or crossed a row (a quarter of ResNet-50's 3x3 convs over
+  // 56x56) gathered. Once per kernel: packings that share a column table
+  // must agree on its terms.
+  bool guarded_b_packing() {
+    if (guarded_b_) return *guarded_b_;
+    guarded_b_ = false;
+    if (!masked_loads()) return false;
+    std::vector<Expr> ks;
+    Expr k;
+    const std::vector<int> k_vars = k_loop_vars("g", &ks, &k);
+    const int vj = new_var("jg", geo_.v.nr), vn = new_var("nbg", geo_.col_panels),
+              vb = new_var("bg", geo_.m.batches());
+    const Expr col = clamp_to_last(var(vn) * geo_.v.nr + var(vj), geo_.m.cols());
+    const Expr b = simplify(guarded_op_value(geo_.m.b, gemm_op_vars(geo_.m, var(vb), int_imm(0), col, ks)), bounds_);
+    if (!any_node(b, is_guarded_select)) return false;
+    const ColumnTable t = column_table(k_vars);
+    std::vector<Expr> terms;
+    collect_column_terms(reassociate_loads(b, t.hoisted), vj, t, &terms);
+    const RunFlags runs = run_flags(terms, t, vj);
+    guarded_b_ = runs.groups > 0 && runs.step == 1;
+    return *guarded_b_;
+  }
+
   // `tag` distinguishes the var names of several packings of one kernel.
   BPanelPacking pack_b_at(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block, bool full,
                           const std::string& tag = "", const SharedTable& shared = {}) {
@@ -1051,8 +1132,7 @@ class FloatGemmLowering : KernelBuilder {
     const int vj = new_var("jb" + sfx, v.nr);
     const Expr col = nb * v.nr + var(vj);
     const bool tail = geo_.m.cols() % v.nr != 0 && !full;
-    const Expr b = op_value(geo_.m.b, gemm_op_vars(geo_.m, var(vb), int_imm(0),
-                                                   full ? col : clamp_to_last(col, geo_.m.cols()), ks));
+    const Expr b = b_value(gemm_op_vars(geo_.m, var(vb), int_imm(0), full ? col : clamp_to_last(col, geo_.m.cols()), ks));
     Expr value = simplify(tail ? select(lt(col, int_imm(geo_.m.cols())), b, float_imm(0.0)) : b, bounds_);
     // What a column needs besides the first reduce axis (a conv's input
     // channel) goes into a table per panel: its output pixel (div/mod by the
@@ -1217,14 +1297,46 @@ class FloatGemmLowering : KernelBuilder {
       auto run = [&](const Expr& e) { return simplify(substitute_vars(e, at), bounds_); };
       const Expr index = finalize_indices(run(panel_at), bounds_);
       const Expr flag = binary(BinaryOp::kNe, run_flag, int_imm(0, run_flag->dtype));
-      const Stmt fast = make_for(vl, int_imm(kRunLanes), LoopKind::kVectorized,
-                                 {make_store(panels, index, run(fast_value))});
+      const Stmt fast = hoist_run_offsets(
+          vl, make_for(vl, int_imm(kRunLanes), LoopKind::kVectorized, {make_store(panels, index, run(fast_value))}));
       const Stmt each = make_for(vl, int_imm(kRunLanes), LoopKind::kVectorized,
                                  {make_store(panels, index, run(value))});
       s = make_for(vg, int_imm(v.nr / kRunLanes), LoopKind::kSerial,
                    {make_if(flag, {fast}), make_if(unary(UnaryOp::kNot, flag), {each})});
     }
     return s;
+  }
+
+  // A guarded run (guarded_b_packing) with its first offsets read into a
+  // local before its lane loop: GCC 12 vectorizes no masked load whose
+  // address reads memory inside the loop, even where that read is
+  // invariant (a scalar copy per lane instead). Others as they are.
+  Stmt hoist_run_offsets(int lane_var, const Stmt& loop) {
+    const Expr& value = loop->body.front()->value;
+    if (!any_node(value, is_guarded_select)) return loop;
+    std::vector<Expr> firsts;
+    visit(value, [&](const Expr& n) {
+      if (n->kind != ExprKind::kLoad || !is_integer(n->dtype) || uses_var(n, lane_var)) return;
+      for (const Expr& f : firsts)
+        if (same_expr(f, n)) return;
+      firsts.push_back(n);
+    });
+    if (firsts.empty()) return loop;
+    const DType entry = firsts.front()->dtype;
+    for (const Expr& f : firsts)
+      if (f->dtype != entry) return loop;
+    const int local = add_local(str_cat("run_first", hoisted_runs_++), entry, static_cast<int64_t>(firsts.size()));
+    std::vector<Stmt> body;
+    for (size_t i = 0; i < firsts.size(); ++i)
+      body.push_back(make_store(local, int_imm(static_cast<int64_t>(i)), firsts[i]));
+    const Expr hoisted = rewrite(value, [&](const Expr& n) -> Expr {
+      for (size_t i = 0; i < firsts.size(); ++i)
+        if (same_expr(firsts[i], n)) return load(local, entry, {int_imm(static_cast<int64_t>(i))});
+      return nullptr;
+    });
+    const Stmt& store = loop->body.front();
+    body.push_back(make_for(lane_var, loop->extent, loop->loop, {make_store(store->buffer, store->index, hoisted)}));
+    return make_allocate(local, body);
   }
 
   // The B panel's table layout: the reduce axes it is indexed by (the
@@ -1431,6 +1543,8 @@ class FloatGemmLowering : KernelBuilder {
   FloatGeometry geo_;
   IntGemmTaskGrid grid_;
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
+  std::optional<bool> guarded_b_;           // guarded_b_packing, once per kernel
+  int hoisted_runs_ = 0;                    // hoist_run_offsets' locals so far
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
   int packed_a_ = -1, packed_b_ = -1, output_ = -1;
 };

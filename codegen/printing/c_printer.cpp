@@ -226,6 +226,8 @@ class Printer {
       case ExprKind::kBinary: return binary(e);
       case ExprKind::kSelect:
         if (sanitizing()) return sanitized_select(e);
+        if (is_guarded_select(e))
+          return str_cat("(", condition(e->args[0]), " ? ", expr(e->args[1]), " : ", expr(e->args[2]), ")");
         // Eager: every load is in bounds (kernel_ir.h), and a call lets the
         // compiler if-convert and vectorize where a ?: with loads would not.
         return str_cat("tg_select<", compute_type(e->dtype), ">(", expr(e->args[0]), ", ",
@@ -612,6 +614,15 @@ class Printer {
   }
 
   bool sanitizing() const { return d_.sanitizer_warp_size > 0; }
+
+  // A bool as a C condition: a cast to bool compares without the uint8_t
+  // (mixing an 8-bit mask into a loop of 32-bit values keeps GCC from
+  // vectorizing a guarded Select's masked load).
+  std::string condition(const Expr& c) {
+    if (c->kind == ExprKind::kCast && c->dtype == DType::kBool && c->args[0]->dtype != DType::kBool)
+      return str_cat("(", expr(c->args[0]), " != 0)");
+    return expr(c);
+  }
 
   // A GPU evaluates both branches of a Select (tg_select is a call), so every
   // load in either must be in bounds; but only the chosen branch's value is

@@ -165,6 +165,16 @@ Expr select(Expr cond, Expr t, Expr f) {
   return make(std::move(n));
 }
 
+Expr guarded_select(Expr cond, Expr t, Expr f) {
+  const Expr e = select(std::move(cond), std::move(t), std::move(f));
+  if (e->kind != ExprKind::kSelect) return e;
+  ExprNode n = *e;
+  n.int_value = kGuardedSelect;
+  return make(std::move(n));
+}
+
+bool is_guarded_select(const Expr& e) { return e->kind == ExprKind::kSelect && e->int_value == kGuardedSelect; }
+
 Expr cast(DType t, Expr x) {
   if (x->dtype == t) return x;
   if (is_const(x)) return imm_of(scalar_cast(value_of(x), x->dtype, t), t);
@@ -198,6 +208,15 @@ Expr max(Expr a, Expr b) { return binary(BinaryOp::kMax, std::move(a), std::move
 Expr lt(Expr a, Expr b) { return binary(BinaryOp::kLt, std::move(a), std::move(b)); }
 Expr ge(Expr a, Expr b) { return binary(BinaryOp::kGe, std::move(a), std::move(b)); }
 Expr logical_and(Expr a, Expr b) { return binary(BinaryOp::kAnd, std::move(a), std::move(b)); }
+
+std::vector<Expr> conjuncts(const Expr& guard) {
+  if (guard->kind == ExprKind::kBinary && guard->binary_op == BinaryOp::kAnd) {
+    std::vector<Expr> all = conjuncts(guard->args[0]);
+    for (const Expr& c : conjuncts(guard->args[1])) all.push_back(c);
+    return all;
+  }
+  return {guard};
+}
 
 Expr in_range(Expr x, int64_t lo, int64_t hi) {
   return logical_and(ge(x, int_imm(lo)), lt(x, int_imm(hi)));
@@ -243,7 +262,9 @@ Expr rewrite(const Expr& e, const std::function<Expr(const Expr&)>& rewrite_node
       case ExprKind::kLoad: rebuilt = load(static_cast<int>(e->int_value), e->dtype, args); break;
       case ExprKind::kUnary: rebuilt = unary(e->unary_op, args[0]); break;
       case ExprKind::kBinary: rebuilt = binary(e->binary_op, args[0], args[1]); break;
-      case ExprKind::kSelect: rebuilt = select(args[0], args[1], args[2]); break;
+      case ExprKind::kSelect:
+        rebuilt = is_guarded_select(e) ? guarded_select(args[0], args[1], args[2]) : select(args[0], args[1], args[2]);
+        break;
       case ExprKind::kCast: rebuilt = cast(e->dtype, args[0]); break;
       case ExprKind::kCheckIndex:
         rebuilt = check_index(args[0], e->args[1]->int_value, static_cast<int>(e->int_value));
@@ -330,7 +351,7 @@ std::string to_string(const Expr& e) {
           << to_string(e->args[1]) << ")";
       break;
     case ExprKind::kSelect:
-      out << "select(" << to_string(e->args[0]) << ", " << to_string(e->args[1]) << ", "
+      out << (is_guarded_select(e) ? "guarded_select(" : "select(") << to_string(e->args[0]) << ", " << to_string(e->args[1]) << ", "
           << to_string(e->args[2]) << ")";
       break;
     case ExprKind::kCast: out << dtype_name(e->dtype) << "(" << to_string(e->args[0]) << ")"; break;

@@ -7,7 +7,8 @@
 //  * Load(slot, indices...) reads element `indices` of the Op's input `slot`.
 //    Indices are int64 and must be in bounds whenever the Load is evaluated;
 //    out-of-bounds reads (padding, concat) are guarded by Select, which is lazy:
-//    only the chosen branch is evaluated.
+//    only the chosen branch is evaluated. (Kernel IR speculates Selects
+//    instead, except those marked guarded: codegen/kernel_ir/kernel_ir.h.)
 //  * Index arithmetic is int64 and never overflows for tensors < 2^62 elements.
 //    FloorDiv / FloorMod round toward negative infinity (Python semantics);
 //    Div on integers truncates toward zero and Rem takes the dividend's sign
@@ -93,7 +94,8 @@ using Expr = std::shared_ptr<const ExprNode>;
 struct ExprNode {
   ExprKind kind;
   DType dtype;
-  int64_t int_value = 0;     // IntImm: the value; Var: axis id; Load: input slot
+  int64_t int_value = 0;     // IntImm: the value; Var: axis id; Load: input slot;
+                             // Select: kGuardedSelect or 0 (guarded_select)
   double float_value = 0.0;  // FloatImm
   UnaryOp unary_op = UnaryOp::kNeg;
   BinaryOp binary_op = BinaryOp::kAdd;
@@ -110,6 +112,12 @@ Expr load(int slot, DType t, std::vector<Expr> indices);
 Expr unary(UnaryOp op, Expr x);
 Expr binary(BinaryOp op, Expr a, Expr b);
 Expr select(Expr cond, Expr t, Expr f);
+// A Select whose true branch may read out of bounds where cond is false:
+// kernel IR (which speculates plain Selects) evaluates that branch only
+// where cond holds. Rebuilding a node (rewrite, simplify) keeps the mark.
+constexpr int64_t kGuardedSelect = 1;
+Expr guarded_select(Expr cond, Expr t, Expr f);
+bool is_guarded_select(const Expr& e);
 Expr cast(DType t, Expr x);
 // CheckIndex (semantics above): x is an int64 index, dim > 0, site indexes
 // Graph::index_checks. A constant x in [-dim, dim) folds to its wrapped value.
@@ -129,6 +137,8 @@ Expr max(Expr a, Expr b);
 Expr lt(Expr a, Expr b);
 Expr ge(Expr a, Expr b);
 Expr logical_and(Expr a, Expr b);
+// The conjuncts of a guard `a && b && ...` (a non-And expression is its own).
+std::vector<Expr> conjuncts(const Expr& guard);
 // `lo <= x < hi` for an index x.
 Expr in_range(Expr x, int64_t lo, int64_t hi);
 

@@ -291,15 +291,45 @@ TEST(FloatGemm, StrideOneConvPacksContiguousRunsWithPlainLoads) {
   const int table_id = static_cast<int>(table - kernel.buffers.begin());
   const int lane = static_cast<int>(std::find(kernel.var_names.begin(), kernel.var_names.end(), "lb") -
                                     kernel.var_names.begin());
-  // The run's loop reads the offset once per run (not per lane) and the
-  // padding test per lane; the other loop reads both per lane.
+  // The run's loop reads the padding test per lane and the input at the
+  // run's first offset (read from the table into a local before the loop)
+  // plus the lane; the other loop reads both per lane.
   std::vector<Expr> fast, each;
   loads_of(runs[0], table_id, &fast);
   loads_of(runs[1], table_id, &each);
-  ASSERT_EQ(fast.size(), 2u);
+  ASSERT_EQ(fast.size(), 1u);
   ASSERT_EQ(each.size(), 2u);
-  EXPECT_EQ(std::count_if(fast.begin(), fast.end(), [&](const Expr& l) { return uses_var(l, lane); }), 1);
+  EXPECT_TRUE(uses_var(fast[0], lane));
   EXPECT_EQ(std::count_if(each.begin(), each.end(), [&](const Expr& l) { return uses_var(l, lane); }), 2);
+  const auto first = std::find_if(kernel.buffers.begin(), kernel.buffers.end(),
+                                  [](const codegen::Buffer& buf) { return buf.name == "run_first0"; });
+  ASSERT_NE(first, kernel.buffers.end());
+  std::vector<Expr> from_first;
+  loads_of(runs[0], static_cast<int>(first - kernel.buffers.begin()), &from_first);
+  EXPECT_EQ(from_first.size(), 1u);
+}
+
+// On AVX-512 a stride-1 conv's packing reads its padded window under the
+// padding test (guarded_select: a masked load), so its table holds
+// unclamped offsets, which step by one across the padding and across
+// output rows (40 wide in and out): every run's flag is set, no lane
+// gathers. Stride 2 keeps the clamped offsets (a masked load would not
+// vectorize with a step of two) and its plain selects.
+TEST(FloatGemm, StrideOneConvReadsThePaddingUnderItsTestNotClamped) {
+  const codegen::Kernel kernel = conv3x3_avx512_kernel("conv_guarded", 1);
+  std::vector<codegen::Stmt> runs;
+  loops_named(kernel, kernel.body, "lb", &runs);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const codegen::Stmt& r : runs)
+    EXPECT_TRUE(any_node(r->body[0]->value, is_guarded_select)) << codegen::to_string(kernel);
+  // One Min: the run flags' over the lanes; no clamp.
+  EXPECT_EQ(ops_in(kernel.body, {BinaryOp::kMin, BinaryOp::kMax}), 1) << codegen::to_string(kernel);
+  const codegen::Kernel stride2 = conv3x3_avx512_kernel("conv_clamped", 2);
+  std::vector<codegen::Stmt> runs2;
+  loops_named(stride2, stride2.body, "lb", &runs2);
+  ASSERT_EQ(runs2.size(), 2u);
+  EXPECT_FALSE(any_node(runs2[0]->body[0]->value, is_guarded_select));
+  EXPECT_GT(ops_in(stride2.body, {BinaryOp::kMin, BinaryOp::kMax}), 1);
 }
 
 // Stride 2: a run's input offsets step by two; its loop reads the input
@@ -830,6 +860,38 @@ TEST(FloatGemm, KxKConvPacksPixelRowsInsideTheWindowFromARowTable) {
   ASSERT_NE(table, kernel.buffers.end());
   EXPECT_EQ(table->elements, 2 * 9 * 8);
   EXPECT_EQ(table->dtype, DType::kI32);
+}
+
+// Stride 1, pixels as rows on AVX-512: a row panel wholly inside M reads
+// its window under the padding test (guarded_select), from a table of
+// unclamped offsets; each k's MR rows are one masked load at the panel's
+// first offset (read into a local before the row loop) plus the row, the
+// padding test per row. The panel across M's end keeps the clamped table
+// and its gather ("rows").
+TEST(FloatGemm, StrideOneKxKPixelRowsReadTheirWindowAsOneVectorPerK) {
+  const codegen::Kernel kernel = few_pixels_kernel("kxk_guarded_rows", 3, 1);
+  std::vector<codegen::Stmt> rows;
+  loops_named(kernel, kernel.body, "ia", &rows);
+  ASSERT_EQ(rows.size(), 2u);
+  auto buffer = [&](const std::string& name) {
+    const auto b = std::find_if(kernel.buffers.begin(), kernel.buffers.end(),
+                                [&](const codegen::Buffer& x) { return x.name == name; });
+    EXPECT_NE(b, kernel.buffers.end()) << name;
+    return static_cast<int>(b - kernel.buffers.begin());
+  };
+  const int guarded_table = buffer("rows_guarded"), clamped_table = buffer("rows"), first = buffer("run_first0");
+  const int row = static_cast<int>(std::find(kernel.var_names.begin(), kernel.var_names.end(), "ia") -
+                                   kernel.var_names.begin());
+  ASSERT_TRUE(any_node(rows[0]->body[0]->value, is_guarded_select)) << codegen::to_string(kernel);
+  std::vector<Expr> tests, firsts, clamped;
+  loads_of(rows[0], guarded_table, &tests);
+  loads_of(rows[0], first, &firsts);
+  ASSERT_EQ(tests.size(), 1u);
+  EXPECT_TRUE(uses_var(tests[0], row));
+  EXPECT_EQ(firsts.size(), 1u);
+  EXPECT_FALSE(any_node(rows[1]->body[0]->value, is_guarded_select));
+  loads_of(rows[1], clamped_table, &clamped);
+  EXPECT_EQ(clamped.size(), 2u);  // the padding test and the offset, per row
 }
 
 // Weights left for the run time to pack (lower_kernel without the packs):

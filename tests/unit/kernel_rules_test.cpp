@@ -6,6 +6,7 @@
 #include "compiler/ir/dtype.h"
 #include "compiler/ir/flops.h"
 #include "compiler/ir/graph.h"
+#include "compiler/ir/simplify.h"
 #include "scheduler/schedule.h"
 
 namespace tilegraph {
@@ -42,6 +43,36 @@ TEST(KernelRules, IndexClamps) {
   EXPECT_EQ(to_string(codegen::clamp_index_if_needed(var(0), 8, v0_in_8)), to_string(var(0)));
   EXPECT_EQ(to_string(codegen::clamp_index_if_needed(var(0), 8, v0_in_9)),
             to_string(codegen::clamp_index(var(0), 8)));
+}
+
+// A padded read x[v - 1], v in [0, 9) over x of 8: under its padding test
+// the index stays as it is and the Select is a guarded one; an index the
+// test does not bound (x[v + 1]) is clamped as to_kernel_loads does.
+TEST(KernelRules, GuardedLoadsKeepTheIndexTheirSelectBounds) {
+  Graph g;
+  Tensor x;
+  x.name = "x";
+  x.dtype = DType::kF32;
+  x.shape = {8};
+  Op op;
+  op.inputs = {g.add_tensor(x)};
+  const std::vector<Interval> v0_in_9 = {Interval::range(9)};
+  const Expr at = var(0) - int_imm(1);
+  const Expr padded = select(logical_and(ge(at, int_imm(0)), lt(at, int_imm(8))), load(0, DType::kF32, {at}),
+                             float_imm(0.0));
+  const Expr guarded = codegen::to_guarded_kernel_loads(g, op, padded, v0_in_9);
+  ASSERT_TRUE(is_guarded_select(guarded)) << to_string(guarded);
+  EXPECT_EQ(to_string(guarded->args[1]), to_string(load(0, DType::kF32, {simplify(at, v0_in_9)})));
+  EXPECT_FALSE(is_guarded_select(codegen::to_kernel_loads(g, op, padded, v0_in_9)));
+  // Rebuilt (a rewrite, the simplifier), it stays guarded.
+  EXPECT_TRUE(is_guarded_select(simplify(substitute_vars(guarded, {var(0) + int_imm(0)}), v0_in_9)));
+  EXPECT_NE(to_string(guarded).find("guarded_select("), std::string::npos);
+
+  const Expr beyond = select(logical_and(ge(at, int_imm(0)), lt(at, int_imm(8))),
+                             load(0, DType::kF32, {var(0) + int_imm(1)}), float_imm(0.0));
+  const Expr clamped = codegen::to_guarded_kernel_loads(g, op, beyond, v0_in_9);
+  EXPECT_FALSE(is_guarded_select(clamped)) << to_string(clamped);
+  EXPECT_EQ(to_string(clamped), to_string(codegen::to_kernel_loads(g, op, beyond, v0_in_9)));
 }
 
 TEST(KernelRules, FlopCounts) {

@@ -225,6 +225,23 @@ TEST(VerifyKernel, LoadOutOfBoundsInTheUntakenBranchOfASelectStillBreaks) {
   EXPECT_EQ(verify_error(b.k), "");
 }
 
+TEST(VerifyKernel, AGuardedSelectReadsItsTrueBranchOnlyWhereItsConditionHolds) {
+  // guarded_select: printed as ?: (kernel_ir.h), so the load past the end
+  // at tid 15 never runs; past the end where the condition holds breaks.
+  BlockKernel b;
+  auto store = [&](int64_t below) {
+    const Expr guarded = guarded_select(lt(var(BlockKernel::kTid), int_imm(below)),
+                                        load(BlockKernel::kShared, DType::kF32, {var(BlockKernel::kTid) + 1}),
+                                        float_imm(0));
+    return b.grid({BlockKernel::load_phase(), make_barrier(),
+                   BlockKernel::threads({make_store(BlockKernel::kOut, BlockKernel::flat(), guarded)})});
+  };
+  b.k.body = store(15);
+  EXPECT_EQ(verify_error(b.k), "");
+  b.k.body = store(16);
+  EXPECT_BREAKS(b.k, "every Load is in bounds whatever the branch taken");
+}
+
 TEST(VerifyKernel, StoreOutOfBounds) {
   BlockKernel b;
   b.k.body = b.grid({BlockKernel::threads({make_store(BlockKernel::kShared, var(BlockKernel::kTid) + 16, float_imm(0))}),
