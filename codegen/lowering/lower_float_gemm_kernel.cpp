@@ -1297,14 +1297,55 @@ class FloatGemmLowering : KernelBuilder {
       auto run = [&](const Expr& e) { return simplify(substitute_vars(e, at), bounds_); };
       const Expr index = finalize_indices(run(panel_at), bounds_);
       const Expr flag = binary(BinaryOp::kNe, run_flag, int_imm(0, run_flag->dtype));
-      const Stmt fast = hoist_run_offsets(
-          vl, make_for(vl, int_imm(kRunLanes), LoopKind::kVectorized, {make_store(panels, index, run(fast_value))}));
+      Stmt fast = widened_run(vl, index, run(fast_value), panels);
+      if (!fast)
+        fast = hoist_run_offsets(
+            vl, make_for(vl, int_imm(kRunLanes), LoopKind::kVectorized, {make_store(panels, index, run(fast_value))}));
       const Stmt each = make_for(vl, int_imm(kRunLanes), LoopKind::kVectorized,
                                  {make_store(panels, index, run(value))});
       s = make_for(vg, int_imm(v.nr / kRunLanes), LoopKind::kSerial,
                    {make_if(flag, {fast}), make_if(unary(UnaryOp::kNot, flag), {each})});
     }
     return s;
+  }
+
+  // A run whose input offsets step by two (a stride-2 conv), where the
+  // target loads under a mask: its 2 x kRunLanes contiguous input values
+  // first (a masked load, the mask keeping the last one inside the input,
+  // into a local GCC keeps in registers), then every other one of them
+  // into the panel (one permute). Written directly, GCC read the run as a
+  // half-width permute, a quarter-width load and four scalars, peeling the
+  // last lanes because a full two-vector load could read one value past
+  // the input (MobileNetV2's stem: half of its kernel's own time). Null
+  // where the run reads its input otherwise.
+  Stmt widened_run(int lane_var, const Expr& index, const Expr& value, int panels) {
+    if (!masked_loads()) return nullptr;
+    std::vector<Expr> reads;
+    visit(value, [&](const Expr& n) {
+      if (n->kind == ExprKind::kLoad && n->dtype == DType::kF32 && uses_var(n, lane_var)) reads.push_back(n);
+    });
+    if (reads.size() != 1) return nullptr;
+    const Expr read = reads.front();
+    std::vector<Expr> lane0 = vars_as_themselves();
+    lane0[static_cast<size_t>(lane_var)] = int_imm(0);
+    const Expr first = simplify(substitute_vars(read->args[0], lane0), bounds_);
+    if (!same_expr(simplify(read->args[0] - first, bounds_), simplify(var(lane_var) * 2, bounds_))) return nullptr;
+    const int n = widened_runs_++;
+    const int wide = add_local(str_cat("run_wide", n), DType::kF32, 2 * kRunLanes);
+    const int vw = new_var(str_cat("lw", n), 2 * kRunLanes);
+    const int input = static_cast<int>(read->int_value);
+    const int64_t elements = kernel_.buffers[static_cast<size_t>(input)].elements;
+    const Expr at = first + var(vw);
+    const Stmt fill = hoist_run_offsets(
+        vw, make_for(vw, int_imm(2 * kRunLanes), LoopKind::kVectorized,
+                     {make_store(wide, var(vw),
+                                 guarded_select(lt(at, int_imm(elements)), load(input, DType::kF32, {at}),
+                                                float_imm(0.0)))}));
+    const Expr picked = rewrite(value, [&](const Expr& x) -> Expr {
+      return same_expr(x, read) ? load(wide, DType::kF32, {var(lane_var) * 2}) : nullptr;
+    });
+    return make_allocate(wide, {fill, make_for(lane_var, int_imm(kRunLanes), LoopKind::kVectorized,
+                                               {make_store(panels, index, picked)})});
   }
 
   // A guarded run (guarded_b_packing) with its first offsets read into a
@@ -1545,6 +1586,7 @@ class FloatGemmLowering : KernelBuilder {
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
   std::optional<bool> guarded_b_;           // guarded_b_packing, once per kernel
   int hoisted_runs_ = 0;                    // hoist_run_offsets' locals so far
+  int widened_runs_ = 0;                    // widened_run's locals so far
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the accumulator)
   int packed_a_ = -1, packed_b_ = -1, output_ = -1;
 };

@@ -250,8 +250,18 @@ def residual_rows(path):
                                      _w("w3", 48, 48, 1, 1), _w("b3", 48), _w("w4", 8, 48, 1, 1)])
 
 
+def stem(path):
+    # an RGB stem: 3x3 stride 2 pad 1 over 3 channels with bias + Relu, 39 x 37 -> 20 x 19
+    # (output rows wider than a run of 16 columns: its input offsets step by two)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 39, 37])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c0"], ["y"])]
+    _save(path, nodes, [x], [y], [_w("w0", 24, 3, 3, 3), _w("b0", 24)])
+
+
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd,
-          "pixel_rows": pixel_rows, "concat_k": concat_k}
+          "pixel_rows": pixel_rows, "concat_k": concat_k, "stem": stem}
 
 
 def _env(variant=None):
@@ -311,7 +321,7 @@ def test_float_gemm_model(name, variant, tmp_path):
     assert f"on the float micro-kernel (sgemm_{variant})" in tune, tune[-3000:]
     manifest = _manifest(prefix)
     on_ukernel = [k["name"] for k in _sgemm_kernels(prefix, variant)]
-    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 3, "pixel_rows": 2, "concat_k": 3}[name]
+    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 3, "pixel_rows": 2, "concat_k": 3, "stem": 1}[name]
     assert len(on_ukernel) == expected, (on_ukernel, [k["name"] for k in manifest["kernels"]])
     if name == "concat_k":  # no kernel writes a Concat: each is inside its contractions' kernels
         readers = [k for k in manifest["kernels"] if {"cat", "mcat"} & set(k["onnx_nodes"])]
@@ -327,6 +337,11 @@ def test_float_gemm_model(name, variant, tmp_path):
         source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
         guarded = re.findall(r"!= 0\) \? in\d+\[", source)
         assert bool(guarded) == (variant != "scalar"), (variant, len(guarded))
+    if name == "stem":
+        # The stride-2 runs read 32 contiguous values under a mask, then every other one
+        # (AVX-512's 32-column panels; AVX2's 16-column ones too).
+        source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+        assert ("run_wide" in source) == (variant != "scalar"), variant
     _matches_onnxruntime(prefix, env)
 
 

@@ -332,10 +332,12 @@ TEST(FloatGemm, StrideOneConvReadsThePaddingUnderItsTestNotClamped) {
   EXPECT_GT(ops_in(stride2.body, {BinaryOp::kMin, BinaryOp::kMax}), 1);
 }
 
-// Stride 2: a run's input offsets step by two; its loop reads the input
-// at the run's first offset plus twice the lane (GCC: two vector loads and
-// a permute instead of a gather), flagged per run as for stride 1. Stride 3
-// keeps one load per column and no flags.
+// Stride 2: a run's input offsets step by two, flagged per run as for
+// stride 1. On AVX-512 the run first reads its 32 contiguous input values
+// ("lw0": a masked load at the run's first offset, the mask keeping the
+// read inside the input) into a local "run_wide0", then its loop takes
+// every other one (twice the lane: one permute instead of a gather).
+// Stride 3 keeps one load per column and no flags.
 TEST(FloatGemm, StrideTwoConvPacksRunsThatStepByTwo) {
   const codegen::Kernel kernel = conv3x3_avx512_kernel("conv_step2_runs", 2);
   std::vector<codegen::Stmt> runs, flags, per_column;
@@ -361,6 +363,21 @@ TEST(FloatGemm, StrideTwoConvPacksRunsThatStepByTwo) {
   int64_t step = 0;
   ASSERT_TRUE(is_const_int(simplify(next - substitute_vars(index, at), {}), &step));
   EXPECT_EQ(step, 2);
+  const auto wide = std::find_if(kernel.buffers.begin(), kernel.buffers.end(),
+                                 [](const codegen::Buffer& b) { return b.name == "run_wide0"; });
+  ASSERT_NE(wide, kernel.buffers.end());
+  EXPECT_EQ(wide->elements, 32);
+  EXPECT_EQ(input_reads[0]->int_value, wide - kernel.buffers.begin());
+  std::vector<codegen::Stmt> fills;
+  loops_named(kernel, kernel.body, "lw0", &fills);
+  ASSERT_EQ(fills.size(), 1u);
+  const Expr filled = fills[0]->body[0]->value;
+  ASSERT_TRUE(is_guarded_select(filled)) << codegen::to_string(kernel);
+  ASSERT_EQ(filled->args[0]->kind, ExprKind::kBinary);
+  EXPECT_EQ(filled->args[0]->binary_op, BinaryOp::kLt);
+  int64_t input_elements = 0;
+  ASSERT_TRUE(is_const_int(filled->args[0]->args[1], &input_elements));
+  EXPECT_EQ(input_elements, 8 * 40 * 40);
 
   const codegen::Kernel stride3 = conv3x3_avx512_kernel("conv_no_runs", 3);
   runs.clear(), flags.clear(), per_column.clear();
