@@ -64,9 +64,11 @@ std::optional<Gemm> match_int_gemm(const Graph& g, const Op& op);
 // Does a float32 GEMM of this shape gain from the micro-kernel? Not when it
 // has too few columns to fill a register tile (a depthwise conv's single
 // column per channel: the direct kernel, scheduler/direct_conv.h), nor too
-// few rows (a vector's dot products: the loop nest) unless A is constant
-// (constant_a: a conv's filters, whose windows the loop nest gathers).
-bool float_gemm_pays(const Gemm& m, bool constant_a = false);
+// few rows (a vector's dot products with an activation: the loop nest)
+// unless A is constant (constant_a: a conv's filters, whose windows the
+// loop nest gathers) or B is and holds a MiB or more (constant_b: a
+// classifier's weights, whose panels packed at compile time stream in order).
+bool float_gemm_pays(const Gemm& m, bool constant_a = false, bool constant_b = false);
 
 // Is op a sum of products of two factors that both read int8/uint8 tensors
 // (an integer matmul or conv, or a float one over dequantized int8

@@ -91,6 +91,41 @@ TEST(FloatGemm, MatMulRowsAreTheLeadingAxesAndWeightsAreB) {
   EXPECT_TRUE(scheduler::float_gemm_pays(m[0]));
 }
 
+// One row (a classifier's x @ W^T): on the micro-kernel where W is
+// constant and holds a MiB or more (its panels packed at compile time
+// stream in order), in the loop nest where it is smaller or where B is
+// another activation.
+TEST(FloatGemm, AVectorTimesConstantWeightsTakesTheMicroKernel) {
+  OnnxModelBuilder small(13);
+  small.input("x", 1, {1, 64}).output("y");
+  small.initializer_f("w", {100, 64}, ramp(6400));
+  OnnxModelBuilder::attr_int(small.node("Gemm", {"x", "w"}, {"y"}), "transB", 1);
+  const std::vector<scheduler::Gemm> cached = float_gemms(import_and_optimize(small, "small_classifier"));
+  ASSERT_EQ(cached.size(), 1u);
+  EXPECT_FALSE(scheduler::float_gemm_pays(cached[0], false, true));
+
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 512}).output("y");
+  b.initializer_f("w", {512, 512}, ramp(512 * 512));
+  OnnxModelBuilder::attr_int(b.node("Gemm", {"x", "w"}, {"y"}), "transB", 1);
+  Graph g = import_and_optimize(b, "classifier");
+  const std::vector<scheduler::Gemm> m = float_gemms(g);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].rows(), 1);
+  EXPECT_FALSE(scheduler::float_gemm_pays(m[0]));
+  EXPECT_TRUE(scheduler::float_gemm_pays(m[0], false, true));
+  const LoweredGemm gemm = lower_the_gemm(g, "avx512");
+  EXPECT_GE(gemm.packs.b, 0);
+  codegen::verify(gemm.kernel);
+
+  OnnxModelBuilder two(13);
+  two.input("x", 1, {1, 512}).input("v", 1, {512, 512}).output("y");
+  two.node("MatMul", {"x", "v"}, {"y"});
+  Graph ga = import_and_optimize(two, "vector_times_activation");
+  scheduler::Schedule s = scheduler::schedule_tile_graph(ga, scheduler::host_arch(), {});
+  EXPECT_EQ(scheduler::use_gemm_ukernels(ga, s, true).float_gemms, 0);
+}
+
 TEST(FloatGemm, BatchMatMulOfTwoActivationsThroughATransposeHasBatchAxes) {
   OnnxModelBuilder b(13);
   b.input("q", 1, {2, 6, 4}).input("k", 1, {2, 9, 4}).output("y");
