@@ -1351,13 +1351,17 @@ class FloatGemmLowering : KernelBuilder {
   // A guarded run (guarded_b_packing) with its first offsets read into a
   // local before its lane loop: GCC 12 vectorizes no masked load whose
   // address reads memory inside the loop, even where that read is
-  // invariant (a scalar copy per lane instead). Others as they are.
+  // invariant (a scalar copy per lane instead). Only reads of the kernel's
+  // own tables move: a read of a tensor may be in bounds only under the
+  // guard it would leave. Others as they are.
   Stmt hoist_run_offsets(int lane_var, const Stmt& loop) {
     const Expr& value = loop->body.front()->value;
     if (!any_node(value, is_guarded_select)) return loop;
     std::vector<Expr> firsts;
     visit(value, [&](const Expr& n) {
-      if (n->kind != ExprKind::kLoad || !is_integer(n->dtype) || uses_var(n, lane_var)) return;
+      if (n->kind != ExprKind::kLoad || !is_integer(n->dtype) || uses_var(n, lane_var) ||
+          kernel_.buffers[static_cast<size_t>(n->int_value)].scope != MemoryScope::kLocal)
+        return;
       for (const Expr& f : firsts)
         if (same_expr(f, n)) return;
       firsts.push_back(n);
