@@ -368,47 +368,45 @@ class Verifier {
   // e and its operands; a guarded Select's true branch under its condition.
   void node(const Expr& n, const char* what) {
     Interval range;
-    {
-      switch (n->kind) {
-        case ExprKind::kVar:
-          if (n->int_value < 0 || n->int_value >= static_cast<int64_t>(bound_.size()) || !bound_[n->int_value])
-            fail("every variable is bound by an enclosing For",
-                 str_cat(n->int_value >= 0 && n->int_value < static_cast<int64_t>(bound_.size())
-                             ? k_.var_names[n->int_value] : "var " + std::to_string(n->int_value),
-                         " in ", what));
-          break;
-        case ExprKind::kLoad: {
-          const Buffer& b = buffer(static_cast<int>(n->int_value), "a Load's buffer");
-          if (n->args.size() != 1 || !n->args[0] || !is_integer(n->args[0]->dtype))
-            fail("a Load reads a buffer at one integer (flat) index", to_string(n));
-          Interval at;
-          if (fits(n->args[0], 0, b.elements - 1, &at) == Fit::kOutside)
-            fail("every Load is in bounds whatever the branch taken",
-                 str_cat(to_string(n), " reads [", at.lo, ", ", at.hi, "] of ", b.name, "[", b.elements, "]"));
-          break;
-        }
-        case ExprKind::kBinary:
-          if ((n->binary_op == BinaryOp::kDiv || n->binary_op == BinaryOp::kRem) && is_integer(n->dtype) &&
-              !has_load(n) &&
-              (fits(n->args[0], 0, Interval::kPosInf, &range) == Fit::kOutside ||
-               fits(n->args[1], 0, Interval::kPosInf, &range) == Fit::kOutside))
-            fail("integer Div/Rem of index arithmetic has non-negative operands (else FloorDiv/FloorMod)",
-                 to_string(n));
-          break;
-        case ExprKind::kSelect:
-          if (n->args[0]->dtype != DType::kBool) fail("a Select's condition is a bool", to_string(n));
-          if (is_guarded_select(n)) {
-            node(n->args[0], what);
-            guards_.push_back(n->args[0]);
-            node(n->args[1], what);
-            guards_.pop_back();
-            node(n->args[2], what);
-            return;
-          }
-          break;
-        default:
-          break;
+    switch (n->kind) {
+      case ExprKind::kVar:
+        if (n->int_value < 0 || n->int_value >= static_cast<int64_t>(bound_.size()) || !bound_[n->int_value])
+          fail("every variable is bound by an enclosing For",
+               str_cat(n->int_value >= 0 && n->int_value < static_cast<int64_t>(bound_.size())
+                           ? k_.var_names[n->int_value] : "var " + std::to_string(n->int_value),
+                       " in ", what));
+        break;
+      case ExprKind::kLoad: {
+        const Buffer& b = buffer(static_cast<int>(n->int_value), "a Load's buffer");
+        if (n->args.size() != 1 || !n->args[0] || !is_integer(n->args[0]->dtype))
+          fail("a Load reads a buffer at one integer (flat) index", to_string(n));
+        Interval at;
+        if (fits(n->args[0], 0, b.elements - 1, &at) == Fit::kOutside)
+          fail("every Load is in bounds whatever the branch taken",
+               str_cat(to_string(n), " reads [", at.lo, ", ", at.hi, "] of ", b.name, "[", b.elements, "]"));
+        break;
       }
+      case ExprKind::kBinary:
+        if ((n->binary_op == BinaryOp::kDiv || n->binary_op == BinaryOp::kRem) && is_integer(n->dtype) &&
+            !has_load(n) &&
+            (fits(n->args[0], 0, Interval::kPosInf, &range) == Fit::kOutside ||
+             fits(n->args[1], 0, Interval::kPosInf, &range) == Fit::kOutside))
+          fail("integer Div/Rem of index arithmetic has non-negative operands (else FloorDiv/FloorMod)",
+               to_string(n));
+        break;
+      case ExprKind::kSelect:
+        if (n->args[0]->dtype != DType::kBool) fail("a Select's condition is a bool", to_string(n));
+        if (is_guarded_select(n)) {
+          node(n->args[0], what);
+          guards_.push_back(n->args[0]);
+          node(n->args[1], what);
+          guards_.pop_back();
+          node(n->args[2], what);
+          return;
+        }
+        break;
+      default:
+        break;
     }
     for (const Expr& a : n->args) {
       if (!a) fail("expressions are not null", what);

@@ -500,7 +500,7 @@ class FloatGemmLowering : KernelBuilder {
     const Expr index = var(vp) * geo_.a_panel + k * v.mr + var(vi);
     if (pixel_rows(geo_.m) && divides(a)) {
       // A panel wholly inside M may read its window under the padding test
-      // (guarded_row_panel).
+      // (row_table_panel with runs).
       Expr guarded, inside;
       if (masked_loads()) {
         guarded = guarded_op_value(geo_.m.a, gemm_op_vars(geo_.m, var(vb), row0 + var(vp) * v.mr + var(vi),
@@ -630,7 +630,7 @@ class FloatGemmLowering : KernelBuilder {
   // no such terms.
   // With `guarded` (A's value at unclamped rows, its padded window read
   // under the padding test: to_guarded_kernel_loads), a panel where
-  // `inside` holds packs from guarded_row_panel instead where that applies.
+  // `inside` holds packs from row_table_panel's runs instead where they apply.
   Stmt pack_a_by_row_table(int vp, int vi, const std::vector<int>& k_vars, const Expr& a, int panels,
                            const Expr& index, const Expr& guarded = nullptr, const Expr& inside = nullptr) {
     Stmt panel = row_table_panel(vi, k_vars, a, panels, index, false);
@@ -1094,13 +1094,12 @@ class FloatGemmLowering : KernelBuilder {
 
   // Guarded packing of a padded conv's B (to_guarded_kernel_loads): where
   // the target loads under a mask (masked_loads) and the column table's
-  // runs step by one. A run's offsets
-  // then stay affine across the padding, and across output rows where
-  // input and output rows are as wide (a stride-1 'same' conv), so every
-  // run reads one masked vector: clamped, those runs that touched the
-  // padding or crossed a row (a quarter of ResNet-50's 3x3 convs over
-  // 56x56) gathered. Once per kernel: packings that share a column table
-  // must agree on its terms.
+  // runs step by one. A run's offsets then stay affine across the padding,
+  // and across output rows where input and output rows are as wide (a
+  // stride-1 'same' conv), so every run reads one masked vector: clamped,
+  // those runs that touched the padding or crossed a row (a quarter of
+  // ResNet-50's 3x3 convs over 56x56) gathered. Once per kernel: packings
+  // that share a column table must agree on its terms.
   bool guarded_b_packing() {
     if (guarded_b_) return *guarded_b_;
     guarded_b_ = false;
