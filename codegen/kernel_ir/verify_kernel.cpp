@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 #include "codegen/lowering/lower_library_gemm.h"
@@ -50,6 +51,35 @@ bool evaluate_index(const Expr& e, const std::vector<int64_t>& values, Scalar* o
   }
 }
 
+// e as constant + the sum of coefficient x var (integer constants, vars,
+// Add, Sub, Mul by a constant), each term scaled by `scale`; false where e
+// has another form.
+bool linear_form(const Expr& e, int64_t scale, std::map<int, int64_t>* coefficients, int64_t* constant) {
+  int64_t c = 0;
+  if (is_const_int(e, &c)) {
+    *constant += scale * c;
+    return true;
+  }
+  if (e->kind == ExprKind::kVar) {
+    (*coefficients)[static_cast<int>(e->int_value)] += scale;
+    return true;
+  }
+  if (e->kind != ExprKind::kBinary || !is_integer(e->dtype)) return false;
+  const Expr &x = e->args[0], &y = e->args[1];
+  switch (e->binary_op) {
+    case BinaryOp::kAdd:
+      return linear_form(x, scale, coefficients, constant) && linear_form(y, scale, coefficients, constant);
+    case BinaryOp::kSub:
+      return linear_form(x, scale, coefficients, constant) && linear_form(y, -scale, coefficients, constant);
+    case BinaryOp::kMul:
+      if (is_const_int(y, &c)) return linear_form(x, scale * c, coefficients, constant);
+      if (is_const_int(x, &c)) return linear_form(y, scale * c, coefficients, constant);
+      return false;
+    default:
+      return false;
+  }
+}
+
 // Index expressions of at most this many points (values of the variables
 // they use) are bounded exactly, by evaluating them everywhere.
 constexpr int64_t kMaxEvaluatedPoints = int64_t{1} << 12;
@@ -62,7 +92,7 @@ constexpr int64_t kFragmentValues[3] = {8, 4, 4};
 class Verifier {
  public:
   explicit Verifier(const Kernel& k)
-      : k_(k), bound_(k.var_names.size(), false), var_bounds_(k.var_names.size()),
+      : k_(k), bound_(k.var_names.size(), false), var_bounds_(k.var_names.size()), attained_(k.var_names.size(), false),
         allocated_(k.buffers.size(), false), in_scope_(k.buffers.size(), false),
         written_(k.buffers.size(), false) {}
 
@@ -440,12 +470,37 @@ class Verifier {
     if (loads) return Fit::kUnknown;
     // The If conditions on these variables (those readable without memory).
     std::vector<Expr> guards;
+    bool guarded = false;
     for (const Expr& g : guards_) {
       bool related = false;
       visit(g, [&](const Expr& n) {
         related |= n->kind == ExprKind::kVar && std::find(vars.begin(), vars.end(), n->int_value) != vars.end();
       });
+      guarded |= related;
       if (related && !has_load(g)) guards.push_back(g);
+    }
+    // Linear in variables that take every value of their loops (no If
+    // narrows them): its interval is exact, however many points (a column
+    // panel loop of the wrong extent read 5% past a conv's input, over more
+    // points than are evaluated).
+    if (!guarded) {
+      std::map<int, int64_t> coefficients;
+      int64_t constant = 0;
+      if (linear_form(e, 1, &coefficients, &constant)) {
+        Interval exact{constant, constant};
+        bool attained = true;
+        for (const auto& [v, c] : coefficients) {
+          const Interval& r = var_bounds_[static_cast<size_t>(v)];
+          attained &= attained_[static_cast<size_t>(v)] && r.bounded();
+          if (!attained) break;
+          exact.lo += std::min(c * r.lo, c * r.hi);
+          exact.hi += std::max(c * r.lo, c * r.hi);
+        }
+        if (attained) {
+          *range = exact;
+          return exact.within(lo, hi) ? Fit::kInside : Fit::kOutside;
+        }
+      }
     }
     for (const Expr& g : guards) collect(g);
     int64_t points = 1;
@@ -495,6 +550,8 @@ class Verifier {
 
   void bind(int var, const Expr& extent) {
     bound_[var] = true;
+    int64_t constant = 0;
+    attained_[var] = is_const_int(extent, &constant) && constant >= 1;
     const Interval e = bound_of(extent, var_bounds_);
     var_bounds_[var] = e.hi >= Interval::kPosInf ? Interval{0, Interval::kPosInf} : Interval{0, std::max<int64_t>(e.hi - 1, 0)};
   }
@@ -519,6 +576,7 @@ class Verifier {
   const Kernel& k_;
   std::vector<bool> bound_;            // var: bound by an enclosing For
   std::vector<Interval> var_bounds_;   // var: its values there
+  std::vector<bool> attained_;         // var: its loop has a constant extent >= 1 (takes every value of var_bounds_)
   std::vector<Expr> guards_;           // the conditions of the enclosing Ifs (and varying extents)
   std::vector<bool> allocated_, in_scope_, written_;  // buffer
   int64_t blocks_ = -1;                // the kBlocks nest's blocks, once seen

@@ -225,6 +225,30 @@ TEST(VerifyKernel, LoadOutOfBoundsInTheUntakenBranchOfASelectStillBreaks) {
   EXPECT_EQ(verify_error(b.k), "");
 }
 
+// A linear index over loops of constant extents takes every value of its
+// interval, so past the buffer is an error however many points the loops
+// have (100 x 100 here, beyond what the verifier evaluates one by one).
+// Under an If on its variables (a short last group) the index may stay
+// inside where it runs: not told, passes.
+TEST(VerifyKernel, LinearLoadPastTheEndOverManyPointsBreaks) {
+  Kernel cpu;
+  cpu.name = "copy";
+  cpu.buffers = {global_buffer("in0", 100 * 100, 0, false), global_buffer("out", 100 * 100, 1, true)};
+  cpu.var_names = {"i", "j"};
+  auto copy = [&](int64_t shift, const Expr& guard) {
+    Stmt store = make_store(1, var(0) * 100 + var(1), load(0, DType::kF32, {var(0) * 100 + var(1) + shift}));
+    if (guard) store = make_if(guard, {store});
+    return make_for(0, int_imm(100), LoopKind::kParallel, {make_for(1, int_imm(100), LoopKind::kSerial, {store})});
+  };
+  cpu.body = copy(0, nullptr);
+  EXPECT_EQ(verify_error(cpu), "");
+  cpu.body = copy(1, nullptr);
+  EXPECT_BREAKS(cpu, "every Load is in bounds whatever the branch taken");
+  EXPECT_NE(verify_error(cpu).find("reads [1, 10000] of in0[10000]"), std::string::npos) << verify_error(cpu);
+  cpu.body = copy(1, lt(var(0) * 100 + var(1), int_imm(100 * 100 - 1)));
+  EXPECT_EQ(verify_error(cpu), "");
+}
+
 TEST(VerifyKernel, AGuardedSelectReadsItsTrueBranchOnlyWhereItsConditionHolds) {
   // guarded_select: printed as ?: (kernel_ir.h), so the load past the end
   // at tid 15 never runs; past the end where the condition holds breaks.
