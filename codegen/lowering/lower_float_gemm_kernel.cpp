@@ -224,6 +224,7 @@ class FloatGemmLowering : KernelBuilder {
     kernel_.ukernel_params = {{"mr", v.mr}, {"nr", v.nr}, {"kc", kb.kc}, {"k_blocks", kb.k_blocks},
                               {"row_panels", grid_.row_panels}, {"chunk_panels", grid_.chunk_panels}};
     if (narrow_tail_cols() > 0) kernel_.ukernel_params.push_back({"tail_cols", narrow_tail_cols()});
+    if (column_group() > 1) kernel_.ukernel_params.push_back({"column_group", column_group()});
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     // One scratch buffer (a thread has one arena): the row block's A panels
@@ -231,7 +232,7 @@ class FloatGemmLowering : KernelBuilder {
     // block of it) unless B is, then with k blocks the row block's C tiles,
     // whose sums wait there for the last block.
     const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * a_panel_floats();
-    const int64_t b_floats = packed_b_ >= 0 ? 0 : geo_.b_block;
+    const int64_t b_floats = packed_b_ >= 0 ? 0 : geo_.b_block * column_group();
     const int64_t tile_floats = int64_t{v.mr} * v.nr;
     // k outer: the C tiles of a group of column panels wait for the last block.
     int64_t group = 1;
@@ -257,33 +258,30 @@ class FloatGemmLowering : KernelBuilder {
     if (kb.k_outer) {
       column_panels = k_outer_column_panels(vb, vc, rows, panels, a_at, a_floats, a_floats + b_floats, group);
     } else {
-      const int vnl = new_var("nb", chunk_panels);
-      const Expr nb = var(vc) * chunk_panels + var(vnl);
+      // Column panels one at a time, or packed and run in groups.
+      const int64_t cgroup = column_group();
+      const int64_t groups = ceil_div(chunk_panels, cgroup);
+      const int vnl = new_var(cgroup > 1 ? "ng" : "nb", groups);
+      const Expr nb = var(vc) * chunk_panels + (cgroup > 1 ? var(vnl) * cgroup : var(vnl));
       const Expr b_panel_at = (var(vb) * geo_.col_panels + nb) * geo_.b_panel;
       std::vector<Stmt> panel_body;
       if (!geo_.k_blocked()) {
-        CallArg b_arg;
-        if (packed_b_ >= 0) {
-          b_arg = {packed_b_, b_panel_at};
+        if (cgroup > 1) {
+          panel_body = column_group_body(vb, vm, vnl, nb, rows, panels, a_floats, ctile, a_at);
         } else {
-          panel_body.push_back(pack_b(vb, nb, panels, a_floats, nullptr).whole());
-          b_arg = {panels, int_imm(a_floats)};
+          CallArg b_arg;
+          if (packed_b_ >= 0) {
+            b_arg = {packed_b_, b_panel_at};
+          } else {
+            panel_body.push_back(pack_b(vb, nb, panels, int_imm(a_floats), nullptr).whole());
+            b_arg = {panels, int_imm(a_floats)};
+          }
+          const int vp = new_var("p", grid_.row_panels);
+          const Expr row = row0 + var(vp) * v.mr;
+          std::vector<CallArg> next_b;
+          if (prefetches_b()) add_next_b(&next_b, vp, b_panel_at + geo_.b_panel, m.k);
+          panel_body.push_back(row_panel_loop(vp, rows, panel_tile(vb, vm, vp, nb, row, a_at(vp), b_arg, ctile, next_b)));
         }
-        const int vp = new_var("p", grid_.row_panels);
-        const Stmt tile_loops = store_tile(vb, row0 + var(vp) * v.mr, nb, ctile, int_imm(0));
-        std::vector<CallArg> args = {{-1, int_imm(m.k)}, a_at(vp), b_arg, {ctile, int_imm(0)},
-                                     {-1, const_of(0, DType::kBool)}};
-        if (prefetches_b()) add_next_b(&args, vp, b_panel_at + geo_.b_panel, m.k);
-        const Stmt call = make_call("tg_sgemm::tile", args);
-        const std::optional<Stmt> fused =
-            fused_bias_clamp(nb, tile_loops, call, last_panel_call(args), a_at(vp), b_arg, ctile);
-        std::vector<Stmt> per_panel =
-            fused ? std::vector<Stmt>{*fused} : std::vector<Stmt>{tile_call(nb, args, row0 + var(vp) * v.mr), tile_loops};
-        if (!fused) {
-          if (const std::optional<Stmt> prefetch = prefetch_next_operand(vp, vm, tile_loops, ctile))
-            per_panel.insert(per_panel.begin(), *prefetch);
-        }
-        panel_body.push_back(row_panel_loop(vp, rows, per_panel));
       } else {
         // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
         // panel, each block's B rows are packed (or read from the packed
@@ -297,7 +295,7 @@ class FloatGemmLowering : KernelBuilder {
             b_arg = {packed_b_, b_panel_at + block * kb.kc * v.nr};
             return {};
           }
-          b_pack = pack_b(vb, nb, panels, a_floats, block);
+          b_pack = pack_b(vb, nb, panels, int_imm(a_floats), block);
           b_arg = {panels, int_imm(a_floats)};
           return {b_pack.pack};
         };
@@ -319,9 +317,9 @@ class FloatGemmLowering : KernelBuilder {
             store_tile(vb, row0 + var(ve) * v.mr, nb, panels, int_imm(c_offset) + var(ve) * tile_floats);
         panel_body.push_back(row_panel_loop(ve, rows, {tile_loops}));
       }
-      const Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
-                                                                : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
-      column_panels = make_for(vnl, int_imm(chunk_panels), LoopKind::kSerial, {in_range});
+      // A group guards each of its panels.
+      const Stmt in_range = cgroup > 1 ? make_seq(panel_body) : within_n(nb, panel_body);
+      column_panels = make_for(vnl, int_imm(groups), LoopKind::kSerial, {in_range});
     }
     std::vector<Stmt> block;
     // One row block and several chunks: a thread that runs chunk c right
@@ -348,6 +346,80 @@ class FloatGemmLowering : KernelBuilder {
   }
 
  private:
+  // The body of group vnl of a chunk's column panels (first panel nb), where
+  // B is packed at run time over all of K (column_group()): the group's B
+  // panels side by side at a_floats in `panels`, then each row panel over
+  // all of them: its A panel stays in L1 and its output rows are written
+  // column_group() panels at a time.
+  std::vector<Stmt> column_group_body(int vb, int vm, int vnl, const Expr& nb, const RowPanels& rows, int panels,
+                                      int64_t a_floats, int ctile, const std::function<CallArg(int)>& a_at) {
+    const int64_t cgroup = column_group(), chunk_panels = grid_.chunk_panels;
+    const int vw = new_var("nw", cgroup), vq = new_var("nq", cgroup);
+    const Expr packed_nb = nb + var(vw), run_nb = nb + var(vq);
+    // Where the chunk's last group is short, its panels past the chunk are
+    // the next chunk's.
+    auto in_group = [&](int vx, const Expr& panel, std::vector<Stmt> body) {
+      const Stmt s = within_n(panel, std::move(body));
+      if (chunk_panels % cgroup == 0) return s;
+      return make_if(lt(var(vnl) * cgroup + var(vx), int_imm(chunk_panels)), {s});
+    };
+    // Both are built at a column panel var bounded to N's panels, then read
+    // at the group's panel, which in_group keeps inside them: the bounds of
+    // ng and nw alone reach past N in a short last group, and the packing's
+    // reads would be clamped (a min per value, no vector load: MobileNetV2's
+    // 112 x 112 1x1 conv in groups of 5 ran 1.6x slower than ungrouped).
+    const int vpanel = new_var("ncol", geo_.col_panels);
+    auto at_panel = [&](const Stmt& s, const Expr& panel) {
+      std::vector<Expr> at = vars_as_themselves();
+      at[static_cast<size_t>(vpanel)] = panel;
+      return rewrite_stmt_exprs(s, [&](const Expr& e) { return substitute_vars(e, at); });
+    };
+    const Stmt pack = pack_b(vb, var(vpanel), panels, int_imm(a_floats) + var(vw) * geo_.b_panel, nullptr).whole();
+    std::vector<Stmt> body = {
+        make_for(vw, int_imm(cgroup), LoopKind::kSerial, {in_group(vw, packed_nb, {at_panel(pack, packed_nb)})})};
+    const int vp = new_var("p", grid_.row_panels);
+    const CallArg b_arg{panels, int_imm(a_floats) + var(vq) * geo_.b_panel};
+    std::vector<Stmt> tile = panel_tile(vb, vm, vp, var(vpanel), rows.row0 + var(vp) * geo_.v.mr, a_at(vp), b_arg, ctile);
+    for (Stmt& t : tile) t = at_panel(t, run_nb);
+    const Stmt over_group = make_for(vq, int_imm(cgroup), LoopKind::kSerial, {in_group(vq, run_nb, std::move(tile))});
+    body.push_back(row_panel_loop(vp, rows, {over_group}));
+    return body;
+  }
+
+  // Row panel vp's micro-kernel call on column panel nb (A at `a`, B at
+  // b_arg; `next_b`: the call's prefetch arguments, add_next_b) and the
+  // epilogue's stores of its C tile (row: the panel's first row), or one
+  // call that does both (fused_bias_clamp).
+  std::vector<Stmt> panel_tile(int vb, int vm, int vp, const Expr& nb, const Expr& row, const CallArg& a,
+                               const CallArg& b_arg, int ctile, const std::vector<CallArg>& next_b = {}) {
+    const Stmt tile_loops = store_tile(vb, row, nb, ctile, int_imm(0));
+    std::vector<CallArg> args = {{-1, int_imm(geo_.m.k)}, a, b_arg, {ctile, int_imm(0)}, {-1, const_of(0, DType::kBool)}};
+    args.insert(args.end(), next_b.begin(), next_b.end());
+    const Stmt call = make_call("tg_sgemm::tile", args);
+    if (const std::optional<Stmt> fused = fused_bias_clamp(nb, tile_loops, call, last_panel_call(args), a, b_arg, ctile))
+      return {*fused};
+    std::vector<Stmt> per_panel = {tile_call(nb, args, row), tile_loops};
+    if (const std::optional<Stmt> prefetch = prefetch_next_operand(vp, vm, tile_loops, ctile))
+      per_panel.insert(per_panel.begin(), *prefetch);
+    return per_panel;
+  }
+
+  // `body` where column panel nb lies within N (always, where every chunk's
+  // panels do).
+  Stmt within_n(const Expr& nb, std::vector<Stmt> body) const {
+    if (geo_.col_panels % grid_.chunk_panels == 0) return make_seq(std::move(body));
+    return make_if(lt(nb, int_imm(geo_.col_panels)), std::move(body));
+  }
+
+  // Column panels packed and run together (FloatGemmBlocking::b_group)
+  // where B is packed at run time over all of K, spread evenly over a
+  // chunk's panels; 1 otherwise.
+  int64_t column_group() const {
+    if (packed_b_ >= 0 || geo_.k_blocked()) return 1;
+    const int64_t group = std::min(geo_.blocking.b_group, grid_.chunk_panels);
+    return ceil_div(grid_.chunk_panels, ceil_div(grid_.chunk_panels, group));
+  }
+
   // Whether the row panels' calls prefetch the next B block: pixel rows
   // (a conv on a small map: few row panels per B block, so the block's
   // first call would wait on its weights) whose B is packed at compile time.
@@ -417,14 +489,14 @@ class FloatGemmLowering : KernelBuilder {
     BPanelPacking tables;
     if (packed_b_ < 0) {
       const int vqt = new_var("nqt", group);
-      tables = pack_b_at(vb, column(vqt), panels, b_offset, nullptr, false, "t", {-1, group, var(vqt)});
+      tables = pack_b_at(vb, column(vqt), panels, int_imm(b_offset), nullptr, false, "t", {-1, group, var(vqt)});
       tables.fill = {make_for(vqt, int_imm(group), LoopKind::kSerial, {in_range(vqt, tables.fill)})};
     }
     const int vq = new_var("nq", group);
     auto pack_block = [&](const Expr& block) -> std::vector<Stmt> {
       if (packed_b_ >= 0) return {};
-      if (tables.table < 0) return {pack_b(vb, column(vq), panels, b_offset, block).pack};
-      return {pack_b_at(vb, column(vq), panels, b_offset, block, false, "", {tables.table, group, var(vq)}).pack};
+      if (tables.table < 0) return {pack_b(vb, column(vq), panels, int_imm(b_offset), block).pack};
+      return {pack_b_at(vb, column(vq), panels, int_imm(b_offset), block, false, "", {tables.table, group, var(vq)}).pack};
     };
     auto b_at = [&](const Expr& block) -> CallArg {
       if (packed_b_ < 0) return {panels, int_imm(b_offset)};
@@ -1019,7 +1091,7 @@ class FloatGemmLowering : KernelBuilder {
   // packed at k), stepping the blocked reduce axis from block * axis_step.
   // Where N has a tail and the panel needs no column table, the full panels
   // get their own copy of the packing loops (split_full_panels).
-  BPanelPacking pack_b(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block) {
+  BPanelPacking pack_b(int vb, const Expr& nb, int panels, const Expr& offset, const Expr& block) {
     BPanelPacking tail = pack_b_at(vb, nb, panels, offset, block, false);
     if (tail.table >= 0) return tail;
     if (full_panels() > 0) {
@@ -1121,7 +1193,7 @@ class FloatGemmLowering : KernelBuilder {
   }
 
   // `tag` distinguishes the var names of several packings of one kernel.
-  BPanelPacking pack_b_at(int vb, const Expr& nb, int panels, int64_t offset, const Expr& block, bool full,
+  BPanelPacking pack_b_at(int vb, const Expr& nb, int panels, const Expr& offset, const Expr& block, bool full,
                           const std::string& tag = "", const SharedTable& shared = {}) {
     const FloatGemmVariant& v = geo_.v;
     std::vector<Expr> ks;
@@ -1222,7 +1294,7 @@ class FloatGemmLowering : KernelBuilder {
       if (fast_value) fast_value = simplify(substitute_vars(fast_value, at), bounds_);
       extents[ax] = block_extent(first);
     }
-    const Expr panel_at = int_imm(offset) + k * v.nr + var(vj);
+    const Expr panel_at = offset + k * v.nr + var(vj);
     Stmt s = row(panel_at, value, fast_value);
     for (size_t i = k_vars.size(); i-- > 0;) s = make_for(k_vars[i], extents[i], LoopKind::kSerial, {s});
     return {table, fill, s};

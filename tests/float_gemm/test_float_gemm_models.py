@@ -9,6 +9,8 @@
   (manifest.json: `ukernel` is sgemm_<variant>) and outputs match onnxruntime;
 * every x86 variant the CPU can run (TILEGRAPH_SGEMM_VARIANT), and
   --no-float-ukernels turns the path off;
+* column groups: 1x1 convs over few channels of a wide map pack and run their column
+  panels in groups (ukernel param column_group), with a residual and an N tail;
 * K in kc blocks (the accumulating micro-kernel): a host spec (--arch-file)
   whose L1 holds a B block of 32 k values, and GEMMs and convs whose K spans
   several blocks with a shorter last one, splits evenly, or fits one block.
@@ -260,8 +262,21 @@ def stem(path):
     _save(path, nodes, [x], [y], [_w("w0", 24, 3, 3, 3), _w("b0", 24)])
 
 
+def column_groups(path):
+    # 1x1 convs over few channels on a wide map, whose run-time B panels a task packs and
+    # runs in groups (ukernel param column_group): 6 -> 20 with bias + Relu, then 20 -> 20
+    # plus that as a residual; 29 x 23 = 667 pixels (an N tail for every NR), batch 2
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 29, 23])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "w1"], ["c1"]),
+             helper.make_node("Add", ["c1", "r0"], ["y"])]
+    _save(path, nodes, [x], [y], [_w("w0", 20, 6, 1, 1), _w("b0", 20), _w("w1", 20, 20, 1, 1)])
+
+
 MODELS = {"linear": linear, "attention": attention, "convs": convs, "convs_odd": convs_odd,
-          "pixel_rows": pixel_rows, "concat_k": concat_k, "stem": stem}
+          "pixel_rows": pixel_rows, "concat_k": concat_k, "stem": stem, "column_groups": column_groups}
 
 
 def _env(variant=None):
@@ -321,7 +336,8 @@ def test_float_gemm_model(name, variant, tmp_path):
     assert f"on the float micro-kernel (sgemm_{variant})" in tune, tune[-3000:]
     manifest = _manifest(prefix)
     on_ukernel = [k["name"] for k in _sgemm_kernels(prefix, variant)]
-    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 3, "pixel_rows": 2, "concat_k": 3, "stem": 1}[name]
+    expected = {"linear": 2, "attention": 6, "convs": 3, "convs_odd": 3, "pixel_rows": 2, "concat_k": 3, "stem": 1,
+                "column_groups": 2}[name]
     assert len(on_ukernel) == expected, (on_ukernel, [k["name"] for k in manifest["kernels"]])
     if name == "concat_k":  # no kernel writes a Concat: each is inside its contractions' kernels
         readers = [k for k in manifest["kernels"] if {"cat", "mcat"} & set(k["onnx_nodes"])]
@@ -342,6 +358,9 @@ def test_float_gemm_model(name, variant, tmp_path):
         # (AVX-512's 32-column panels; AVX2's 16-column ones too).
         source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
         assert ("run_wide" in source) == (variant != "scalar"), variant
+    if name == "column_groups":
+        groups = [k["ukernel_params"].get("column_group", 1) for k in _sgemm_kernels(prefix, variant)]
+        assert len(groups) == 2 and all(g > 1 for g in groups), groups
     _matches_onnxruntime(prefix, env)
 
 

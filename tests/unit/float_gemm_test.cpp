@@ -502,6 +502,61 @@ int64_t ukernel_param(const codegen::Kernel& k, const std::string& name) {
   return -1;
 }
 
+// A 1x1 conv over 16 channels of a 40 x 40 map on AVX-512 (B: the input,
+// packed at run time; 2 KB panels of 16 x 32 floats): a task packs its
+// column panels in groups within half the L1 ("nw": each into its own slot
+// of the scratch, which holds the group) and runs each row panel over the
+// group ("nq"). With two cores a chunk holds 25 of the 50 panels: groups of
+// 7, the last one short, guarded; its panels read the input without a
+// clamp (built at a column var bounded to N's panels).
+TEST(FloatGemm, WideMapPointwiseConvPacksItsColumnPanelsInGroups) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 16, 40, 40}).output("y");
+  b.initializer_f("w", {24, 16, 1, 1}, ramp(24 * 16));
+  b.node("Conv", {"x", "w"}, {"y"});
+  Graph g = import_and_optimize(b, "pointwise_groups");
+  scheduler::ArchSpec arch = scheduler::host_arch();
+  arch.l1_bytes = 32 << 10;
+  arch.cores = 2;
+  const LoweredGemm gemm = lower_the_gemm(g, "avx512", arch);
+  const codegen::Kernel& kernel = gemm.kernel;
+  codegen::verify(kernel);
+  ASSERT_EQ(ukernel_param(kernel, "chunk_panels"), 25) << codegen::to_string(kernel);
+  EXPECT_EQ(ukernel_param(kernel, "column_group"), 7);
+  std::vector<codegen::Stmt> packs, runs;
+  loops_named(kernel, kernel.body, "nw", &packs);
+  loops_named(kernel, kernel.body, "nq", &runs);
+  ASSERT_EQ(packs.size(), 1u);
+  ASSERT_EQ(runs.size(), 1u);
+  int64_t extent = 0;
+  EXPECT_TRUE(is_const_int(packs[0]->extent, &extent) && extent == 7);
+  EXPECT_TRUE(is_const_int(runs[0]->extent, &extent) && extent == 7);
+  EXPECT_EQ(ops_in(packs[0], {BinaryOp::kMin, BinaryOp::kMax}), 0) << codegen::to_string(kernel);
+  // The short group's guard, in both loops.
+  EXPECT_EQ(packs[0]->body[0]->kind, codegen::StmtKind::kIf);
+  EXPECT_EQ(runs[0]->body[0]->kind, codegen::StmtKind::kIf);
+  const auto panels = std::find_if(kernel.buffers.begin(), kernel.buffers.end(),
+                                   [](const codegen::Buffer& buf) { return buf.name == "panels"; });
+  ASSERT_NE(panels, kernel.buffers.end());
+  EXPECT_EQ(panels->elements, 7 * 16 * 32);
+  // The tile call reads B at the group's slot.
+  std::vector<codegen::Stmt> calls;
+  calls_in(kernel.body, "tg_sgemm::tile", &calls);
+  ASSERT_FALSE(calls.empty());
+  EXPECT_TRUE(uses_var(calls[0]->args[2].value, runs[0]->var));
+
+  // The weights as B (packed at compile time): no groups.
+  OnnxModelBuilder mm(13);
+  mm.input("x", 1, {64, 16}).output("y");
+  mm.initializer_f("w", {16, 64}, ramp(16 * 64));
+  mm.node("MatMul", {"x", "w"}, {"y"});
+  Graph mg = import_and_optimize(mm, "matmul_no_groups");
+  const LoweredGemm weights = lower_the_gemm(mg, "avx512", arch);
+  std::vector<codegen::Stmt> none;
+  loops_named(weights.kernel, weights.kernel.body, "nw", &none);
+  EXPECT_TRUE(none.empty());
+}
+
 // The host with an L1 that holds a B block of 32 k values for the scalar
 // variant (8 columns): half of it is 32 x 8 floats.
 scheduler::ArchSpec host_with_small_l1() {
@@ -1215,7 +1270,9 @@ TEST(FloatGemm, ResidualOfTheNextRowPanelIsPrefetched) {
   EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 0}}), 4 * 135);
   EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 2}}), 12 * 135);
   EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 3}}), 12 * 135) << "the last panel: clamped";
-  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 1}, {"nb", 2}}), 8 * 135 + 2 * 8) << "the panel's columns";
+  // Column panel 2: the first group's third (the input's 6 x 8 floats
+  // panels are packed in groups).
+  EXPECT_EQ(value_at(kernel, args[0].value, {{"p", 1}, {"ng", 0}, {"nq", 2}}), 8 * 135 + 2 * 8) << "the panel's columns";
 }
 
 // No prefetch where M has a tail (18 filters: rows past M) or the epilogue
