@@ -318,7 +318,7 @@ class FloatGemmLowering : KernelBuilder {
         panel_body.push_back(row_panel_loop(ve, rows, {tile_loops}));
       }
       // A group guards each of its panels.
-      const Stmt in_range = cgroup > 1 ? make_seq(panel_body) : within_n(nb, panel_body);
+      const Stmt in_range = cgroup > 1 ? make_seq(panel_body) : where_column_exists(var(vnl), 1, nb, panel_body);
       column_panels = make_for(vnl, int_imm(groups), LoopKind::kSerial, {in_range});
     }
     std::vector<Stmt> block;
@@ -353,15 +353,11 @@ class FloatGemmLowering : KernelBuilder {
   // column_group() panels at a time.
   std::vector<Stmt> column_group_body(int vb, int vm, int vnl, const Expr& nb, const RowPanels& rows, int panels,
                                       int64_t a_floats, int ctile, const std::function<CallArg(int)>& a_at) {
-    const int64_t cgroup = column_group(), chunk_panels = grid_.chunk_panels;
+    const int64_t cgroup = column_group();
     const int vw = new_var("nw", cgroup), vq = new_var("nq", cgroup);
     const Expr packed_nb = nb + var(vw), run_nb = nb + var(vq);
-    // Where the chunk's last group is short, its panels past the chunk are
-    // the next chunk's.
     auto in_group = [&](int vx, const Expr& panel, std::vector<Stmt> body) {
-      const Stmt s = within_n(panel, std::move(body));
-      if (chunk_panels % cgroup == 0) return s;
-      return make_if(lt(var(vnl) * cgroup + var(vx), int_imm(chunk_panels)), {s});
+      return where_column_exists(var(vnl) * cgroup + var(vx), cgroup, panel, std::move(body));
     };
     // Both are built at a column panel var bounded to N's panels, then read
     // at the group's panel, which in_group keeps inside them: the bounds of
@@ -369,18 +365,13 @@ class FloatGemmLowering : KernelBuilder {
     // reads would be clamped (a min per value, no vector load: MobileNetV2's
     // 112 x 112 1x1 conv in groups of 5 ran 1.6x slower than ungrouped).
     const int vpanel = new_var("ncol", geo_.col_panels);
-    auto at_panel = [&](const Stmt& s, const Expr& panel) {
-      std::vector<Expr> at = vars_as_themselves();
-      at[static_cast<size_t>(vpanel)] = panel;
-      return rewrite_stmt_exprs(s, [&](const Expr& e) { return substitute_vars(e, at); });
-    };
     const Stmt pack = pack_b(vb, var(vpanel), panels, int_imm(a_floats) + var(vw) * geo_.b_panel, nullptr).whole();
-    std::vector<Stmt> body = {
-        make_for(vw, int_imm(cgroup), LoopKind::kSerial, {in_group(vw, packed_nb, {at_panel(pack, packed_nb)})})};
+    std::vector<Stmt> body = {make_for(vw, int_imm(cgroup), LoopKind::kSerial,
+                                       {in_group(vw, packed_nb, {with_var(pack, vpanel, packed_nb)})})};
     const int vp = new_var("p", grid_.row_panels);
     const CallArg b_arg{panels, int_imm(a_floats) + var(vq) * geo_.b_panel};
     std::vector<Stmt> tile = panel_tile(vb, vm, vp, var(vpanel), rows.row0 + var(vp) * geo_.v.mr, a_at(vp), b_arg, ctile);
-    for (Stmt& t : tile) t = at_panel(t, run_nb);
+    for (Stmt& t : tile) t = with_var(t, vpanel, run_nb);
     const Stmt over_group = make_for(vq, int_imm(cgroup), LoopKind::kSerial, {in_group(vq, run_nb, std::move(tile))});
     body.push_back(row_panel_loop(vp, rows, {over_group}));
     return body;
@@ -404,18 +395,33 @@ class FloatGemmLowering : KernelBuilder {
     return per_panel;
   }
 
-  // `body` where column panel nb lies within N (always, where every chunk's
-  // panels do).
-  Stmt within_n(const Expr& nb, std::vector<Stmt> body) const {
-    if (geo_.col_panels % grid_.chunk_panels == 0) return make_seq(std::move(body));
-    return make_if(lt(nb, int_imm(geo_.col_panels)), std::move(body));
+  // `body` where column panel `column` exists, the one `in_chunk` panels
+  // into its chunk, which runs in groups of `group`: inside the chunk (its
+  // last group may be short) and inside N's panels (the last chunk may be).
+  Stmt where_column_exists(const Expr& in_chunk, int64_t group, const Expr& column, std::vector<Stmt> body) const {
+    const int64_t chunk = grid_.chunk_panels;
+    Expr guard;
+    if (chunk % group != 0) guard = lt(in_chunk, int_imm(chunk));
+    if (geo_.col_panels % chunk != 0) {
+      const Expr in_n = lt(column, int_imm(geo_.col_panels));
+      guard = guard ? logical_and(guard, in_n) : in_n;
+    }
+    return guard ? make_if(guard, std::move(body)) : make_seq(std::move(body));
   }
 
-  // Column panels packed and run together (FloatGemmBlocking::b_group)
-  // where B is packed at run time over all of K, spread evenly over a
-  // chunk's panels; 1 otherwise.
+  // s read at var v = value: built at a var with narrower bounds than
+  // value's, so that its indices need no clamps, then placed where guards
+  // keep value inside those bounds.
+  Stmt with_var(const Stmt& s, int v, const Expr& value) const {
+    std::vector<Expr> at = vars_as_themselves();
+    at[static_cast<size_t>(v)] = value;
+    return rewrite_stmt_exprs(s, [&](const Expr& e) { return substitute_vars(e, at); });
+  }
+
+  // Column panels packed and run together (FloatGemmBlocking::b_group: 1
+  // unless B is packed at run time as one k block), spread evenly over a
+  // chunk's panels.
   int64_t column_group() const {
-    if (packed_b_ >= 0 || geo_.k_blocked()) return 1;
     const int64_t group = std::min(geo_.blocking.b_group, grid_.chunk_panels);
     return ceil_div(grid_.chunk_panels, ceil_div(grid_.chunk_panels, group));
   }
@@ -472,16 +478,8 @@ class FloatGemmLowering : KernelBuilder {
     const int64_t tile_floats = int64_t{v.mr} * v.nr;
     const int vg = new_var("ng", groups);
     auto column = [&](int vq) { return var(vc) * chunk + var(vg) * group + var(vq); };
-    // Column q of the group exists: within the chunk (the last group may be
-    // short) and within N's panels (the last chunk may be).
     auto in_range = [&](int vq, std::vector<Stmt> body) {
-      Expr guard;
-      if (groups * group != chunk) guard = lt(var(vg) * group + var(vq), int_imm(chunk));
-      if (geo_.col_panels % chunk != 0) {
-        const Expr in_n = lt(column(vq), int_imm(geo_.col_panels));
-        guard = guard ? logical_and(guard, in_n) : in_n;
-      }
-      return guard ? make_if(guard, std::move(body)) : make_seq(std::move(body));
+      return where_column_exists(var(vg) * group + var(vq), group, column(vq), std::move(body));
     };
     // A conv's column tables: one per column panel of the group, filled
     // once before the k blocks (a probe packing at the fill's own column var
@@ -1104,10 +1102,7 @@ class FloatGemmLowering : KernelBuilder {
     // Built at a var bounded to the interior panels, then read at nb, which
     // the If keeps inside them.
     bounds_[static_cast<size_t>(in.var)] = {in.first, in.last};
-    std::vector<Expr> at_nb = vars_as_themselves();
-    at_nb[static_cast<size_t>(in.var)] = nb;
-    const Stmt inside = rewrite_stmt_exprs(pack_b_at(vb, var(in.var), panels, offset, block, true, "i").pack,
-                                           [&](const Expr& e) { return substitute_vars(e, at_nb); });
+    const Stmt inside = with_var(pack_b_at(vb, var(in.var), panels, offset, block, true, "i").pack, in.var, nb);
     const Expr is_inside = logical_and(lt(int_imm(in.first - 1), nb), lt(nb, int_imm(in.last + 1)));
     tail.pack = make_seq({make_if(is_inside, {inside}), make_if(unary(UnaryOp::kNot, is_inside), {tail.pack})});
     return tail;
