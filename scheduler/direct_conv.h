@@ -45,5 +45,10 @@ struct DirectConvFactors {
   Expr weight;
 };
 DirectConvFactors direct_conv_factors(const Graph& g, const Op& op);
+// The same for any 2-D float conv of that form, whatever its channels and
+// taps (the Winograd kernel's matcher, scheduler/winograd_conv.h, starts here).
+DirectConvFactors conv_factors(const Graph& g, const Op& op);
+// The load of X in a window factor (under its padding select, if any).
+Expr conv_window_load(const Expr& window);
 
 }  // namespace tilegraph::scheduler
