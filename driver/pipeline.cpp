@@ -252,6 +252,15 @@ struct Scheduled {
   int64_t library_gemms = 0;
 };
 
+// The float micro-kernel's MR where stride-1 3x3 convs run as Winograd
+// F(2x2, 3x3) (scheduler/winograd_conv.h), else 0: the AVX-512 variant only,
+// the one its speed was measured on (benchmarks/winograd_f23_probe.cpp).
+int64_t winograd_mr(const CompileOptions& options, const scheduler::ArchSpec& arch) {
+  if (!options.float_ukernels || !options.winograd) return 0;
+  const codegen::FloatGemmVariant v = codegen::float_gemm_variant_for(arch);
+  return v.name == "avx512" ? v.mr : 0;
+}
+
 Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& target, Graph& g,
                          const std::string& out_dir, CompileReport& report) {
   const scheduler::ArchSpec& arch = target.arch;
@@ -268,7 +277,8 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
   unfused_options.fusion = scheduler::FusionLevel::kNone;
   s.schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
   s.ukernels = target.gpu ? scheduler::GemmUkernelCounts{}
-                          : scheduler::use_gemm_ukernels(g, s.schedule, options.float_ukernels);
+                          : scheduler::use_gemm_ukernels(g, s.schedule, options.float_ukernels,
+                                                         winograd_mr(options, arch));
   if (!target.gpu) scheduler::estimate_ukernel_kernels(g, s.schedule, arch);  // their cost is the micro-kernels'
   const scheduler::Schedule unfused = options.fusion != scheduler::FusionLevel::kNone
                                           ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)
@@ -295,6 +305,8 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
               << codegen::float_gemm_variant_for(arch).name << ")" << std::endl;
   if (s.ukernels.direct_convs > 0)
     std::cerr << "      " << s.ukernels.direct_convs << " convolutions on the direct kernel" << std::endl;
+  if (s.ukernels.winograd_convs > 0)
+    std::cerr << "      " << s.ukernels.winograd_convs << " 3x3 convolutions as Winograd F(2x2, 3x3)" << std::endl;
   s.explain = explain_json(g, s.schedule, unfused, arch);
   report.num_kernels_unfused = static_cast<int>(unfused.kernels.size());
   report.dram_bytes = s.explain["dram_bytes"];
@@ -400,7 +412,8 @@ void emit_stage(const CompileOptions& options, const ResolvedTarget& target, con
   if (!options.tensor_cores) info.compile_stats["tensor_cores"] = false;  // likewise absent by default
   info.explain = s.explain;
   if (s.ukernels.int_gemms > 0) info.int_gemm = codegen::int_gemm_variant_for(arch);
-  if (s.ukernels.float_gemms > 0) info.float_gemm = codegen::float_gemm_variant_for(arch);
+  if (s.ukernels.float_gemms > 0 || s.ukernels.winograd_convs > 0)
+    info.float_gemm = codegen::float_gemm_variant_for(arch);
   if (!target.gpu && arch.name != "host") info.cpu_isa = arch.isa;  // the host builds with -march=native
   info.project_hash = project_hash(options, g, plan);
   if (target.gpu) {

@@ -20,6 +20,7 @@ struct CompileOptions {
   // --fusion-level none|register|full (--no-fusion = none): scheduler/graph_connecting.h
   scheduler::FusionLevel fusion = scheduler::FusionLevel::kFull;
   bool float_ukernels = true;                  // CPU: float32 GEMMs/convs on the sgemm micro-kernels (--no-float-ukernels: off)
+  bool winograd = true;                        // CPU: stride-1 3x3 convs as Winograd F(2x2, 3x3) where it runs (--no-winograd: off)
   // --profile-topk: time each kernel's top-k configs on the device and keep
   // the fastest (driver/profile_topk.h). "auto": on for a CUDA arch when an
   // NVIDIA GPU is present (and the project is built); "on": also on the host

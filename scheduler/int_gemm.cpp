@@ -5,6 +5,7 @@
 
 #include "compiler/ir/error.h"
 #include "scheduler/direct_conv.h"
+#include "scheduler/winograd_conv.h"
 
 namespace tilegraph::scheduler {
 
@@ -267,7 +268,7 @@ std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Sha
   return coords;
 }
 
-GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms) {
+GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms, int64_t winograd_mr) {
   std::vector<int> consumers_of(g.tensors.size(), 0);
   for (const Op& op : g.ops)
     for (TensorId t : std::set<TensorId>(op.inputs.begin(), op.inputs.end())) ++consumers_of[t];
@@ -301,6 +302,9 @@ GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool flo
     } else if (float_gemms && is_direct_conv(g, phases[0])) {
       ks.kind = KernelKind::kDirectConv;
       ++counts.direct_convs;
+    } else if (float_gemms && winograd_mr > 0 && match_winograd_conv(g, phases[0], winograd_mr)) {
+      ks.kind = KernelKind::kWinogradConv;
+      ++counts.winograd_convs;
     } else if (gemm && float_gemms &&
                float_gemm_pays(*gemm, reads_only_constants(g, phases[0], gemm->a),
                                reads_only_constants(g, phases[0], gemm->b))) {

@@ -104,16 +104,19 @@ struct GemmUkernelCounts {
   int int_gemms = 0;
   int float_gemms = 0;
   int direct_convs = 0;
+  int winograd_convs = 0;
 };
 
 // For a CPU schedule: marks each kernel whose op is an int GEMM (and, with
 // float_gemms, a float32 GEMM that float_gemm_pays) for the micro-kernel
 // path, or (with float_gemms) a depthwise or small-channel convolution for
 // the direct kernel
-// (scheduler/direct_conv.h), and merges into it the kernel of its only consumer when that is one
+// (scheduler/direct_conv.h), or (with winograd_mr > 0, the float micro-kernel's
+// MR where the target runs Winograd convs) a stride-1 3x3 conv for the
+// Winograd kernel (scheduler/winograd_conv.h), and merges into it the kernel of its only consumer when that is one
 // elementwise op of the same shape (up to unit dimensions) reading the
 // accumulator at its own index (requantize, scale + bias, activation,
 // residual add). Returns how many kernels use each micro-kernel path.
-GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms);
+GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms, int64_t winograd_mr = 0);
 
 }  // namespace tilegraph::scheduler

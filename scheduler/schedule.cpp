@@ -120,6 +120,7 @@ const char* kernel_kind_name(KernelKind kind) {
     case KernelKind::kIntGemm: return "int_gemm";
     case KernelKind::kFloatGemm: return "float_gemm";
     case KernelKind::kDirectConv: return "direct_conv";
+    case KernelKind::kWinogradConv: return "winograd_conv";
     case KernelKind::kLibraryGemm: return "library_gemm";
   }
   return "?";

@@ -59,13 +59,18 @@ enum class KernelKind {
   // computed by the direct kernel (codegen/lowering/lower_direct_conv_kernel.h); a
   // second phase, if any, is its elementwise epilogue, applied in its store.
   kDirectConv,
+  // CPU: the first phase is a stride-1, pad-1 3x3 convolution
+  // (scheduler/winograd_conv.h) computed as Winograd F(2x2, 3x3) around the
+  // float micro-kernel (codegen/lowering/lower_winograd_conv_kernel.h); a
+  // second phase, if any, is its elementwise epilogue, applied in its store.
+  kWinogradConv,
   // GPU with --skip-dot: the kernel's single op (and its bias / ReLU
   // epilogue) is a float GEMM handed to cuBLASLt (emulated by a reference
   // GEMM on the CPU); never fused. Its tile and estimate are still the
   // tiling search's, as the cost model's stand-in for the library's time.
   kLibraryGemm,
 };
-// "loop_nest", "block", "int_gemm", "float_gemm", "direct_conv", "library_gemm": the
+// "loop_nest", "block", "int_gemm", "float_gemm", "direct_conv", "winograd_conv", "library_gemm": the
 // kind's name in explain and manifest.json.
 const char* kernel_kind_name(KernelKind kind);
 

@@ -5,13 +5,15 @@
 
 #include "compiler/ir/error.h"
 #include "scheduler/int_gemm.h"
+#include "scheduler/winograd_conv.h"
 
 namespace tilegraph::scheduler {
 
 namespace {
 
 bool on_ukernel(KernelKind kind) {
-  return kind == KernelKind::kIntGemm || kind == KernelKind::kFloatGemm || kind == KernelKind::kDirectConv;
+  return kind == KernelKind::kIntGemm || kind == KernelKind::kFloatGemm || kind == KernelKind::kDirectConv ||
+         kind == KernelKind::kWinogradConv;
 }
 
 // Bytes of the tensors the kernel reads from outside itself and of those it
@@ -64,6 +66,19 @@ KernelFeatures ukernel_features(const Graph& g, const KernelSchedule& k, const A
     int64_t taps = 1;
     for (int64_t e : first.reduce_extents) taps *= e;
     f.flops += 2.0 * double(num_elements(g.tensor(first.output).shape)) * double(taps);
+    f.inner_extent = out_shape.empty() ? 0 : out_shape.back();
+    return f;
+  }
+  if (k.kind == KernelKind::kWinogradConv) {
+    // 16 GEMMs (one per transformed position) of filters x channels x tiles
+    // on the micro-kernel; the transformed input planes are written at run time.
+    const std::optional<WinogradConv> c = match_winograd_conv(g, first, 1);
+    TG_CHECK(c.has_value(), "kernel '", first.name, "' is no Winograd conv");
+    const double tiles = double(c->batch) * double(c->tiles());
+    f.compute_dtype = DType::kF32;
+    f.ukernel_flops = 2.0 * 16.0 * tiles * double(c->channels) * double(c->filters);
+    f.flops += tiles * (16.0 * 4.0 * double(c->channels) + 24.0 * double(c->filters));  // the transforms' adds
+    f.packed_bytes = int64_t(tiles) * 16 * c->channels * 4;
     f.inner_extent = out_shape.empty() ? 0 : out_shape.back();
     return f;
   }

@@ -85,7 +85,7 @@ struct TuneFlags {
   std::string model;
   int topk = 20, jobs = 0;
   std::string cpu_features;
-  bool no_build = false, no_fusion = false, no_tensor_cores = false, no_float_ukernels = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
+  bool no_build = false, no_fusion = false, no_tensor_cores = false, no_float_ukernels = false, no_winograd = false, fp16 = false, emulate = false, sanitize = false, skip_dot = false, no_gpu_build = false, verbose = false;
   std::string profile_topk = "auto";
   std::string fusion_level;  // empty: full, or none under --no-fusion
   std::string arch_file;
@@ -139,6 +139,7 @@ int tune(const std::string& prefix, std::string arch, bool arch_given, const Tun
   o.arch_file = f.arch_file;
   o.fusion = fusion_level_of(f);
   o.float_ukernels = !f.no_float_ukernels;
+  o.winograd = !f.no_winograd;
   o.fp16 = f.fp16;
   o.tensor_cores = !f.no_tensor_cores;
   o.profile_topk = f.profile_topk;
@@ -351,6 +352,9 @@ int cli_main(int argc, char** argv) {
   tune_cmd->add_flag("--no-float-ukernels", f.no_float_ukernels,
                      "CPU targets: float32 matmuls and convolutions keep the generated loop nests instead of the "
                      "float GEMM micro-kernel (sgemm_*), for comparison");
+  tune_cmd->add_flag("--no-winograd", f.no_winograd,
+                     "CPU targets: stride-1 3x3 convolutions run as implicit GEMMs on the float micro-kernel instead "
+                     "of Winograd F(2x2, 3x3) (AVX-512 hosts), for comparison");
   tune_cmd->add_flag("--fp16", f.fp16, "compute an fp32 model in half precision: float32 weights and activations are stored as float16 (inputs and outputs stay float32; arithmetic, reductions, softmax and layer norm accumulate in float32). test_acc then uses the fp16 tolerance");
   tune_cmd->add_flag("--no-tensor-cores", f.no_tensor_cores,
                      "GPU archs: schedule without the tensor cores (no mma.sync; fp16 matmuls and convolutions run "

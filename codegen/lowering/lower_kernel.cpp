@@ -5,6 +5,7 @@
 #include "codegen/lowering/lower_cpu_kernel.h"
 #include "codegen/lowering/lower_direct_conv_kernel.h"
 #include "codegen/lowering/lower_library_gemm.h"
+#include "codegen/lowering/lower_winograd_conv_kernel.h"
 #include "codegen/lowering/hoist_reciprocals.h"
 #include "codegen/lowering/split_div_mod_loops.h"
 #include "compiler/ir/error.h"
@@ -28,6 +29,8 @@ Kernel lower_by_kind(const Graph& g, const scheduler::KernelSchedule& ks, const 
       return lower_float_gemm_kernel(g, ks, float_gemm_variant_for(arch), packs.float_gemm, arch);
     case scheduler::KernelKind::kDirectConv:
       return lower_direct_conv_kernel(g, ks, arch.is_gpu() ? "" : depthwise_variant_for(arch));
+    case scheduler::KernelKind::kWinogradConv:
+      return lower_winograd_conv_kernel(g, ks, float_gemm_variant_for(arch), packs.winograd_u, arch);
     case scheduler::KernelKind::kLibraryGemm:
       return lower_library_gemm_kernel(g, ks);
   }
@@ -42,6 +45,8 @@ KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks
     packs.int_gemm = prepack_int_gemm_weights(g, ks, int_gemm_variant_for(arch));
   if (ks.kind == scheduler::KernelKind::kFloatGemm)
     packs.float_gemm = prepack_float_gemm_operands(g, ks, float_gemm_variant_for(arch));
+  if (ks.kind == scheduler::KernelKind::kWinogradConv)
+    packs.winograd_u = prepack_winograd_filters(g, ks, float_gemm_variant_for(arch));
   return packs;
 }
 

@@ -23,18 +23,21 @@ namespace tilegraph::codegen {
 struct KernelPacks {
   PackedWeights int_gemm;     // kIntGemm: B's panels and column sums
   FloatGemmPacks float_gemm;  // kFloatGemm: A's or B's panels
+  TensorId winograd_u = -1;   // kWinogradConv: the transformed filters (lower_winograd_conv_kernel.h)
 };
 
 // For the GEMM micro-kernel kinds: packs each operand that reads only
 // constants for `arch`'s micro-kernel and adds the packs to g as new
-// constants. Other kinds: an empty KernelPacks, g unchanged.
+// constants; for a Winograd conv, its transformed filters. Other kinds: an
+// empty KernelPacks, g unchanged.
 KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& schedule,
                                    const scheduler::ArchSpec& arch);
 
 // Lowers one kernel of a schedule for `arch`. `packs`: what
 // pack_constant_operands returned for it; without them (the default) a
 // GEMM kernel packs all its operands at run time, which computes the same
-// values (the profiler times candidates this way).
+// values (the profiler times candidates this way); a Winograd conv kernel
+// needs them.
 Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& schedule, const scheduler::ArchSpec& arch,
                     const KernelPacks& packs = {});
 

@@ -1,0 +1,170 @@
+#include "codegen/lowering/lower_winograd_conv_kernel.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/lowering/gemm_coords.h"
+#include "codegen/lowering/kernel_builder.h"
+#include "compiler/ir/evaluate.h"
+#include "scheduler/winograd_conv.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+constexpr int64_t kPositions = 16;  // of the 4 x 4 transformed tile (winograd_f23.h)
+
+// F(2x2, 3x3)'s filter transform G (4 x 3).
+constexpr float kG[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+
+scheduler::WinogradConv winograd_conv_of(const Graph& g, const Op& conv, const FloatGemmVariant& variant) {
+  const auto c = scheduler::match_winograd_conv(g, conv, variant.mr);
+  TG_CHECK(c.has_value(), "kernel ", conv.name, " is not a Winograd convolution");
+  return *c;
+}
+
+}  // namespace
+
+TensorId prepack_winograd_filters(Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& variant) {
+  const Op conv = gemm_kernel_phases(g, ks, "a Winograd conv kernel").front();
+  const scheduler::WinogradConv c = winograd_conv_of(g, conv, variant);
+  Tensor gt;
+  gt.name = g.unique_op_name(conv.name + "_winograd_g");
+  gt.shape = {4, 3};
+  gt.kind = TensorKind::kConstant;
+  gt.data = std::make_shared<const std::vector<uint8_t>>(reinterpret_cast<const uint8_t*>(&kG[0][0]),
+                                                          reinterpret_cast<const uint8_t*>(&kG[0][0]) + sizeof(kG));
+  const TensorId g_id = g.add_tensor(gt);
+  // u[e], e = ((p * 16 + t) * C + ch) * MR + r, = sum over the 3 x 3 taps (i, j)
+  // of G[t / 4][i] * G[t % 4][j] * W'(p * MR + r, ch, i, j).
+  Op pack;
+  pack.name = conv.name + "_winograd_u";
+  pack.inputs = conv.inputs;
+  pack.inputs.push_back(g_id);
+  const int g_slot = static_cast<int>(pack.inputs.size()) - 1;
+  const Expr e = var(0), i = var(1), j = var(2);
+  const int64_t mr = variant.mr;
+  const Expr r = floormod(e, mr), ch = floormod(floordiv(e, mr), c.channels);
+  const Expr t = floormod(floordiv(e, mr * c.channels), kPositions), p = floordiv(e, mr * c.channels * kPositions);
+  const Expr weight = substitute_vars(c.weight, {int_imm(0), p * mr + r, int_imm(0), int_imm(0), ch, i, j});
+  pack.body = load(g_slot, DType::kF32, {floordiv(t, 4), i}) * load(g_slot, DType::kF32, {floormod(t, 4), j}) * weight;
+  pack.reduction = Reduction::kSum;
+  pack.reduce_extents = {3, 3};
+  Tensor packed;
+  packed.name = pack.name;
+  packed.shape = {c.filters * kPositions * c.channels};
+  packed.kind = TensorKind::kConstant;
+  pack.output = g.add_tensor(packed);
+  drop_unused_inputs(pack);
+  g.tensor(pack.output).data = evaluate_op(g, pack);
+  return pack.output;
+}
+
+namespace {
+
+class WinogradConvLowering : KernelBuilder {
+ public:
+  WinogradConvLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& variant,
+                       TensorId u, const scheduler::ArchSpec& arch)
+      : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "a Winograd conv kernel")), variant_(variant),
+        conv_(winograd_conv_of(g, phases_.front(), variant)) {
+    TG_CHECK(u >= 0, "Winograd conv kernel ", phases_.front().name, " lowered without its packed filters");
+    epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "winograd_f23");
+    u_ = add_global(u, false);
+    output_ = add_global(phases_.back().output, true);
+    shape_ = g.tensor(phases_.front().output).shape;
+    row_panels_ = conv_.filters / variant_.mr;
+    col_panels_ = (conv_.tiles() + variant_.nr - 1) / variant_.nr;
+    // Row panels split into groups until there is a task per core (each
+    // group's task transforms its inputs again), in a divisor of the panels.
+    const int64_t tasks = conv_.batch * col_panels_;
+    groups_ = 1;
+    while (tasks * groups_ < std::max(arch.cores, 1) && groups_ < row_panels_) {
+      ++groups_;
+      while (row_panels_ % groups_ != 0) ++groups_;
+    }
+  }
+
+  Kernel build() {
+    const int64_t mr = variant_.mr, nr = variant_.nr, c = conv_.channels, h = conv_.height, w = conv_.width;
+    const bool half = conv_.tiles() <= nr / 2;
+    const int vn = new_var("n", conv_.batch), vg = new_var("g", groups_), vq = new_var("q", col_panels_);
+    // One scratch buffer (a task has one arena) for the 16 transformed input
+    // planes (v) and, after them, the 16 accumulator tiles (m).
+    const int64_t m_at = kPositions * c * nr;
+    const int v = add_local("v", DType::kF32, m_at + kPositions * mr * nr, 64);
+    kernel_.buffers[static_cast<size_t>(v)].scratch = true;
+    const int y = add_local("y", DType::kF32, 4 * mr * nr, 64);
+    const int64_t per_group = row_panels_ / groups_;
+    const int vp = new_var("pp", per_group);
+    const Expr p = var(vg) * per_group + var(vp);
+    const Stmt transform = make_call(str_cat("tg_winograd::input_tiles<", c, ", ", h, ", ", w, ", ",
+                                             half ? "true" : "false", ">"),
+                                     {{conv_.input_slot, var(vn) * (c * h * w)}, {v, int_imm(0)}, {-1, var(vq) * nr}});
+    const Stmt gemms = make_call(str_cat("tg_winograd::row_panel<", c, ", ", half ? "true" : "false", ">"),
+                                 {{u_, p * (kPositions * c * mr)}, {v, int_imm(0)}, {v, int_imm(m_at)}, {y, int_imm(0)}});
+    const Stmt panel = make_for(vp, int_imm(per_group), LoopKind::kSerial, {gemms, store_outputs(vn, vq, p, y)});
+    const Stmt task = make_allocate(v, {make_allocate(y, {transform, panel})});
+    // Groups outside the column panels: a static split then gives each
+    // thread whole groups over all panels, where a short last panel (a
+    // 14 x 14 map: 32 and 17 tiles) would otherwise land on one thread.
+    kernel_.body = make_for(vn, int_imm(conv_.batch), LoopKind::kParallel,
+                            {make_for(vg, int_imm(groups_), LoopKind::kSerial,
+                                      {make_for(vq, int_imm(col_panels_), LoopKind::kSerial, {task})})},
+                            3);
+    kernel_.flops = 2 * kPositions * conv_.batch * conv_.tiles() * c * conv_.filters;
+    kernel_.ukernel_params = {{"mr", mr}, {"nr", nr}, {"row_panel_groups", groups_}};
+    return std::move(kernel_);
+  }
+
+ private:
+  // The row panel's outputs from the local result y (by output row, dx
+  // interleaved: winograd_f23.h's row_panel), through the epilogue: per
+  // filter row r, the tile rows the column panel touches (at most
+  // (NR - 1) / tiles_w + 2), their two output rows each, and in each the
+  // panel's run of tiles on that row [begin, end) as one vectorized loop:
+  // the run is contiguous in y as in the output.
+  Stmt store_outputs(int vn, int vq, const Expr& p, int y) {
+    const int64_t mr = variant_.mr, nr = variant_.nr, tw = conv_.tiles_w();
+    const int64_t cols = conv_.tiles() <= nr / 2 ? nr / 2 : nr;
+    const int64_t span = std::min((nr - 1) / tw + 2, conv_.tiles_h());
+    const int vr = new_var("r", mr), vt = new_var("tr", span), vy = new_var("dy", 2);
+    const Expr first = var(vq) * nr;
+    const Expr tile_row = floordiv(first, tw) + var(vt);
+    const Expr begin = max(first, tile_row * tw);
+    const Expr end = min(min(first + cols, tile_row * tw + tw), int_imm(conv_.tiles()));
+    // An odd width's last tile has one output column.
+    const Expr run = max(int_imm(0), min((end - tile_row * tw) * 2, int_imm(conv_.width)) - (begin - tile_row * tw) * 2);
+    const int vx = new_var("ox", 2 * std::min(cols, tw));
+    const Expr oy = tile_row * 2 + var(vy);
+    const Expr ox = (begin - tile_row * tw) * 2 + var(vx);
+    const Expr at = (var(vy) * mr + var(vr)) * (2 * nr) + (begin - first) * 2 + var(vx);
+    const Expr acc = load(y, DType::kF32, {at});
+    const std::vector<Expr> coords{var(vn), p * mr + var(vr), oy, ox};
+    Stmt row = make_for(vx, run, LoopKind::kVectorized,
+                        {epilogue_output_store(g_, phases_, shape_, epilogue_buffers_, output_, bounds_, coords, acc)});
+    if (conv_.height % 2 != 0) row = make_if(lt(oy, int_imm(conv_.height)), {row});
+    return make_for(vr, int_imm(mr), LoopKind::kSerial,
+                    {make_for(vt, int_imm(span), LoopKind::kSerial,
+                              {make_for(vy, int_imm(2), LoopKind::kSerial, {row})})});
+  }
+
+  std::vector<Op> phases_;
+  FloatGemmVariant variant_;
+  scheduler::WinogradConv conv_;
+  std::vector<int> epilogue_buffers_;
+  int u_ = -1, output_ = -1;
+  Shape shape_;
+  int64_t row_panels_ = 0, col_panels_ = 0, groups_ = 1;
+};
+
+}  // namespace
+
+Kernel lower_winograd_conv_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& variant,
+                                  TensorId u, const scheduler::ArchSpec& arch) {
+  return WinogradConvLowering(g, ks, variant, u, arch).build();
+}
+
+}  // namespace tilegraph::codegen

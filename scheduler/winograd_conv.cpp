@@ -1,0 +1,88 @@
+#include "scheduler/winograd_conv.h"
+
+#include <vector>
+
+#include "compiler/ir/simplify.h"
+#include "scheduler/direct_conv.h"
+
+namespace tilegraph::scheduler {
+
+namespace {
+
+constexpr int kRank = 4;
+
+// e with the op's vars at `point`, when it folds to a constant.
+std::optional<int64_t> eval_at(const Expr& e, const std::vector<int64_t>& point) {
+  std::vector<Expr> values;
+  for (int64_t p : point) values.push_back(int_imm(p));
+  int64_t v = 0;
+  if (!is_const_int(simplify(substitute_vars(e, values), {}), &v)) return std::nullopt;
+  return v;
+}
+
+// Positions along an axis of `extent` where a 3x3 window's padding shows:
+// both ends, their neighbours and the middle.
+std::vector<int64_t> probe_positions(int64_t extent) {
+  std::vector<int64_t> p{0, 1, extent / 2, extent - 2, extent - 1};
+  std::vector<int64_t> in_range;
+  for (int64_t x : p)
+    if (x >= 0 && x < extent) in_range.push_back(x);
+  return in_range;
+}
+
+// The window reads X[n, ci, oh + kh - 1, ow + kw - 1] where that is inside
+// the plane, and its guard (if any) is exactly that test.
+bool is_same_3x3_window(const Expr& window, const Expr& load, const WinogradConv& c) {
+  const Expr guard = window->kind == ExprKind::kSelect ? window->args[0] : nullptr;
+  for (int64_t n : {int64_t{0}, c.batch - 1})
+    for (int64_t m : {int64_t{0}, c.filters - 1})
+    for (int64_t ci : {int64_t{0}, c.channels - 1})
+      for (int64_t oh : probe_positions(c.height))
+        for (int64_t ow : probe_positions(c.width))
+          for (int64_t kh = 0; kh < 3; ++kh)
+            for (int64_t kw = 0; kw < 3; ++kw) {
+              const std::vector<int64_t> point{n, m, oh, ow, ci, kh, kw};
+              const int64_t y = oh + kh - 1, x = ow + kw - 1;
+              const bool inside = y >= 0 && y < c.height && x >= 0 && x < c.width;
+              if (guard) {
+                const auto g = eval_at(guard, point);
+                if (!g || (*g != 0) != inside) return false;
+              } else if (!inside) {
+                return false;  // no padding select: not a pad-1 window
+              }
+              if (!inside) continue;
+              const int64_t want[kRank] = {n, ci, y, x};
+              for (int a = 0; a < kRank; ++a) {
+                const auto v = eval_at(load->args[static_cast<size_t>(a)], point);
+                if (!v || *v != want[a]) return false;
+              }
+            }
+  return true;
+}
+
+}  // namespace
+
+std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, int64_t mr) {
+  const DirectConvFactors f = conv_factors(g, op);
+  if (!f.window || op.reduce_extents.size() != 3 || op.reduce_extents[1] != 3 || op.reduce_extents[2] != 3)
+    return std::nullopt;
+  const Expr load = conv_window_load(f.window);
+  const Shape& out = g.tensor(op.output).shape;
+  WinogradConv c;
+  c.input_slot = static_cast<int>(load->int_value);
+  c.weight = f.weight;
+  c.batch = out[0];
+  c.filters = out[1];
+  c.height = out[2];
+  c.width = out[3];
+  c.channels = op.reduce_extents[0];
+  const Shape& in = g.tensor(op.inputs.at(static_cast<size_t>(c.input_slot))).shape;
+  if (in != Shape{c.batch, c.channels, c.height, c.width}) return std::nullopt;
+  if (c.channels < kMinWinogradChannels || c.channels > kMaxWinogradChannels || c.filters < kMinWinogradChannels ||
+      c.filters % mr != 0 || c.height < 2 || c.width < 2)
+    return std::nullopt;
+  if (!is_same_3x3_window(f.window, load, c)) return std::nullopt;
+  return c;
+}
+
+}  // namespace tilegraph::scheduler

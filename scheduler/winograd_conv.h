@@ -1,0 +1,42 @@
+// Stride-1, pad-1 3x3 float convolutions for the Winograd F(2x2, 3x3) kernel
+// (codegen/lowering/lower_winograd_conv_kernel.h) instead of the implicit
+// GEMM on the float micro-kernel: 2.25x fewer multiplies, and on ResNet-50's
+// 3x3 convs 32-39% less time (benchmarks/winograd_f23_probe.cpp).
+//
+// The form recognized (scheduler/direct_conv.h's factors):
+//   out[n, m, oh, ow] = sum over (ci, kh, kw) of X' * W'
+//   X' = select(0 <= oh + kh - 1 < H and 0 <= ow + kw - 1 < W,
+//               load(X, [n, ci, oh + kh - 1, ow + kw - 1]), 0)
+//   W' = an expression of constants reading m, ci, kh, kw only,
+// with X of shape [N, C, H, W] and out [N, K, H, W] (checked by evaluating
+// the indices and the guard at the plane's corners, edges and middle for
+// every tap), where it pays: C and K at least kMinWinogradChannels (the
+// GEMMs' K is C: shorter sums spend their time in the tile's overhead), K a
+// multiple of the micro-kernel's MR, C at most kMaxWinogradChannels (the
+// 16 transformed planes of a column panel, 16 x C x NR floats, stay within
+// the L2).
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "compiler/ir/graph.h"
+
+namespace tilegraph::scheduler {
+
+constexpr int64_t kMinWinogradChannels = 32;
+constexpr int64_t kMaxWinogradChannels = 512;
+
+struct WinogradConv {
+  int input_slot = -1;  // X's input slot of the op
+  Expr weight;          // W', over the op's vars
+  int64_t batch = 0, channels = 0, filters = 0, height = 0, width = 0;
+  int64_t tiles_w() const { return (width + 1) / 2; }
+  int64_t tiles_h() const { return (height + 1) / 2; }
+  int64_t tiles() const { return tiles_h() * tiles_w(); }
+};
+
+// The conv `op` computes, if the Winograd kernel takes it; mr: the float
+// micro-kernel's rows (K must be a multiple).
+std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, int64_t mr);
+
+}  // namespace tilegraph::scheduler

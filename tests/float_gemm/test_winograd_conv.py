@@ -1,0 +1,151 @@
+"""Stride-1, pad-1 3x3 convolutions as Winograd F(2x2, 3x3) around the float
+micro-kernel (scheduler/winograd_conv.h, codegen/lowering/
+lower_winograd_conv_kernel.h, codegen/ukernels/winograd_f23.h), host CPU
+with AVX-512:
+
+* maps with tails: batch 2 on 13 x 11 (odd height and width: the last tile
+  row and column half outside), a 7 x 7 map (16 tiles: the half panel), a
+  4 x 4 map (4 tiles), 2 x 30 (one row of tiles) and 20 x 20 (100 tiles:
+  four column panels, the last one short); 32 to 64 input channels, 32 to 64
+  filters;
+* fused epilogues: bias + Relu, a residual Add then Relu, BatchNormalization;
+* left on the implicit GEMM: stride 2, dilation 2, 16 input channels (below
+  kMinWinogradChannels), 36 filters (not a multiple of the micro-kernel's 8
+  rows), a 1x1 conv;
+* each Winograd conv is one kernel of kind `winograd_conv` (manifest.json),
+  its epilogue in the same kernel, naming the micro-kernel `winograd_f23`,
+  and the outputs match onnxruntime (test_acc); --no-winograd and
+  TILEGRAPH_SGEMM_VARIANT=avx2 keep them all on the float GEMM.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "python") not in sys.path:
+    sys.path.insert(0, str(REPO / "python"))
+
+from tilegraph._common import find_tilegraph_bin  # noqa: E402
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+RNG = np.random.default_rng(3)
+
+
+def _w(name, *shape):
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return numpy_helper.from_array((RNG.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), name)
+
+
+def _pos(name, n):
+    return numpy_helper.from_array((0.5 + RNG.random(n)).astype(np.float32), name)
+
+
+def build_model(path):
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 32, 13, 11]),
+              helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 64, 7, 7]),
+              helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 48, 4, 4]),
+              helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 32, 2, 30]),
+              helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 16, 20, 20])]
+    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names]
+    same = dict(pads=[1, 1, 1, 1])
+    nodes = [
+        # Winograd: bias + Relu, 32 -> 40 filters, batch 2 on 13 x 11
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], **same),
+        helper.make_node("Relu", ["c0"], ["a"]),
+        # Winograd: 40 -> 32, residual Add of the input, then Relu
+        helper.make_node("Conv", ["a", "w1", "b1"], ["c1"], **same),
+        helper.make_node("Add", ["c1", "x"], ["r1"]),
+        helper.make_node("Relu", ["r1"], ["b"]),
+        # Winograd: 7 x 7 map (16 tiles, half a panel), BatchNormalization
+        helper.make_node("Conv", ["s", "w2"], ["c2"], **same),
+        helper.make_node("BatchNormalization", ["c2", "g2", "be2", "m2", "v2"], ["c"]),
+        # Winograd: 4 x 4 map, 48 -> 32; and one row of tiles (2 x 30)
+        helper.make_node("Conv", ["t", "w3", "b3"], ["d"], **same),
+        helper.make_node("Conv", ["u", "w4"], ["e"], **same),
+        # Winograd: 20 x 20, four column panels, 16 -> 32 channels first on the GEMM
+        helper.make_node("Conv", ["v", "w5"], ["c5"], **same),  # 16 input channels: GEMM
+        helper.make_node("Conv", ["c5", "w6"], ["f"], **same),  # 32 -> 32: Winograd
+        # left on the float GEMM: stride 2, dilation 2, 36 filters, 1x1
+        helper.make_node("Conv", ["x", "w7"], ["g"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Conv", ["x", "w8"], ["h"], pads=[2, 2, 2, 2], dilations=[2, 2]),
+        helper.make_node("Conv", ["x", "w9"], ["i"], **same),
+        helper.make_node("Conv", ["x", "w10"], ["j"]),
+    ]
+    inits = [_w("w0", 40, 32, 3, 3), _w("b0", 40), _w("w1", 32, 40, 3, 3), _w("b1", 32),
+             _w("w2", 64, 64, 3, 3), _pos("g2", 64), _w("be2", 64), _w("m2", 64), _pos("v2", 64),
+             _w("w3", 32, 48, 3, 3), _w("b3", 32), _w("w4", 32, 32, 3, 3),
+             _w("w5", 32, 16, 3, 3), _w("w6", 32, 32, 3, 3),
+             _w("w7", 32, 32, 3, 3), _w("w8", 32, 32, 3, 3), _w("w9", 36, 32, 3, 3), _w("w10", 32, 32, 1, 1)]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path / "model.onnx"))
+
+
+WINOGRAD_CONVS = 6  # w0, w1, w2, w3, w4, w6
+KERNELS = 11  # one per conv: the Relus, the Add and the BatchNormalization ride in their convs
+
+
+def _host_has_avx512():
+    try:
+        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+    except OSError:
+        return False
+
+
+def _tune(exe, prefix, env, *flags):
+    return subprocess.run([str(exe), "tune", str(prefix), *flags], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
+
+
+def _winograd_kernels(prefix):
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    return manifest, [k for k in manifest["kernels"] if k["schedule"]["kind"] == "winograd_conv"]
+
+
+def test_winograd_convs_match_onnxruntime(tmp_path):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    if not _host_has_avx512():
+        pytest.skip("Winograd convs run on AVX-512 hosts only")
+    prefix = tmp_path / "winograd"
+    build_model(prefix)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    env.pop("TILEGRAPH_SGEMM_VARIANT", None)
+    tune = _tune(exe, prefix, env)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    assert f"{WINOGRAD_CONVS} 3x3 convolutions as Winograd F(2x2, 3x3)" in tune.stdout, tune.stdout[-3000:]
+    manifest, winograd = _winograd_kernels(prefix)
+    assert len(winograd) == WINOGRAD_CONVS, [(k["name"], k["schedule"]["kind"]) for k in manifest["kernels"]]
+    assert all(k.get("ukernel") == "winograd_f23" for k in winograd), winograd
+    assert len(manifest["kernels"]) == KERNELS, [k["onnx_nodes"] for k in manifest["kernels"]]
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout
+
+
+@pytest.mark.parametrize("flag,variant", [("--no-winograd", ""), ("", "avx2")])
+def test_winograd_off_keeps_the_float_gemm(flag, variant, tmp_path):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "winograd_off"
+    build_model(prefix)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), TILEGRAPH_SGEMM_VARIANT=variant)
+    tune = _tune(exe, prefix, env, *[f for f in (flag, "--no-build") if f])
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    assert "Winograd" not in tune.stdout, tune.stdout[-3000:]
+    manifest, winograd = _winograd_kernels(prefix)
+    assert not winograd
+    gemms = [k for k in manifest["kernels"] if k["schedule"]["kind"] == "float_gemm"]
+    assert len(gemms) == KERNELS, [(k["name"], k["schedule"]["kind"]) for k in manifest["kernels"]]
