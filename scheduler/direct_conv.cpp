@@ -61,7 +61,7 @@ bool pays(const Op& op, const Expr& load) {
 
 }  // namespace
 
-DirectConvFactors conv_factors(const Graph& g, const Op& op) {
+DirectConvFactors direct_conv_factors(const Graph& g, const Op& op) {
   const Tensor& out = g.tensor(op.output);
   if (op.reduction != Reduction::kSum || out.dtype != DType::kF32 || out.shape.size() != kRank ||
       op.reduce_extents.empty() || op.body->kind != ExprKind::kBinary || op.body->binary_op != BinaryOp::kMul)
@@ -69,17 +69,15 @@ DirectConvFactors conv_factors(const Graph& g, const Op& op) {
   for (int x = 0; x < 2; ++x) {
     const Expr& window = op.body->args[static_cast<size_t>(x)];
     const Expr& weight = op.body->args[static_cast<size_t>(1 - x)];
-    if (window_load(window) && is_weight(g, op, weight)) return {window, weight};
+    const Expr load = window_load(window);
+    if (load && is_weight(g, op, weight) && pays(op, load)) return {window, weight};
   }
   return {};
 }
 
-DirectConvFactors direct_conv_factors(const Graph& g, const Op& op) {
-  const DirectConvFactors f = conv_factors(g, op);
-  return f.window && pays(op, window_load(f.window)) ? f : DirectConvFactors{};
-}
-
 Expr conv_window_load(const Expr& window) { return window_load(window); }
+
+bool is_conv_weight(const Graph& g, const Op& op, const Expr& e) { return is_weight(g, op, e); }
 
 bool is_direct_conv(const Graph& g, const Op& op) { return direct_conv_factors(g, op).window != nullptr; }
 

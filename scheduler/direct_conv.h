@@ -45,10 +45,10 @@ struct DirectConvFactors {
   Expr weight;
 };
 DirectConvFactors direct_conv_factors(const Graph& g, const Op& op);
-// The same for any 2-D float conv of that form, whatever its channels and
-// taps (the Winograd kernel's matcher, scheduler/winograd_conv.h, starts here).
-DirectConvFactors conv_factors(const Graph& g, const Op& op);
-// The load of X in a window factor (under its padding select, if any).
+// For other conv kernels' matchers (scheduler/winograd_conv.h): the load of
+// X in a window factor X' (under its padding select, if any; nullptr if it
+// is none), and whether a factor is a weight W'.
 Expr conv_window_load(const Expr& window);
+bool is_conv_weight(const Graph& g, const Op& op, const Expr& e);
 
 }  // namespace tilegraph::scheduler

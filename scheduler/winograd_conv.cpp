@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "compiler/ir/simplify.h"
+#include "compiler/ir/var_ranges.h"
 #include "scheduler/direct_conv.h"
 
 namespace tilegraph::scheduler {
@@ -30,59 +31,83 @@ std::vector<int64_t> probe_positions(int64_t extent) {
   return in_range;
 }
 
-// The window reads X[n, ci, oh + kh - 1, ow + kw - 1] where that is inside
-// the plane, and its guard (if any) is exactly that test.
-bool is_same_3x3_window(const Expr& window, const Expr& load, const WinogradConv& c) {
+// Over the source's channels, the window reads its X[n, ci - begin,
+// oh + kh - 1, ow + kw - 1] where that is inside the plane, and its guard
+// (if any) is exactly that test.
+bool is_same_3x3_window(const Expr& window, const Expr& load, const WinogradConv& c, const WinogradSource& src) {
   const Expr guard = window->kind == ExprKind::kSelect ? window->args[0] : nullptr;
   for (int64_t n : {int64_t{0}, c.batch - 1})
     for (int64_t m : {int64_t{0}, c.filters - 1})
-    for (int64_t ci : {int64_t{0}, c.channels - 1})
-      for (int64_t oh : probe_positions(c.height))
-        for (int64_t ow : probe_positions(c.width))
-          for (int64_t kh = 0; kh < 3; ++kh)
-            for (int64_t kw = 0; kw < 3; ++kw) {
-              const std::vector<int64_t> point{n, m, oh, ow, ci, kh, kw};
-              const int64_t y = oh + kh - 1, x = ow + kw - 1;
-              const bool inside = y >= 0 && y < c.height && x >= 0 && x < c.width;
-              if (guard) {
-                const auto g = eval_at(guard, point);
-                if (!g || (*g != 0) != inside) return false;
-              } else if (!inside) {
-                return false;  // no padding select: not a pad-1 window
+      for (int64_t ci : {src.begin, src.end - 1})
+        for (int64_t oh : probe_positions(c.height))
+          for (int64_t ow : probe_positions(c.width))
+            for (int64_t kh = 0; kh < 3; ++kh)
+              for (int64_t kw = 0; kw < 3; ++kw) {
+                const std::vector<int64_t> point{n, m, oh, ow, ci, kh, kw};
+                const int64_t y = oh + kh - 1, x = ow + kw - 1;
+                const bool inside = y >= 0 && y < c.height && x >= 0 && x < c.width;
+                if (guard) {
+                  const auto g = eval_at(guard, point);
+                  if (!g || (*g != 0) != inside) return false;
+                } else if (!inside) {
+                  return false;  // no padding select: not a pad-1 window
+                }
+                if (!inside) continue;
+                const int64_t want[kRank] = {n, ci - src.begin, y, x};
+                for (int a = 0; a < kRank; ++a) {
+                  const auto v = eval_at(load->args[static_cast<size_t>(a)], point);
+                  if (!v || *v != want[a]) return false;
+                }
               }
-              if (!inside) continue;
-              const int64_t want[kRank] = {n, ci, y, x};
-              for (int a = 0; a < kRank; ++a) {
-                const auto v = eval_at(load->args[static_cast<size_t>(a)], point);
-                if (!v || *v != want[a]) return false;
-              }
-            }
   return true;
+}
+
+// The sources of window X' (one per channel range: a Concat inlined along
+// the channels has several), if each is a same-padded 3x3 window of an
+// [N, range, H, W] input.
+std::optional<std::vector<WinogradSource>> window_sources(const Graph& g, const Op& op, const Expr& window,
+                                                          const WinogradConv& c) {
+  std::vector<WinogradSource> sources;
+  for (const VarRange& r : split_var_ranges(window, kRank, c.channels)) {
+    const Expr load = conv_window_load(r.value);
+    if (!load) return std::nullopt;
+    WinogradSource src{static_cast<int>(load->int_value), r.begin, r.end};
+    const Shape& in = g.tensor(op.inputs.at(static_cast<size_t>(src.input_slot))).shape;
+    if (in != Shape{c.batch, src.end - src.begin, c.height, c.width}) return std::nullopt;
+    if (!is_same_3x3_window(r.value, load, c, src)) return std::nullopt;
+    sources.push_back(src);
+  }
+  return sources;
 }
 
 }  // namespace
 
 std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, int64_t mr) {
-  const DirectConvFactors f = conv_factors(g, op);
-  if (!f.window || op.reduce_extents.size() != 3 || op.reduce_extents[1] != 3 || op.reduce_extents[2] != 3)
-    return std::nullopt;
-  const Expr load = conv_window_load(f.window);
   const Shape& out = g.tensor(op.output).shape;
+  if (op.reduction != Reduction::kSum || g.tensor(op.output).dtype != DType::kF32 || out.size() != kRank ||
+      op.reduce_extents.size() != 3 || op.reduce_extents[1] != 3 || op.reduce_extents[2] != 3 ||
+      op.body->kind != ExprKind::kBinary || op.body->binary_op != BinaryOp::kMul)
+    return std::nullopt;
   WinogradConv c;
-  c.input_slot = static_cast<int>(load->int_value);
-  c.weight = f.weight;
   c.batch = out[0];
   c.filters = out[1];
   c.height = out[2];
   c.width = out[3];
   c.channels = op.reduce_extents[0];
-  const Shape& in = g.tensor(op.inputs.at(static_cast<size_t>(c.input_slot))).shape;
-  if (in != Shape{c.batch, c.channels, c.height, c.width}) return std::nullopt;
   if (c.channels < kMinWinogradChannels || c.channels > kMaxWinogradChannels || c.filters < kMinWinogradChannels ||
       c.filters % mr != 0 || c.height < 2 || c.width < 2)
     return std::nullopt;
-  if (!is_same_3x3_window(f.window, load, c)) return std::nullopt;
-  return c;
+  for (int x = 0; x < 2; ++x) {
+    const Expr& window = op.body->args[static_cast<size_t>(x)];
+    const Expr& weight = op.body->args[static_cast<size_t>(1 - x)];
+    if (!is_conv_weight(g, op, weight)) continue;
+    auto sources = window_sources(g, op, window, c);
+    if (!sources) continue;
+    c.sources = std::move(*sources);
+    c.weight = weight;
+    return c;
+  }
+  return std::nullopt;
 }
 
 }  // namespace tilegraph::scheduler

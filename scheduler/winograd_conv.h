@@ -10,7 +10,9 @@
 //   W' = an expression of constants reading m, ci, kh, kw only,
 // with X of shape [N, C, H, W] and out [N, K, H, W] (checked by evaluating
 // the indices and the guard at the plane's corners, edges and middle for
-// every tap), where it pays: C and K at least kMinWinogradChannels (the
+// every tap), or X a Concat along the channels inlined into the conv
+// (select(ci < C1, X1', ...): compiler/ir/var_ranges.h; UNet's decoder
+// convs), each of its ranges such a window of one input; where it pays: C and K at least kMinWinogradChannels (the
 // GEMMs' K is C: shorter sums spend their time in the tile's overhead), K a
 // multiple of the micro-kernel's MR, C at most kMaxWinogradChannels (the
 // 16 transformed planes of a column panel, 16 x C x NR floats, stay within
@@ -18,6 +20,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "compiler/ir/graph.h"
 
@@ -26,9 +29,16 @@ namespace tilegraph::scheduler {
 constexpr int64_t kMinWinogradChannels = 32;
 constexpr int64_t kMaxWinogradChannels = 512;
 
+// Where a range of the conv's input channels [begin, end) comes from: the
+// op's input `input_slot`, of shape [N, end - begin, H, W].
+struct WinogradSource {
+  int input_slot = -1;
+  int64_t begin = 0, end = 0;
+};
+
 struct WinogradConv {
-  int input_slot = -1;  // X's input slot of the op
-  Expr weight;          // W', over the op's vars
+  std::vector<WinogradSource> sources;  // one, or one per input of a Concat along the channels
+  Expr weight;                          // W', over the op's vars
   int64_t batch = 0, channels = 0, filters = 0, height = 0, width = 0;
   int64_t tiles_w() const { return (width + 1) / 2; }
   int64_t tiles_h() const { return (height + 1) / 2; }

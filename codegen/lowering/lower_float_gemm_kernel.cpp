@@ -16,6 +16,7 @@
 #include "compiler/ir/evaluate.h"
 #include "compiler/ir/flops.h"
 #include "compiler/ir/simplify.h"
+#include "compiler/ir/var_ranges.h"
 #include "scheduler/float_gemm_blocking.h"
 #include "scheduler/int_gemm.h"
 
@@ -141,41 +142,15 @@ FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSche
 namespace {
 
 // A range [begin, end) of a reduce axis whose operand values read one input
-// (a Concat along K), with those values.
+// (a Concat along K: compiler/ir/var_ranges.h), with those values.
 struct KRange {
   int64_t begin = 0, end = 0;
   Expr value, fast_value;
 };
 
-// Splits e = select(kv < c1, v1, select(kv < c2, v2, ... vn)), with c
-// increasing inside (0, extent), into the ranges [0, c1), [c1, c2) ...
-// [c_{n-1}, extent) and their values; a single range of e otherwise. Under
-// a guard that does not depend on kv (the column tail's select(col < N, b,
-// 0)), each range keeps the guard.
 std::vector<KRange> peel_k_ranges(const Expr& e, int kv, int64_t extent) {
-  if (e->kind == ExprKind::kSelect && !uses_var(e->args[0], kv) && !uses_var(e->args[2], kv)) {
-    std::vector<KRange> ranges = peel_k_ranges(e->args[1], kv, extent);
-    if (ranges.size() == 1) return {{0, extent, e, nullptr}};
-    for (KRange& r : ranges)
-      r.value = is_guarded_select(e) ? guarded_select(e->args[0], r.value, e->args[2])
-                                     : select(e->args[0], r.value, e->args[2]);
-    return ranges;
-  }
   std::vector<KRange> ranges;
-  Expr rest = e;
-  int64_t begin = 0;
-  while (rest && rest->kind == ExprKind::kSelect) {
-    const Expr& c = rest->args[0];
-    if (c->kind != ExprKind::kBinary || c->binary_op != BinaryOp::kLt) break;
-    const Expr& lhs = c->args[0];
-    int64_t bound = 0;
-    if (lhs->kind != ExprKind::kVar || lhs->int_value != kv || !is_const_int(c->args[1], &bound)) break;
-    if (bound <= begin || bound >= extent) break;
-    ranges.push_back({begin, bound, rest->args[1], nullptr});
-    begin = bound;
-    rest = rest->args[2];
-  }
-  ranges.push_back({begin, extent, rest, nullptr});
+  for (const VarRange& r : split_var_ranges(e, kv, extent)) ranges.push_back({r.begin, r.end, r.value, nullptr});
   return ranges;
 }
 

@@ -100,13 +100,22 @@ class WinogradConvLowering : KernelBuilder {
     const int64_t per_group = row_panels_ / groups_;
     const int vp = new_var("pp", per_group);
     const Expr p = var(vg) * per_group + var(vp);
-    const Stmt transform = make_call(str_cat("tg_winograd::input_tiles<", c, ", ", h, ", ", w, ", ",
-                                             half ? "true" : "false", ">"),
-                                     {{conv_.input_slot, var(vn) * (c * h * w)}, {v, int_imm(0)}, {-1, var(vq) * nr}});
+    // The transformed planes of each source's channels (several for a
+    // Concat along them) into their rows of v.
+    std::vector<Stmt> transform;
+    for (const scheduler::WinogradSource& src : conv_.sources) {
+      const int64_t channels = src.end - src.begin;
+      transform.push_back(make_call(str_cat("tg_winograd::input_tiles<", channels, ", ", h, ", ", w, ", ",
+                                            half ? "true" : "false", ", ", c, ">"),
+                                    {{src.input_slot, var(vn) * (channels * h * w)},
+                                     {v, int_imm(src.begin * nr)},
+                                     {-1, var(vq) * nr}}));
+    }
     const Stmt gemms = make_call(str_cat("tg_winograd::row_panel<", c, ", ", half ? "true" : "false", ">"),
                                  {{u_, p * (kPositions * c * mr)}, {v, int_imm(0)}, {v, int_imm(m_at)}, {y, int_imm(0)}});
     const Stmt panel = make_for(vp, int_imm(per_group), LoopKind::kSerial, {gemms, store_outputs(vn, vq, p, y)});
-    const Stmt task = make_allocate(v, {make_allocate(y, {transform, panel})});
+    transform.push_back(panel);
+    const Stmt task = make_allocate(v, {make_allocate(y, std::move(transform))});
     // Groups outside the column panels: a static split then gives each
     // thread whole groups over all panels, where a short last panel (a
     // 14 x 14 map: 32 and 17 tiles) would otherwise land on one thread.

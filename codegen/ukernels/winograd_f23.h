@@ -28,7 +28,7 @@ namespace tg_winograd {
 
 constexpr int kPositions = 16;  // of the 4 x 4 transformed tile
 
-// v[(t * C + c) * kNR + j] = (B^T d B)[t] for the 4 x 4 input patch d of
+// v[(t * kVChannels + c) * kNR + j] = (B^T d B)[t] for the 4 x 4 input patch d of
 // tile `first + j` of an H x W plane (tiles of 2 x 2 outputs, row-major,
 // ceil(W / 2) per row), channel c of x (C planes of H x W). The patch starts
 // one row and one column before its outputs (pad 1); positions outside the
@@ -41,12 +41,14 @@ constexpr int kPositions = 16;  // of the 4 x 4 transformed tile
 // tiles) vectorized or not depending on the surrounding code, and ran
 // scalar in a generated kernel source, at 2x the whole conv's time.
 // kHalf: only the panel's first kNR / 2 tiles (row_panel<C, true> reads no more).
-template <int64_t C, int64_t H, int64_t W, bool kHalf>
+// kVChannels: the channels of v, where x holds C of them (one input of a
+// Concat along the channels; the caller offsets v to its first).
+template <int64_t C, int64_t H, int64_t W, bool kHalf, int64_t kVChannels = C>
 inline void input_tiles(const float* x, float* v, int64_t first) {
   static_assert(tg_sgemm::kNR % 32 == 0, "tiles go 16 to a zmm, in halves of the panel");
   constexpr int kH = static_cast<int>(H), kW = static_cast<int>(W), kTilesW = (kW + 1) / 2;
   constexpr int kTiles = ((kH + 1) / 2) * kTilesW;
-  constexpr int64_t kPlane = C * tg_sgemm::kNR;  // floats of one V_t
+  constexpr int64_t kPlane = kVChannels * tg_sgemm::kNR;  // floats of one V_t
   for (int half = 0; half < (kHalf ? tg_sgemm::kNR / 2 : tg_sgemm::kNR) / 16; ++half) {
     // Per position (i, l) of the patch: the 16 tiles' input offsets and
     // which of them lie inside the plane.
@@ -83,7 +85,7 @@ inline void input_tiles(const float* x, float* v, int64_t first) {
         e[3][l] = _mm512_sub_ps(d[1][l], d[3][l]);
       }
       for (int i = 0; i < 4; ++i) {  // (B^T d) B
-        float* vi = v + (i * 4 * C + c) * tg_sgemm::kNR + half * 16;
+        float* vi = v + (i * 4 * kVChannels + c) * tg_sgemm::kNR + half * 16;
         _mm512_storeu_ps(vi + 0 * kPlane, _mm512_sub_ps(e[i][0], e[i][2]));
         _mm512_storeu_ps(vi + 1 * kPlane, _mm512_add_ps(e[i][1], e[i][2]));
         _mm512_storeu_ps(vi + 2 * kPlane, _mm512_sub_ps(e[i][2], e[i][1]));

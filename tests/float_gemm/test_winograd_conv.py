@@ -9,6 +9,8 @@ with AVX-512:
   four column panels, the last one short); 32 to 64 input channels, 32 to 64
   filters;
 * fused epilogues: bias + Relu, a residual Add then Relu, BatchNormalization;
+* a conv over a 3-way Concat along the channels (32 + 40 + 32), each input
+  transformed from its own tensor;
 * left on the implicit GEMM: stride 2, dilation 2, 16 input channels (below
   kMinWinogradChannels), 36 filters (not a multiple of the micro-kernel's 8
   rows), a 1x1 conv;
@@ -53,7 +55,7 @@ def build_model(path):
               helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 48, 4, 4]),
               helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 32, 2, 30]),
               helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 16, 20, 20])]
-    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j")
+    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k")
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names]
     same = dict(pads=[1, 1, 1, 1])
     nodes = [
@@ -73,6 +75,10 @@ def build_model(path):
         # Winograd: 20 x 20, four column panels, 16 -> 32 channels first on the GEMM
         helper.make_node("Conv", ["v", "w5"], ["c5"], **same),  # 16 input channels: GEMM
         helper.make_node("Conv", ["c5", "w6"], ["f"], **same),  # 32 -> 32: Winograd
+        # Winograd over a Concat along the channels (inlined into the conv):
+        # 32 + 40 + 32 -> 48, a source per input
+        helper.make_node("Concat", ["x", "a", "b"], ["cat"], axis=1),
+        helper.make_node("Conv", ["cat", "w11", "b11"], ["k"], **same),
         # left on the float GEMM: stride 2, dilation 2, 36 filters, 1x1
         helper.make_node("Conv", ["x", "w7"], ["g"], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("Conv", ["x", "w8"], ["h"], pads=[2, 2, 2, 2], dilations=[2, 2]),
@@ -83,7 +89,8 @@ def build_model(path):
              _w("w2", 64, 64, 3, 3), _pos("g2", 64), _w("be2", 64), _w("m2", 64), _pos("v2", 64),
              _w("w3", 32, 48, 3, 3), _w("b3", 32), _w("w4", 32, 32, 3, 3),
              _w("w5", 32, 16, 3, 3), _w("w6", 32, 32, 3, 3),
-             _w("w7", 32, 32, 3, 3), _w("w8", 32, 32, 3, 3), _w("w9", 36, 32, 3, 3), _w("w10", 32, 32, 1, 1)]
+             _w("w7", 32, 32, 3, 3), _w("w8", 32, 32, 3, 3), _w("w9", 36, 32, 3, 3), _w("w10", 32, 32, 1, 1),
+             _w("w11", 48, 104, 3, 3), _w("b11", 48)]
     graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -91,8 +98,8 @@ def build_model(path):
     onnx.save(model, str(path / "model.onnx"))
 
 
-WINOGRAD_CONVS = 6  # w0, w1, w2, w3, w4, w6
-KERNELS = 11  # one per conv: the Relus, the Add and the BatchNormalization ride in their convs
+WINOGRAD_CONVS = 7  # w0, w1, w2, w3, w4, w6, w11
+KERNELS = 12  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
 
 
 def _host_has_avx512():
