@@ -14,9 +14,10 @@
 // (select(ci < C1, X1', ...): compiler/ir/var_ranges.h; UNet's decoder
 // convs), each of its ranges such a window of one input; where it pays: C and K at least kMinWinogradChannels (the
 // GEMMs' K is C: shorter sums spend their time in the tile's overhead), K a
-// multiple of the micro-kernel's MR, C at most kMaxWinogradChannels (the
-// 16 transformed planes of a column panel, 16 x C x NR floats, stay within
-// the L2).
+// multiple of the micro-kernel's MR, C at most kMaxWinogradChannels. The
+// 16 transformed planes of a column panel, 16 x C x (tiles per panel)
+// floats, stay within the L2: above kMaxFullPanelWinogradChannels a panel
+// holds NR / 2 tiles (WinogradConv::panel_tiles).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -27,7 +28,8 @@
 namespace tilegraph::scheduler {
 
 constexpr int64_t kMinWinogradChannels = 32;
-constexpr int64_t kMaxWinogradChannels = 512;
+constexpr int64_t kMaxWinogradChannels = 1024;
+constexpr int64_t kMaxFullPanelWinogradChannels = 512;
 
 // Where a range of the conv's input channels [begin, end) comes from: the
 // op's input `input_slot`, of shape [N, end - begin, H, W].
@@ -43,6 +45,11 @@ struct WinogradConv {
   int64_t tiles_w() const { return (width + 1) / 2; }
   int64_t tiles_h() const { return (height + 1) / 2; }
   int64_t tiles() const { return tiles_h() * tiles_w(); }
+  // Tiles per column panel for a micro-kernel of nr columns: nr, or nr / 2
+  // for many channels or a map that fills no more.
+  int64_t panel_tiles(int64_t nr) const {
+    return channels > kMaxFullPanelWinogradChannels || tiles() <= nr / 2 ? nr / 2 : nr;
+  }
 };
 
 // The conv `op` computes, if the Winograd kernel takes it; mr: the float

@@ -76,7 +76,8 @@ class WinogradConvLowering : KernelBuilder {
     output_ = add_global(phases_.back().output, true);
     shape_ = g.tensor(phases_.front().output).shape;
     row_panels_ = conv_.filters / variant_.mr;
-    col_panels_ = (conv_.tiles() + variant_.nr - 1) / variant_.nr;
+    cols_ = conv_.panel_tiles(variant_.nr);
+    col_panels_ = (conv_.tiles() + cols_ - 1) / cols_;
     // Row panels split into groups until there is a task per core (each
     // group's task transforms its inputs again), in a divisor of the panels.
     const int64_t tasks = conv_.batch * col_panels_;
@@ -89,7 +90,7 @@ class WinogradConvLowering : KernelBuilder {
 
   Kernel build() {
     const int64_t mr = variant_.mr, nr = variant_.nr, c = conv_.channels, h = conv_.height, w = conv_.width;
-    const bool half = conv_.tiles() <= nr / 2;
+    const bool half = cols_ < nr;
     const int vn = new_var("n", conv_.batch), vg = new_var("g", groups_), vq = new_var("q", col_panels_);
     // One scratch buffer (a task has one arena) for the 16 transformed input
     // planes (v) and, after them, the 16 accumulator tiles (m).
@@ -109,7 +110,7 @@ class WinogradConvLowering : KernelBuilder {
                                             half ? "true" : "false", ", ", c, ">"),
                                     {{src.input_slot, var(vn) * (channels * h * w)},
                                      {v, int_imm(src.begin * nr)},
-                                     {-1, var(vq) * nr}}));
+                                     {-1, var(vq) * cols_}}));
     }
     const Stmt gemms = make_call(str_cat("tg_winograd::row_panel<", c, ", ", half ? "true" : "false", ">"),
                                  {{u_, p * (kPositions * c * mr)}, {v, int_imm(0)}, {v, int_imm(m_at)}, {y, int_imm(0)}});
@@ -124,7 +125,7 @@ class WinogradConvLowering : KernelBuilder {
                                       {make_for(vq, int_imm(col_panels_), LoopKind::kSerial, {task})})},
                             3);
     kernel_.flops = 2 * kPositions * conv_.batch * conv_.tiles() * c * conv_.filters;
-    kernel_.ukernel_params = {{"mr", mr}, {"nr", nr}, {"row_panel_groups", groups_}};
+    kernel_.ukernel_params = {{"mr", mr}, {"nr", nr}, {"panel_tiles", cols_}, {"row_panel_groups", groups_}};
     return std::move(kernel_);
   }
 
@@ -137,10 +138,10 @@ class WinogradConvLowering : KernelBuilder {
   // the run is contiguous in y as in the output.
   Stmt store_outputs(int vn, int vq, const Expr& p, int y) {
     const int64_t mr = variant_.mr, nr = variant_.nr, tw = conv_.tiles_w();
-    const int64_t cols = conv_.tiles() <= nr / 2 ? nr / 2 : nr;
-    const int64_t span = std::min((nr - 1) / tw + 2, conv_.tiles_h());
+    const int64_t cols = cols_;
+    const int64_t span = std::min((cols - 1) / tw + 2, conv_.tiles_h());
     const int vr = new_var("r", mr), vt = new_var("tr", span), vy = new_var("dy", 2);
-    const Expr first = var(vq) * nr;
+    const Expr first = var(vq) * cols;
     const Expr tile_row = floordiv(first, tw) + var(vt);
     const Expr begin = max(first, tile_row * tw);
     const Expr end = min(min(first + cols, tile_row * tw + tw), int_imm(conv_.tiles()));
@@ -167,6 +168,7 @@ class WinogradConvLowering : KernelBuilder {
   int u_ = -1, output_ = -1;
   Shape shape_;
   int64_t row_panels_ = 0, col_panels_ = 0, groups_ = 1;
+  int64_t cols_ = 0;  // tiles per column panel (WinogradConv::panel_tiles)
 };
 
 }  // namespace

@@ -7,7 +7,7 @@ with AVX-512:
   row and column half outside), a 7 x 7 map (16 tiles: the half panel), a
   4 x 4 map (4 tiles), 2 x 30 (one row of tiles) and 20 x 20 (100 tiles:
   four column panels, the last one short); 32 to 64 input channels, 32 to 64
-  filters;
+  filters; 528 input channels on 10 x 14 (half panels of 16 tiles: 16, 16, 3);
 * fused epilogues: bias + Relu, a residual Add then Relu, BatchNormalization;
 * a conv over a 3-way Concat along the channels (32 + 40 + 32), each input
   transformed from its own tensor;
@@ -54,8 +54,9 @@ def build_model(path):
               helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 64, 7, 7]),
               helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 48, 4, 4]),
               helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 32, 2, 30]),
-              helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 16, 20, 20])]
-    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k")
+              helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 16, 20, 20]),
+              helper.make_tensor_value_info("wide", TensorProto.FLOAT, [1, 528, 10, 14])]
+    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l")
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names]
     same = dict(pads=[1, 1, 1, 1])
     nodes = [
@@ -79,6 +80,8 @@ def build_model(path):
         # 32 + 40 + 32 -> 48, a source per input
         helper.make_node("Concat", ["x", "a", "b"], ["cat"], axis=1),
         helper.make_node("Conv", ["cat", "w11", "b11"], ["k"], **same),
+        # Winograd with 528 input channels: half panels of 16 tiles (35 tiles: 16, 16, 3)
+        helper.make_node("Conv", ["wide", "w12"], ["l"], **same),
         # left on the float GEMM: stride 2, dilation 2, 36 filters, 1x1
         helper.make_node("Conv", ["x", "w7"], ["g"], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("Conv", ["x", "w8"], ["h"], pads=[2, 2, 2, 2], dilations=[2, 2]),
@@ -90,7 +93,7 @@ def build_model(path):
              _w("w3", 32, 48, 3, 3), _w("b3", 32), _w("w4", 32, 32, 3, 3),
              _w("w5", 32, 16, 3, 3), _w("w6", 32, 32, 3, 3),
              _w("w7", 32, 32, 3, 3), _w("w8", 32, 32, 3, 3), _w("w9", 36, 32, 3, 3), _w("w10", 32, 32, 1, 1),
-             _w("w11", 48, 104, 3, 3), _w("b11", 48)]
+             _w("w11", 48, 104, 3, 3), _w("b11", 48), _w("w12", 32, 528, 3, 3)]
     graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -98,8 +101,8 @@ def build_model(path):
     onnx.save(model, str(path / "model.onnx"))
 
 
-WINOGRAD_CONVS = 7  # w0, w1, w2, w3, w4, w6, w11
-KERNELS = 12  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
+WINOGRAD_CONVS = 8  # w0, w1, w2, w3, w4, w6, w11, w12
+KERNELS = 13  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
 
 
 def _host_has_avx512():
