@@ -101,12 +101,12 @@ class WinogradConvLowering : KernelBuilder {
     const int64_t per_group = row_panels_ / groups_;
     const int vp = new_var("pp", per_group);
     const Expr p = var(vg) * per_group + var(vp);
-    // The transformed planes of each source's channels (several for a
-    // Concat along them) into their rows of v.
-    std::vector<Stmt> transform;
+    // A task: the transformed planes of each source's channels (several
+    // for a Concat along them) into their rows of v, then the row panels.
+    std::vector<Stmt> task_body;
     for (const scheduler::WinogradSource& src : conv_.sources) {
       const int64_t channels = src.end - src.begin;
-      transform.push_back(make_call(str_cat("tg_winograd::input_tiles<", channels, ", ", h, ", ", w, ", ",
+      task_body.push_back(make_call(str_cat("tg_winograd::input_tiles<", channels, ", ", h, ", ", w, ", ",
                                             half ? "true" : "false", ", ", c, ">"),
                                     {{src.input_slot, var(vn) * (channels * h * w)},
                                      {v, int_imm(src.begin * nr)},
@@ -115,8 +115,8 @@ class WinogradConvLowering : KernelBuilder {
     const Stmt gemms = make_call(str_cat("tg_winograd::row_panel<", c, ", ", half ? "true" : "false", ">"),
                                  {{u_, p * (kPositions * c * mr)}, {v, int_imm(0)}, {v, int_imm(m_at)}, {y, int_imm(0)}});
     const Stmt panel = make_for(vp, int_imm(per_group), LoopKind::kSerial, {gemms, store_outputs(vn, vq, p, y)});
-    transform.push_back(panel);
-    const Stmt task = make_allocate(v, {make_allocate(y, std::move(transform))});
+    task_body.push_back(panel);
+    const Stmt task = make_allocate(v, {make_allocate(y, std::move(task_body))});
     // Groups outside the column panels: a static split then gives each
     // thread whole groups over all panels, where a short last panel (a
     // 14 x 14 map: 32 and 17 tiles) would otherwise land on one thread.
@@ -133,12 +133,11 @@ class WinogradConvLowering : KernelBuilder {
   // The row panel's outputs from the local result y (by output row, dx
   // interleaved: winograd_f23.h's row_panel), through the epilogue: per
   // filter row r, the tile rows the column panel touches (at most
-  // (NR - 1) / tiles_w + 2), their two output rows each, and in each the
+  // (panel tiles - 1) / tiles_w + 2), their two output rows each, and in each the
   // panel's run of tiles on that row [begin, end) as one vectorized loop:
   // the run is contiguous in y as in the output.
   Stmt store_outputs(int vn, int vq, const Expr& p, int y) {
-    const int64_t mr = variant_.mr, nr = variant_.nr, tw = conv_.tiles_w();
-    const int64_t cols = cols_;
+    const int64_t mr = variant_.mr, nr = variant_.nr, tw = conv_.tiles_w(), cols = cols_;
     const int64_t span = std::min((cols - 1) / tw + 2, conv_.tiles_h());
     const int vr = new_var("r", mr), vt = new_var("tr", span), vy = new_var("dy", 2);
     const Expr first = var(vq) * cols;
