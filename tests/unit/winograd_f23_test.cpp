@@ -1,0 +1,154 @@
+// codegen/ukernels/winograd_f23.h against a direct 3x3 convolution in double:
+// the input transform of two sources into one V (a Concat along the
+// channels: kVChannels), the 16 GEMMs and the output transform of every row
+// panel, on maps with odd sizes (tiles half outside the plane), a short last
+// column panel and a half panel. The header needs AVX-512F: it is compiled
+// here under a target pragma, as tests/unit/sgemm_variants/ do, and the tests
+// skip on CPUs without it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+#define TG_SGEMM_FORCE 1
+#include "codegen/ukernels/sgemm_avx512.h"
+#include "codegen/ukernels/winograd_f23.h"
+#undef TG_SGEMM_FORCE
+
+namespace {
+
+constexpr int64_t kMR = tg_sgemm::kMR, kNR = tg_sgemm::kNR;
+
+// 11 x 13 (odd both ways: 6 x 7 = 42 tiles, column panels of 32 and 10), 40
+// channels from two sources of 24 and 16; and 6 x 6 (9 tiles: a half
+// panel), 40 channels from one.
+void odd_map_inputs(const float* x0, const float* x1, float* v, int64_t first) {
+  tg_winograd::input_tiles<24, 11, 13, false, 40>(x0, v, first);
+  tg_winograd::input_tiles<16, 11, 13, false, 40>(x1, v + 24 * kNR, first);
+}
+void odd_map_panel(const float* u, const float* v, float* m, float* y) { tg_winograd::row_panel<40, false>(u, v, m, y); }
+void half_map_inputs(const float* x, float* v, int64_t first) { tg_winograd::input_tiles<40, 6, 6, true>(x, v, first); }
+void half_map_panel(const float* u, const float* v, float* m, float* y) { tg_winograd::row_panel<40, true>(u, v, m, y); }
+
+}  // namespace
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+namespace {
+
+constexpr int64_t kC = 40, kFilters = 2 * kMR;
+constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+
+bool avx512_supported() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// The lowering's filter pack: u[((p * 16 + t) * C + c) * MR + r] =
+// sum over (i, j) of G[t / 4][i] * G[t % 4][j] * w[p * MR + r][c][i][j].
+std::vector<float> transformed_filters(const std::vector<float>& w) {
+  std::vector<float> u(static_cast<size_t>(kFilters * 16 * kC));
+  for (int64_t p = 0; p < kFilters / kMR; ++p)
+    for (int64_t t = 0; t < 16; ++t)
+      for (int64_t c = 0; c < kC; ++c)
+        for (int64_t r = 0; r < kMR; ++r) {
+          double s = 0;
+          for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j)
+              s += kG[t / 4][i] * kG[t % 4][j] * w[static_cast<size_t>(((p * kMR + r) * kC + c) * 9 + i * 3 + j)];
+          u[static_cast<size_t>(((p * 16 + t) * kC + c) * kMR + r)] = static_cast<float>(s);
+        }
+  return u;
+}
+
+double direct_conv(const std::vector<float>& x, const std::vector<float>& w, int64_t h, int64_t wd, int64_t f,
+                   int64_t oy, int64_t ox) {
+  double s = 0;
+  for (int64_t c = 0; c < kC; ++c)
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        const int64_t y = oy + i - 1, xx = ox + j - 1;
+        if (y < 0 || y >= h || xx < 0 || xx >= wd) continue;
+        s += double(x[static_cast<size_t>((c * h + y) * wd + xx)]) * w[static_cast<size_t>((f * kC + c) * 9 + i * 3 + j)];
+      }
+  return s;
+}
+
+// Runs every column panel (`panel_tiles` tiles each) and row panel of an
+// h x wd map and compares each output inside the plane with the direct
+// conv; returns how many outputs were compared.
+template <typename Inputs, typename Panel>
+int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, Inputs inputs, Panel panel) {
+  const std::vector<float> x = random_values(static_cast<size_t>(kC * h * wd), 1);
+  const std::vector<float> w = random_values(static_cast<size_t>(kFilters * kC * 9), 2);
+  const std::vector<float> u = transformed_filters(w);
+  const int64_t tiles_w = (wd + 1) / 2, tiles = (h + 1) / 2 * tiles_w;
+  alignas(64) static float v[16 * kC * kNR], m[16 * kMR * kNR], y[4 * kMR * kNR];
+  int64_t compared = 0;
+  for (int64_t first = 0; first < tiles; first += panel_tiles) {
+    inputs(x.data(), v, first);
+    for (int64_t p = 0; p < kFilters / kMR; ++p) {
+      panel(u.data() + p * 16 * kC * kMR, v, m, y);
+      for (int64_t j = 0; j < panel_tiles && first + j < tiles; ++j)
+        for (int64_t r = 0; r < kMR; ++r)
+          for (int64_t dy = 0; dy < 2; ++dy)
+            for (int64_t dx = 0; dx < 2; ++dx) {
+              const int64_t tile = first + j, oy = tile / tiles_w * 2 + dy, ox = tile % tiles_w * 2 + dx;
+              if (oy >= h || ox >= wd) continue;
+              const double want = direct_conv(x, w, h, wd, p * kMR + r, oy, ox);
+              const float got = y[(dy * kMR + r) * 2 * kNR + 2 * j + dx];
+              if (std::fabs(got - want) > 1e-4 * std::max(1.0, std::fabs(want))) {
+                ADD_FAILURE() << "filter " << p * kMR + r << " output (" << oy << ", " << ox << ") of tile " << tile
+                              << ": " << got << ", want " << want;
+                return compared;
+              }
+              ++compared;
+            }
+    }
+  }
+  return compared;
+}
+
+TEST(WinogradF23, OddMapFromTwoSourcesMatchesTheDirectConv) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const int64_t h = 11, wd = 13;
+  // Both sources read from one [40, 11, 13] tensor: the first 24 channels and the last 16.
+  const int64_t compared = check_map(h, wd, kNR, [&](const float* x, float* v, int64_t first) {
+    odd_map_inputs(x, x + 24 * h * wd, v, first);
+  }, odd_map_panel);
+  EXPECT_EQ(compared, kFilters * h * wd);
+}
+
+TEST(WinogradF23, HalfPanelMatchesTheDirectConv) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const int64_t compared = check_map(6, 6, kNR / 2, half_map_inputs, half_map_panel);
+  EXPECT_EQ(compared, kFilters * 36);
+}
+
+}  // namespace
+
+#endif  // defined(__x86_64__)
