@@ -76,9 +76,10 @@ KernelFeatures ukernel_features(const Graph& g, const KernelSchedule& k, const A
     TG_CHECK(c.has_value(), "kernel '", first.name, "' is no Winograd conv");
     const double tiles = double(c->batch) * double(c->tiles());
     f.compute_dtype = DType::kF32;
-    f.ukernel_flops = 2.0 * 16.0 * tiles * double(c->channels) * double(c->filters);
-    f.flops += tiles * (16.0 * 4.0 * double(c->channels) + 24.0 * double(c->filters));  // the transforms' adds
-    f.packed_bytes = int64_t(tiles) * 16 * c->channels * 4;
+    const double positions = double(kWinogradPositions);
+    f.ukernel_flops = 2.0 * positions * tiles * double(c->channels) * double(c->filters);
+    f.flops += tiles * (positions * 4.0 * double(c->channels) + 24.0 * double(c->filters));  // the transforms' adds
+    f.packed_bytes = int64_t(tiles) * kWinogradPositions * c->channels * 4;
     f.inner_extent = out_shape.empty() ? 0 : out_shape.back();
     return f;
   }

@@ -27,6 +27,8 @@
 
 namespace tilegraph::scheduler {
 
+// Positions of the 4 x 4 transformed tile: one GEMM each (winograd_f23.h).
+constexpr int64_t kWinogradPositions = 16;
 constexpr int64_t kMinWinogradChannels = 32;
 constexpr int64_t kMaxWinogradChannels = 1024;
 constexpr int64_t kMaxFullPanelWinogradChannels = 512;

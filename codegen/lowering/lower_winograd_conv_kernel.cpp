@@ -14,7 +14,7 @@ namespace tilegraph::codegen {
 
 namespace {
 
-constexpr int64_t kPositions = 16;  // of the 4 x 4 transformed tile (winograd_f23.h)
+using scheduler::kWinogradPositions;
 
 // F(2x2, 3x3)'s filter transform G (4 x 3).
 constexpr float kG[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
@@ -47,14 +47,15 @@ TensorId prepack_winograd_filters(Graph& g, const scheduler::KernelSchedule& ks,
   const Expr e = var(0), i = var(1), j = var(2);
   const int64_t mr = variant.mr;
   const Expr r = floormod(e, mr), ch = floormod(floordiv(e, mr), c.channels);
-  const Expr t = floormod(floordiv(e, mr * c.channels), kPositions), p = floordiv(e, mr * c.channels * kPositions);
+  const Expr t = floormod(floordiv(e, mr * c.channels), kWinogradPositions);
+  const Expr p = floordiv(e, mr * c.channels * kWinogradPositions);
   const Expr weight = substitute_vars(c.weight, {int_imm(0), p * mr + r, int_imm(0), int_imm(0), ch, i, j});
   pack.body = load(g_slot, DType::kF32, {floordiv(t, 4), i}) * load(g_slot, DType::kF32, {floormod(t, 4), j}) * weight;
   pack.reduction = Reduction::kSum;
   pack.reduce_extents = {3, 3};
   Tensor packed;
   packed.name = pack.name;
-  packed.shape = {c.filters * kPositions * c.channels};
+  packed.shape = {c.filters * kWinogradPositions * c.channels};
   packed.kind = TensorKind::kConstant;
   pack.output = g.add_tensor(packed);
   drop_unused_inputs(pack);
@@ -94,8 +95,8 @@ class WinogradConvLowering : KernelBuilder {
     const int vn = new_var("n", conv_.batch), vg = new_var("g", groups_), vq = new_var("q", col_panels_);
     // One scratch buffer (a task has one arena) for the 16 transformed input
     // planes (v) and, after them, the 16 accumulator tiles (m).
-    const int64_t m_at = kPositions * c * nr;
-    const int v = add_local("v", DType::kF32, m_at + kPositions * mr * nr, 64);
+    const int64_t m_at = kWinogradPositions * c * nr;
+    const int v = add_local("v", DType::kF32, m_at + kWinogradPositions * mr * nr, 64);
     kernel_.buffers[static_cast<size_t>(v)].scratch = true;
     const int y = add_local("y", DType::kF32, 4 * mr * nr, 64);
     const int64_t per_group = row_panels_ / groups_;
@@ -113,7 +114,7 @@ class WinogradConvLowering : KernelBuilder {
                                      {-1, var(vq) * cols_}}));
     }
     const Stmt gemms = make_call(str_cat("tg_winograd::row_panel<", c, ", ", half ? "true" : "false", ">"),
-                                 {{u_, p * (kPositions * c * mr)}, {v, int_imm(0)}, {v, int_imm(m_at)}, {y, int_imm(0)}});
+                                 {{u_, p * (kWinogradPositions * c * mr)}, {v, int_imm(0)}, {v, int_imm(m_at)}, {y, int_imm(0)}});
     const Stmt panel = make_for(vp, int_imm(per_group), LoopKind::kSerial, {gemms, store_outputs(vn, vq, p, y)});
     task_body.push_back(panel);
     const Stmt task = make_allocate(v, {make_allocate(y, std::move(task_body))});
@@ -124,7 +125,7 @@ class WinogradConvLowering : KernelBuilder {
                             {make_for(vg, int_imm(groups_), LoopKind::kSerial,
                                       {make_for(vq, int_imm(col_panels_), LoopKind::kSerial, {task})})},
                             3);
-    kernel_.flops = 2 * kPositions * conv_.batch * conv_.tiles() * c * conv_.filters;
+    kernel_.flops = 2 * kWinogradPositions * conv_.batch * conv_.tiles() * c * conv_.filters;
     kernel_.ukernel_params = {{"mr", mr}, {"nr", nr}, {"panel_tiles", cols_}, {"row_panel_groups", groups_}};
     return std::move(kernel_);
   }
