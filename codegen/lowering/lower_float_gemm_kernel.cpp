@@ -43,6 +43,16 @@ constexpr double kRuntimeBPanelCost = 4;
 // columns (each streams half of B once) instead of by rows.
 constexpr double kStreamedBPanelCost = 2;
 
+// B read where it lies (tg_sgemm::tile_ldb) only where at most this many row
+// panels share each B panel: the packing's share of the kernel falls with
+// their number, while every call reads the unpacked rows (H x W floats
+// apart, so they map to few L1 sets) from the L2. Measured on 1x1 convs of
+// ResNet-50's shapes (one core, tile_bias_clamp on packed panels against
+// tile_bias_clamp_ldb, N = 3136 or 784): 8 row panels (M = 64, K = 256)
+// 10-15% faster in place, 16 (M = 128, K = 256 or 512) 3-13% faster, 32
+// (M = 256, K = 128) 15% slower, 64 and 128 5-10% slower.
+constexpr int64_t kMaxInPlaceBRowPanels = 16;
+
 struct FloatGeometry {
   scheduler::Gemm m;
   FloatGemmVariant v;
@@ -196,18 +206,22 @@ class FloatGemmLowering : KernelBuilder {
     const FloatGemmVariant& v = geo_.v;
     const scheduler::FloatGemmBlocking& kb = geo_.blocking;
     kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
+    const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
+    in_place_b_ = find_in_place_b(vb);
     kernel_.ukernel_params = {{"mr", v.mr}, {"nr", v.nr}, {"kc", kb.kc}, {"k_blocks", kb.k_blocks},
                               {"row_panels", grid_.row_panels}, {"chunk_panels", grid_.chunk_panels}};
     if (narrow_tail_cols() > 0) kernel_.ukernel_params.push_back({"tail_cols", narrow_tail_cols()});
     if (column_group() > 1) kernel_.ukernel_params.push_back({"column_group", column_group()});
-    const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
+    if (in_place_b_) kernel_.ukernel_params.push_back({"b_in_place", 1});
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     // One scratch buffer (a thread has one arena): the row block's A panels
     // unless A is packed at compile time, then the run-time B panel (one k
     // block of it) unless B is, then with k blocks the row block's C tiles,
     // whose sums wait there for the last block.
     const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * a_panel_floats();
-    const int64_t b_floats = packed_b_ >= 0 ? 0 : geo_.b_block * column_group();
+    // In place, only N's tail panel is packed.
+    const int64_t b_floats =
+        packed_b_ >= 0 || (in_place_b_ && full_panels() == 0) ? 0 : geo_.b_block * column_group();
     const int64_t tile_floats = int64_t{v.mr} * v.nr;
     // k outer: the C tiles of a group of column panels wait for the last block.
     int64_t group = 1;
@@ -218,8 +232,11 @@ class FloatGemmLowering : KernelBuilder {
       if (kb.a_per_k_block) kernel_.ukernel_params.push_back({"a_per_k_block", 1});
     }
     const int64_t c_floats = geo_.k_blocked() ? grid_.row_panels * group * tile_floats : 0;
-    const int panels = add_local("panels", DType::kF32, a_floats + b_floats + c_floats, kUkernelAlignment);
-    kernel_.buffers[static_cast<size_t>(panels)].scratch = true;
+    // None at all where A is packed at compile time and B read in place.
+    const int64_t scratch_floats = a_floats + b_floats + c_floats;
+    const int panels = scratch_floats > 0 ? add_local("panels", DType::kF32, scratch_floats, kUkernelAlignment) : -1;
+    if (panels >= 0) kernel_.buffers[static_cast<size_t>(panels)].scratch = true;
+    if (in_place_b_ && full_panels() > 0) tail_b_ = CallArg{panels, int_imm(a_floats)};
     const int ctile = geo_.k_blocked() ? -1 : add_local("c_tile", DType::kF32, tile_floats, kUkernelAlignment);
 
     const int64_t chunk_panels = grid_.chunk_panels;
@@ -247,6 +264,10 @@ class FloatGemmLowering : KernelBuilder {
           CallArg b_arg;
           if (packed_b_ >= 0) {
             b_arg = {packed_b_, b_panel_at};
+          } else if (in_place_b_) {
+            b_arg = b_in_place(nb, int_imm(0));
+            if (full_panels() > 0)
+              panel_body.push_back(in_tail_panel(nb, {pack_b(vb, nb, panels, int_imm(a_floats), nullptr).whole()}));
           } else {
             panel_body.push_back(pack_b(vb, nb, panels, int_imm(a_floats), nullptr).whole());
             b_arg = {panels, int_imm(a_floats)};
@@ -269,6 +290,11 @@ class FloatGemmLowering : KernelBuilder {
           if (packed_b_ >= 0) {
             b_arg = {packed_b_, b_panel_at + block * kb.kc * v.nr};
             return {};
+          }
+          if (in_place_b_) {
+            b_arg = b_in_place(nb, block);
+            if (full_panels() == 0) return {};
+            return {in_tail_panel(nb, {pack_b(vb, nb, panels, int_imm(a_floats), block).whole()})};
           }
           b_pack = pack_b(vb, nb, panels, int_imm(a_floats), block);
           b_arg = {panels, int_imm(a_floats)};
@@ -311,7 +337,7 @@ class FloatGemmLowering : KernelBuilder {
       block.push_back(run >= 0 ? make_if(lt(min(var(run), var(vc)), int_imm(1)), {pack}) : pack);
     }
     block.push_back(ctile >= 0 ? make_allocate(ctile, {column_panels}) : column_panels);
-    Stmt body = make_allocate(panels, block);
+    Stmt body = panels >= 0 ? make_allocate(panels, block) : make_seq(block);
     // Chunks outside row blocks: a static split of (batch, chunk, row block)
     // gives each core whole chunks of every row block (int_gemm_task_grid.h).
     body = make_for(vm, int_imm(grid_.row_blocks), LoopKind::kSerial, {body});
@@ -397,6 +423,7 @@ class FloatGemmLowering : KernelBuilder {
   // unless B is packed at run time as one k block), spread evenly over a
   // chunk's panels.
   int64_t column_group() const {
+    if (in_place_b_) return 1;  // nothing packed to share
     const int64_t group = std::min(geo_.blocking.b_group, grid_.chunk_panels);
     return ceil_div(grid_.chunk_panels, ceil_div(grid_.chunk_panels, group));
   }
@@ -863,7 +890,7 @@ class FloatGemmLowering : KernelBuilder {
       return std::nullopt;
     int64_t acc_first_at = -1;
     if (!is_const_int(at(acc_at, 0, 0), &acc_first_at) || acc_first_at != 0) return std::nullopt;
-    const Stmt fused = make_call("tg_sgemm::tile_bias_clamp",
+    const Stmt fused = ukernel_call("tg_sgemm::tile_bias_clamp",
                                  {call->args[0], a, b, {store->buffer, at(out_at, 0, 0)}, {-1, int_imm(ldc)},
                                   {static_cast<int>(bias->int_value), at(bias_at, 0, 0)},
                                   {-1, float_imm(lo)}, {-1, float_imm(hi)}});
@@ -871,6 +898,79 @@ class FloatGemmLowering : KernelBuilder {
     const int64_t full = full_panels();
     const Stmt tail = tile_loops->body[1]->body[0];
     return make_seq({make_if(lt(nb, int_imm(full)), {fused}), make_if(lt(int_imm(full - 1), nb), {last_call, tail})});
+  }
+
+  // B where it lies: buffer and the index of B(0, 0) in batch vb, and the
+  // stride between B's rows (k), each of whose N columns are contiguous.
+  struct InPlaceB {
+    int buffer = -1;
+    Expr first;
+    int64_t ldb = 0;
+  };
+
+  // B read by the micro-kernel where it lies (tg_sgemm::tile_ldb; nothing
+  // packed) when B is one float input read at first + k * ldb + column: a
+  // stride-1 1x1 conv's activation (channels k, pixels the columns), an
+  // attention's V. The full column panels only: where N has a tail, its
+  // panel would read past the row, and is packed as before (tail_b_). Few
+  // row panels per B panel
+  // (kMaxInPlaceBRowPanels), on AVX-512 (the variant with tile_ldb), with B
+  // packed at run time over all of K or in k blocks (not k outer, whose
+  // column tables serve packing). TILEGRAPH_B_IN_PLACE=off packs as before
+  // (for comparison).
+  std::optional<InPlaceB> find_in_place_b(int vb) {
+    if (const char* off = std::getenv("TILEGRAPH_B_IN_PLACE"); off && std::string(off) == "off") return std::nullopt;
+    const scheduler::Gemm& m = geo_.m;
+    if (geo_.v.name != "avx512" || packed_b_ >= 0 || geo_.blocking.k_outer || m.k_extents.size() != 1 ||
+        m.cols() < geo_.v.nr || grid_.row_panels > kMaxInPlaceBRowPanels)
+      return std::nullopt;
+    const int vk = new_var("kbp", m.k), vj = new_var("jbp", m.cols());
+    const Expr b = op_value(m.b, gemm_op_vars(m, var(vb), int_imm(0), var(vj), std::vector<Expr>{var(vk)}));
+    if (b->kind != ExprKind::kLoad || b->args.size() != 1 || b->dtype != DType::kF32 ||
+        kernel_.buffers[static_cast<size_t>(b->int_value)].scope != MemoryScope::kGlobal)
+      return std::nullopt;
+    const Expr index = b->args[0];
+    auto at = [&](int64_t k, int64_t j) {
+      std::vector<Expr> vars = vars_as_themselves();
+      vars[static_cast<size_t>(vk)] = int_imm(k);
+      vars[static_cast<size_t>(vj)] = int_imm(j);
+      return simplify(substitute_vars(index, vars), bounds_);
+    };
+    const Expr first = at(0, 0);
+    int64_t ldb = 0, rest = -1;
+    if (!is_const_int(simplify(at(1, 0) - first, bounds_), &ldb) || ldb < geo_.v.nr ||
+        !is_const_int(simplify(index - first - var(vk) * ldb - var(vj), bounds_), &rest) || rest != 0)
+      return std::nullopt;
+    return InPlaceB{static_cast<int>(b->int_value), first, ldb};
+  }
+
+  // The micro-kernel's B argument where B is read in place: column panel
+  // nb's first column in k block `block`.
+  CallArg b_in_place(const Expr& nb, const Expr& block) const {
+    const Expr rows = block * geo_.blocking.kc * in_place_b_->ldb;
+    return {in_place_b_->buffer, simplify(in_place_b_->first + nb * geo_.v.nr + rows, bounds_)};
+  }
+
+  // A micro-kernel call (tg_sgemm::tile..., tile_bias_clamp) with `args`
+  // (k, a, b, ...): its _ldb form, with B's row stride after b, where B is
+  // read in place.
+  Stmt ukernel_call(const std::string& name, std::vector<CallArg> args) const {
+    if (!in_place_b_) return make_call(name, std::move(args));
+    const size_t templ = std::min(name.find('<'), name.size());
+    args.insert(args.begin() + 3, CallArg{-1, int_imm(in_place_b_->ldb)});
+    return make_call(name.substr(0, templ) + "_ldb" + name.substr(templ), std::move(args));
+  }
+
+  // The last column panel's call: on B read in place, except where N's
+  // tail panel is packed (tail_b_).
+  Stmt packed_call(const std::string& name, std::vector<CallArg> args) const {
+    return tail_b_ ? make_call(name, std::move(args)) : ukernel_call(name, std::move(args));
+  }
+
+  // `body` for N's tail panel only: its B packed where the others are read
+  // in place.
+  Stmt in_tail_panel(const Expr& nb, std::vector<Stmt> body) const {
+    return make_if(lt(int_imm(full_panels() - 1), nb), std::move(body));
   }
 
   // Columns of the last column panel's call where N's tail (N mod NR) fits
@@ -890,18 +990,19 @@ class FloatGemmLowering : KernelBuilder {
   // The micro-kernel call with `args` for the last column panel:
   // tg_sgemm::tile<W> where N's tail fits W columns (narrow_tail_cols),
   // else tg_sgemm::tile; on `rows` rows only where rows > 0.
-  Stmt last_panel_call(const std::vector<CallArg>& args, int64_t rows = 0) const {
+  Stmt last_panel_call(std::vector<CallArg> args, int64_t rows = 0) const {
+    if (tail_b_) args[2] = *tail_b_;  // B read in place but for this panel
     const int64_t cols = narrow_tail_cols();
-    if (rows > 0) return make_call(str_cat("tg_sgemm::tile<", cols > 0 ? cols : geo_.v.nr, ", ", rows, ">"), args);
-    return make_call(cols > 0 ? str_cat("tg_sgemm::tile<", cols, ">") : "tg_sgemm::tile", args);
+    if (rows > 0) return packed_call(str_cat("tg_sgemm::tile<", cols > 0 ? cols : geo_.v.nr, ", ", rows, ">"), args);
+    return packed_call(cols > 0 ? str_cat("tg_sgemm::tile<", cols, ">") : "tg_sgemm::tile", args);
   }
 
   // The micro-kernel call with `args` for column panel nb: the full panels'
   // and the last one's (last_panel_call) where they differ.
   Stmt column_panel_call(const Expr& nb, const std::vector<CallArg>& args, int64_t rows = 0) const {
-    const Stmt call = rows > 0 ? make_call(str_cat("tg_sgemm::tile<", geo_.v.nr, ", ", rows, ">"), args)
-                               : make_call("tg_sgemm::tile", args);
-    if (narrow_tail_cols() == 0) return call;
+    const Stmt call = rows > 0 ? ukernel_call(str_cat("tg_sgemm::tile<", geo_.v.nr, ", ", rows, ">"), args)
+                               : ukernel_call("tg_sgemm::tile", args);
+    if (narrow_tail_cols() == 0 && !tail_b_) return call;
     if (geo_.col_panels == 1) return last_panel_call(args, rows);
     return split_full_panels(nb, call, last_panel_call(args, rows));
   }
@@ -1629,6 +1730,8 @@ class FloatGemmLowering : KernelBuilder {
   FloatGeometry geo_;
   IntGemmTaskGrid grid_;
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
+  std::optional<InPlaceB> in_place_b_;      // find_in_place_b, once per kernel
+  std::optional<CallArg> tail_b_;           // N's tail panel, packed where B is read in place
   std::optional<bool> guarded_b_;           // guarded_b_packing, once per kernel
   int hoisted_runs_ = 0;                    // hoist_run_offsets' locals so far
   int widened_runs_ = 0;                    // widened_run's locals so far
@@ -1644,3 +1747,4 @@ Kernel lower_float_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& 
 }
 
 }  // namespace tilegraph::codegen
+

@@ -46,6 +46,41 @@ constexpr int kMR = 8;
 constexpr int kNR = 32;
 constexpr int kLanes = 16;  // floats per zmm: tile<kCols>'s unit
 
+namespace detail {
+// acc[r][v] += A(r, k') * B(k', 16 v + lane) for one k step: the outer
+// product of kRows A values (a[r]) and kVecs zmm of B (at b).
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void fma_step(__m512 (&acc)[kRows][kVecs], const float* a, const float* b) {
+  __m512 bv[kVecs];
+#pragma GCC unroll 2
+  for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    const __m512 ar = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+  }
+}
+
+// The accumulators at c's tile (rows kNR apart) or at zero.
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void load_tile(__m512 (&acc)[kRows][kVecs], const float* c, bool accumulate) {
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * kNR + 16 * v) : _mm512_setzero_ps();
+}
+
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void store_tile(const __m512 (&acc)[kRows][kVecs], float* c) {
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
+}
+
+}  // namespace detail
+
 // c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j),
 // for the columns j < kCols (tile<16>: the last column panel of an N whose
 // tail fits one zmm, at half the FMAs; c's other columns are not touched).
@@ -62,23 +97,11 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
   constexpr int kVecs = kCols / 16;  // zmm per row
   __m512 acc[kRows][kVecs];
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v)
-      acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * kNR + 16 * v) : _mm512_setzero_ps();
+  detail::load_tile(acc, c, accumulate);
 
   // One k step: the outer product of MR A values and NR B values.
   auto step = [&]() __attribute__((always_inline)) {
-    __m512 bv[kVecs];
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      const __m512 ar = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 2
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
-    }
+    detail::fma_step(acc, a, b);
     a += kMR;
     b += kNR;
   };
@@ -106,11 +129,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     }
   }
   for (; kk < k; ++kk) step();
-
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
+  detail::store_tile(acc, c);
 }
 
 // c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()
@@ -121,29 +140,56 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
 // vmaxps / vminps return their second operand where one is NaN: with the
 // bound first, max(x, lo) and min(x, hi) keep a NaN x like the epilogue's
 // x < lo ? lo : x and hi < x ? hi : x.
-__attribute__((noinline)) inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c,
+inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
+                            float lo, float hi);
+
+// B read where it lies (codegen/ukernels/README.md): B(k', j) at
+// b[k' * ldb + j], each row's kNR columns contiguous, the rows ldb floats
+// apart: a stride-1 1x1 convolution's activation, the next kNR pixels of
+// every input channel. The generated code then packs no B panel; its copy
+// cost as much as a fifth of the micro-kernel's time where few row panels
+// share each panel (ResNet-50's 56 x 56 conv1s, M = 64: 1.04 -> 0.90 ms).
+// Each k step also brings that row's next kNR floats (the next column
+// panel; harmless past the row's end: a prefetch never faults) into the L1:
+// rows H x W floats apart are more streams than the hardware prefetchers
+// follow, and the next panel's first call would wait on every row.
+template <int kCols = kNR, int kRows = kMR>
+__attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
+                                               bool accumulate) {
+  static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile_ldb<kCols>: whole zmm of a B row");
+  static_assert(kRows > 0 && kRows <= kMR, "tile_ldb<kCols, kRows>: rows of the A panel");
+  __m512 acc[kRows][kCols / 16];
+  detail::load_tile(acc, c, accumulate);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __builtin_prefetch(b + kNR, 0, 3);
+    __builtin_prefetch(b + kNR + 16, 0, 3);
+    detail::fma_step(acc, a, b);
+    a += kMR;
+    b += ldb;
+  }
+  detail::store_tile(acc, c);
+}
+
+namespace detail {
+// tile_bias_clamp (B packed, ldb = kNR) and tile_bias_clamp_ldb (B in
+// place, prefetching as tile_ldb). One function, not a shared store helper:
+// GCC 12 warns of the intrinsics' undefined pass-through operand when
+// _mm512_max_ps reaches the call through two levels of inlining.
+template <bool kInPlace>
+__attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                                                       int64_t ldc, const float* bias, float lo, float hi) {
   constexpr int kVecs = kNR / 16;
   __m512 acc[kMR][kVecs];
-#pragma GCC unroll 8
-  for (int r = 0; r < kMR; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
-
+  load_tile(acc, c, false);
   for (int64_t kk = 0; kk < k; ++kk) {
-    __m512 bv[kVecs];
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 8
-    for (int r = 0; r < kMR; ++r) {
-      const __m512 ar = _mm512_set1_ps(a[r]);
-#pragma GCC unroll 2
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(ar, bv[v], acc[r][v]);
+    if constexpr (kInPlace) {
+      __builtin_prefetch(b + kNR, 0, 3);
+      __builtin_prefetch(b + kNR + 16, 0, 3);
     }
+    fma_step(acc, a, b);
     a += kMR;
-    b += kNR;
+    b += ldb;
   }
-
   const __m512 low = _mm512_set1_ps(lo), high = _mm512_set1_ps(hi);
 #pragma GCC unroll 8
   for (int r = 0; r < kMR; ++r) {
@@ -154,6 +200,18 @@ __attribute__((noinline)) inline void tile_bias_clamp(int64_t k, const float* a,
       _mm512_storeu_ps(c + r * ldc + 16 * v, _mm512_min_ps(high, x));
     }
   }
+}
+}  // namespace detail
+
+inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
+                            float lo, float hi) {
+  detail::bias_clamp_tile<false>(k, a, b, kNR, c, ldc, bias, lo, hi);
+}
+
+// tile_bias_clamp with B read where it lies, as tile_ldb.
+inline void tile_bias_clamp_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                const float* bias, float lo, float hi) {
+  detail::bias_clamp_tile<true>(k, a, b, ldb, c, ldc, bias, lo, hi);
 }
 
 // Brings the kMR x kNR tile at p (row r at p + r * ld) toward the L1: a

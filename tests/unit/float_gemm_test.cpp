@@ -495,6 +495,22 @@ void calls_in(const codegen::Stmt& s, const std::string& callee, std::vector<cod
   for (const codegen::Stmt& c : s->body) calls_in(c, callee, found);
 }
 
+bool has_ukernel_param(const codegen::Kernel& k, const std::string& name) {
+  for (const auto& param : k.ukernel_params)
+    if (param.first == name) return true;
+  return false;
+}
+
+// B packed at run time, as before B could be read in place
+// (lower_float_gemm_kernel.cpp: find_in_place_b), for the tests of packing
+// and of the packed calls.
+struct PackedB {
+  PackedB() { EXPECT_EQ(setenv("TILEGRAPH_B_IN_PLACE", "off", 1), 0); }
+  ~PackedB() { unsetenv("TILEGRAPH_B_IN_PLACE"); }
+  PackedB(const PackedB&) = delete;
+  PackedB& operator=(const PackedB&) = delete;
+};
+
 int64_t ukernel_param(const codegen::Kernel& k, const std::string& name) {
   for (const auto& [param, value] : k.ukernel_params)
     if (param == name) return value;
@@ -510,6 +526,7 @@ int64_t ukernel_param(const codegen::Kernel& k, const std::string& name) {
 // 7, the last one short, guarded; its panels read the input without a
 // clamp (built at a column var bounded to N's panels).
 TEST(FloatGemm, WideMapPointwiseConvPacksItsColumnPanelsInGroups) {
+  const PackedB packed;
   OnnxModelBuilder b(13);
   b.input("x", 1, {1, 16, 40, 40}).output("y");
   b.initializer_f("w", {24, 16, 1, 1}, ramp(24 * 16));
@@ -1180,6 +1197,7 @@ double float_arg(const codegen::CallArg& a) {
 // micro-kernel's fused epilogue, storing the output rows 256 floats apart
 // from the accumulators, with no C tile call or epilogue loop left.
 TEST(FloatGemm, BiasAndClipAreTheMicroKernelsEpilogue) {
+  const PackedB packed;
   const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_clip", 16, 16, 16, "Clip");
   std::vector<codegen::Stmt> fused, plain;
   calls_in(kernel.body, "tg_sgemm::tile_bias_clamp", &fused);
@@ -1200,10 +1218,60 @@ TEST(FloatGemm, BiasAndClipAreTheMicroKernelsEpilogue) {
   EXPECT_EQ(epilogue.size(), 0u);
 }
 
+// The same conv with B read in place (16 filters: 2 row panels share each
+// B panel): tile_bias_clamp_ldb reads the input itself, its rows (the
+// channels) 256 floats apart, and nothing is packed at run time (the
+// weights, A, were packed at compile time): no scratch at all. With 12
+// filters the row tail's call is tile_ldb<32, 4> and the epilogue loops.
+// Over 20 x 20 only N's tail panel (16 columns) is packed, for its own
+// tile<16> call. With 256 filters (more than 16 row panels per B panel)
+// B is packed as before.
+TEST(FloatGemm, PointwiseConvReadsItsInputInPlace) {
+  const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_in_place", 16, 16, 16, "Clip");
+  std::vector<codegen::Stmt> fused;
+  calls_in(kernel.body, "tg_sgemm::tile_bias_clamp_ldb", &fused);
+  ASSERT_EQ(fused.size(), 1u) << codegen::to_string(kernel);
+  EXPECT_EQ(ukernel_param(kernel, "b_in_place"), 1);
+  const std::vector<codegen::CallArg>& args = fused[0]->args;
+  ASSERT_EQ(args.size(), 9u);
+  const codegen::Buffer& b = kernel.buffers.at(static_cast<size_t>(args[2].buffer));
+  EXPECT_EQ(b.scope, codegen::MemoryScope::kGlobal);
+  EXPECT_FALSE(b.written) << "B is the conv's input";
+  int64_t ldb = 0, ldc = 0;
+  EXPECT_TRUE(is_const_int(args[3].value, &ldb) && ldb == 256);
+  EXPECT_TRUE(kernel.buffers.at(static_cast<size_t>(args[4].buffer)).written) << "c is the output";
+  EXPECT_TRUE(is_const_int(args[5].value, &ldc) && ldc == 256);
+  for (const codegen::Buffer& buffer : kernel.buffers) EXPECT_FALSE(buffer.scratch) << buffer.name;
+
+  const codegen::Kernel rows12 = pointwise_avx512_kernel("pointwise_in_place_rows12", 12, 16, 16, "Relu");
+  std::vector<codegen::Stmt> full, tail, packed_calls;
+  calls_in(rows12.body, "tg_sgemm::tile_ldb", &full);
+  calls_in(rows12.body, "tg_sgemm::tile_ldb<32, 4>", &tail);
+  calls_in(rows12.body, "tg_sgemm::tile", &packed_calls);
+  EXPECT_EQ(full.size(), 1u) << codegen::to_string(rows12);
+  EXPECT_EQ(tail.size(), 1u);
+  EXPECT_EQ(packed_calls.size(), 0u);
+
+  const codegen::Kernel column_tail = pointwise_avx512_kernel("pointwise_20x20", 16, 20, 20, "Relu");
+  std::vector<codegen::Stmt> in_place, tail16;
+  calls_in(column_tail.body, "tg_sgemm::tile_bias_clamp_ldb", &in_place);
+  calls_in(column_tail.body, "tg_sgemm::tile<16>", &tail16);
+  ASSERT_EQ(in_place.size(), 1u) << codegen::to_string(column_tail);
+  ASSERT_EQ(tail16.size(), 1u);
+  EXPECT_TRUE(is_const_int(in_place[0]->args[3].value, &ldb) && ldb == 400);
+  EXPECT_TRUE(column_tail.buffers.at(static_cast<size_t>(tail16[0]->args[2].buffer)).scratch)
+      << "the tail panel's B is packed";
+
+  const codegen::Kernel tall = pointwise_avx512_kernel("pointwise_256_filters", 256, 16, 16, "Relu");
+  ASSERT_GT(ukernel_param(tall, "row_panels"), 16);
+  EXPECT_FALSE(has_ukernel_param(tall, "b_in_place"));
+}
+
 // ReLU over 20 x 20 = 400 pixels: the 12 full panels take the fused
 // call (no upper bound), the tail panel (16 columns) keeps a tile call,
 // narrowed to one zmm (tile<16>), and its epilogue.
 TEST(FloatGemm, ColumnTailKeepsTheTileAndItsEpilogue) {
+  const PackedB packed;
   const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_relu_tail", 16, 20, 20, "Relu");
   std::vector<codegen::Stmt> fused, plain, narrow, epilogue;
   calls_in(kernel.body, "tg_sgemm::tile_bias_clamp", &fused);
@@ -1223,6 +1291,7 @@ TEST(FloatGemm, ColumnTailKeepsTheTileAndItsEpilogue) {
 // Not fused: 12 filters (the row tail's padding rows would be stored) and
 // an epilogue other than bias and bounds (Sigmoid).
 TEST(FloatGemm, RowTailsAndOtherEpiloguesKeepTheTile) {
+  const PackedB packed;
   for (const auto& [name, filters, activation] :
        {std::tuple<const char*, int64_t, const char*>{"pointwise_rows12", 12, "Relu"}, {"pointwise_sigmoid", 16, "Sigmoid"}}) {
     const codegen::Kernel kernel = pointwise_avx512_kernel(name, filters, 16, 16, activation);

@@ -1,0 +1,122 @@
+"""Float GEMMs whose B the micro-kernel reads where it lies (tg_sgemm::tile_ldb,
+tile_bias_clamp_ldb; codegen/lowering/lower_float_gemm_kernel.cpp:
+find_in_place_b), host CPU with AVX-512:
+
+* stride-1 1x1 convs with the filters as rows (B: the activation, rows of
+  H x W floats): bias + Relu fused into the micro-kernel (16 x 16 map), a
+  residual Add in the generated epilogue, a map whose pixels leave a tail
+  panel (20 x 20: 400 = 12 x 32 + 16, that panel packed), 12 filters (M's
+  tail: tile_ldb<32, 4>), 600 input channels (K in blocks);
+* a MatMul whose B is an activation (x @ y, y contiguous along N);
+* left packed: 256 filters (more than 16 row panels share each B panel),
+  batch 2 (the GEMM's columns run over both images, so a panel is not one
+  run of each row), a stride-2 1x1 conv;
+* the outputs match onnxruntime (test_acc), the kernels that read B in place
+  say so in manifest.json (ukernel_params.b_in_place), and
+  TILEGRAPH_B_IN_PLACE=off packs every B.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "python") not in sys.path:
+    sys.path.insert(0, str(REPO / "python"))
+
+from tilegraph._common import find_tilegraph_bin  # noqa: E402
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+RNG = np.random.default_rng(5)
+
+
+def _w(name, *shape):
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return numpy_helper.from_array((RNG.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), name)
+
+
+# Output name -> whether its kernel reads B in place.
+IN_PLACE = {"relu": True, "residual": True, "tail": True, "rows12": True, "deep": True, "matmul": True,
+            "tall": False, "batch2": False, "strided": False}
+
+
+def build_model(path):
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 16, 16]),
+              helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 40, 20, 20]),
+              helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, 600, 16, 16]),
+              helper.make_tensor_value_info("two", TensorProto.FLOAT, [2, 24, 16, 16]),
+              helper.make_tensor_value_info("p", TensorProto.FLOAT, [48, 80]),
+              helper.make_tensor_value_info("q", TensorProto.FLOAT, [80, 64])]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in IN_PLACE]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"]),  # 24 -> 32, bias + Relu
+        helper.make_node("Relu", ["c0"], ["relu"]),
+        helper.make_node("Conv", ["relu", "w1"], ["c1"]),  # 32 -> 24, + x, Relu
+        helper.make_node("Add", ["c1", "x"], ["r1"]),
+        helper.make_node("Relu", ["r1"], ["residual"]),
+        helper.make_node("Conv", ["s", "w2", "b2"], ["tail"]),  # 20 x 20: a 16-column tail panel
+        helper.make_node("Conv", ["s", "w3"], ["rows12"]),  # 12 filters
+        helper.make_node("Conv", ["d", "w4"], ["deep"]),  # K = 600
+        helper.make_node("MatMul", ["p", "q"], ["matmul"]),
+        helper.make_node("Conv", ["x", "w5"], ["tall"]),  # 256 filters: packed
+        helper.make_node("Conv", ["two", "w0", "b0"], ["batch2"]),  # packed
+        helper.make_node("Conv", ["x", "w6"], ["strided"], strides=[2, 2]),  # packed
+    ]
+    inits = [_w("w0", 32, 24, 1, 1), _w("b0", 32), _w("w1", 24, 32, 1, 1), _w("w2", 16, 40, 1, 1), _w("b2", 16),
+             _w("w3", 12, 40, 1, 1), _w("w4", 32, 600, 1, 1), _w("w5", 256, 24, 1, 1), _w("w6", 32, 24, 1, 1)]
+    graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path / "model.onnx"))
+
+
+def _host_has_avx512():
+    try:
+        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+    except OSError:
+        return False
+
+
+def _tune(prefix, env):
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    if not _host_has_avx512():
+        pytest.skip("B is read in place on AVX-512 hosts only")
+    build_model(prefix)
+    env.pop("TILEGRAPH_SGEMM_VARIANT", None)
+    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, env=env, timeout=900)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    in_place = {}
+    for k in manifest["kernels"]:
+        for p in k["params"]:
+            if p["written"] and p["tensor"] in IN_PLACE:
+                in_place[p["tensor"]] = bool(k.get("ukernel_params", {}).get("b_in_place"))
+    assert set(in_place) == set(IN_PLACE), [(k["name"], k["params"]) for k in manifest["kernels"]]
+    return in_place
+
+
+def test_b_in_place_matches_onnxruntime(tmp_path):
+    prefix = tmp_path / "b_in_place"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    env.pop("TILEGRAPH_B_IN_PLACE", None)
+    assert _tune(prefix, env) == IN_PLACE
+    source = (prefix / "tilegraph_rt" / "host" / "kernels_000.cpp").read_text()
+    assert "tg_sgemm::tile_bias_clamp_ldb(" in source and "tg_sgemm::tile_ldb<32, 4>(" in source
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout
+
+
+def test_b_in_place_off_packs_every_b(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), TILEGRAPH_B_IN_PLACE="off")
+    assert not any(_tune(tmp_path / "b_packed", env).values())

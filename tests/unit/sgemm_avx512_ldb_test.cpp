@@ -1,0 +1,131 @@
+// tg_sgemm::tile_ldb and tile_bias_clamp_ldb (codegen/ukernels/sgemm_avx512.h):
+// B read where it lies, rows ldb floats apart, against a sum in double over
+// the same operands: odd k (1, 7, 37), a row tail (tile_ldb<32, 3>), an
+// accumulating call, and a C tile left alone outside its rows. Compiled
+// under an avx512f target pragma like tests/unit/sgemm_variants/; skipped
+// on CPUs without AVX-512F.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#endif
+#define TG_SGEMM_FORCE 1
+#include "codegen/ukernels/sgemm_avx512.h"
+#undef TG_SGEMM_FORCE
+
+namespace {
+void full_tile(int64_t k, const float* a, const float* b, int64_t ldb, float* c, bool accumulate) {
+  tg_sgemm::tile_ldb(k, a, b, ldb, c, accumulate);
+}
+void three_rows(int64_t k, const float* a, const float* b, int64_t ldb, float* c, bool accumulate) {
+  tg_sgemm::tile_ldb<tg_sgemm::kNR, 3>(k, a, b, ldb, c, accumulate);
+}
+void bias_clamp(int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, const float* bias,
+                float lo, float hi) {
+  tg_sgemm::tile_bias_clamp_ldb(k, a, b, ldb, c, ldc, bias, lo, hi);
+}
+}  // namespace
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+namespace {
+
+constexpr int64_t kMR = 8, kNR = 32;
+
+bool avx512_supported() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// A packed A panel (kMR x k) and a B of k rows, ldb floats apart, whose
+// panel starts `col` floats into each row (the rest of each row: other
+// panels' columns).
+struct Operands {
+  int64_t k, ldb, col;
+  std::vector<float> a, b;
+  Operands(int64_t k_, int64_t ldb_, int64_t col_)
+      : k(k_), ldb(ldb_), col(col_), a(random_values(size_t(k * kMR), 1)), b(random_values(size_t(k * ldb), 2)) {}
+  const float* panel() const { return b.data() + col; }
+  double sum(int64_t r, int64_t j) const {
+    double s = 0;
+    for (int64_t kk = 0; kk < k; ++kk) s += double(a[size_t(kk * kMR + r)]) * b[size_t(kk * ldb + col + j)];
+    return s;
+  }
+};
+
+TEST(SgemmAvx512Ldb, TileReadsBRowsLdbApart) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  for (int64_t k : {1, 7, 37}) {
+    const Operands o(k, 100, 64);  // rows of 100 floats, the panel at column 64
+    std::vector<float> c(size_t(kMR * kNR), -7.0f);
+    full_tile(k, o.a.data(), o.panel(), o.ldb, c.data(), false);
+    for (int64_t r = 0; r < kMR; ++r)
+      for (int64_t j = 0; j < kNR; ++j) ASSERT_NEAR(c[size_t(r * kNR + j)], o.sum(r, j), 1e-4) << k << " " << r << " " << j;
+    // Accumulating adds the same sum again.
+    full_tile(k, o.a.data(), o.panel(), o.ldb, c.data(), true);
+    for (int64_t r = 0; r < kMR; ++r)
+      for (int64_t j = 0; j < kNR; ++j) ASSERT_NEAR(c[size_t(r * kNR + j)], 2 * o.sum(r, j), 2e-4) << k;
+  }
+}
+
+TEST(SgemmAvx512Ldb, RowTailLeavesTheOtherRows) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const Operands o(13, 3136, 32);
+  std::vector<float> c(size_t(kMR * kNR), -7.0f);
+  three_rows(o.k, o.a.data(), o.panel(), o.ldb, c.data(), false);
+  for (int64_t r = 0; r < kMR; ++r)
+    for (int64_t j = 0; j < kNR; ++j) {
+      const double want = r < 3 ? o.sum(r, j) : -7.0;
+      ASSERT_NEAR(c[size_t(r * kNR + j)], want, 1e-4) << r << " " << j;
+    }
+}
+
+TEST(SgemmAvx512Ldb, BiasClampStoresOutputRowsLdcApart) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const Operands o(19, 96, 32);
+  const int64_t ldc = 40 + kNR;
+  const std::vector<float> bias = random_values(kMR, 3);
+  std::vector<float> out(size_t(kMR * ldc), 9.0f);
+  bias_clamp(o.k, o.a.data(), o.panel(), o.ldb, out.data(), ldc, bias.data(), -0.5f, 0.75f);
+  int clamped = 0;
+  for (int64_t r = 0; r < kMR; ++r)
+    for (int64_t j = 0; j < ldc; ++j) {
+      const float got = out[size_t(r * ldc + j)];
+      if (j >= kNR) {
+        ASSERT_EQ(got, 9.0f) << "past the tile's columns";
+        continue;
+      }
+      const double x = o.sum(r, j) + bias[size_t(r)];
+      const double want = std::fmin(std::fmax(x, -0.5), 0.75);
+      clamped += want != x;
+      ASSERT_NEAR(got, want, 1e-4) << r << " " << j;
+    }
+  EXPECT_GT(clamped, 0) << "some values should reach a bound";
+}
+
+}  // namespace
+
+#endif  // defined(__x86_64__)
