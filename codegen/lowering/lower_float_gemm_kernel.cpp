@@ -53,6 +53,13 @@ constexpr double kStreamedBPanelCost = 2;
 // (M = 256, K = 128) 15% slower, 64 and 128 5-10% slower.
 constexpr int64_t kMaxInPlaceBRowPanels = 16;
 
+// A transposed C tile (tg_sgemm::tile_ct) only in kernels of at most this
+// many k blocks: every block's call transposes the tile in and out. Measured
+// on ResNet-50's pixel-row convs (one core, alternated A/B): its 1x1 convs
+// in 1 to 4 blocks 2-11% faster, in 8 within 2%, its stride-2 3x3 convs in
+// 19 and 37 blocks 3-8% slower.
+constexpr int64_t kMaxTransposedCKBlocks = 4;
+
 struct FloatGeometry {
   scheduler::Gemm m;
   FloatGemmVariant v;
@@ -208,11 +215,13 @@ class FloatGemmLowering : KernelBuilder {
     kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     in_place_b_ = find_in_place_b(vb);
+    transposed_c_ = transposes_c();
     kernel_.ukernel_params = {{"mr", v.mr}, {"nr", v.nr}, {"kc", kb.kc}, {"k_blocks", kb.k_blocks},
                               {"row_panels", grid_.row_panels}, {"chunk_panels", grid_.chunk_panels}};
     if (narrow_tail_cols() > 0) kernel_.ukernel_params.push_back({"tail_cols", narrow_tail_cols()});
     if (column_group() > 1) kernel_.ukernel_params.push_back({"column_group", column_group()});
     if (in_place_b_) kernel_.ukernel_params.push_back({"b_in_place", 1});
+    if (transposed_c_) kernel_.ukernel_params.push_back({"c_transposed", 1});
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     // One scratch buffer (a thread has one arena): the row block's A panels
     // unless A is packed at compile time, then the run-time B panel (one k
@@ -951,14 +960,30 @@ class FloatGemmLowering : KernelBuilder {
     return {in_place_b_->buffer, simplify(in_place_b_->first + nb * geo_.v.nr + rows, bounds_)};
   }
 
+  // Whether the C tile is stored transposed (tg_sgemm::tile_ct), for an
+  // epilogue over one column's MR rows at a time: pixel rows, whose rows are
+  // the output's innermost axis, on AVX-512 (the variant with tile_ct), in
+  // at most kMaxTransposedCKBlocks k blocks (each block's call loads and
+  // stores the tile transposed). TILEGRAPH_TRANSPOSED_C=off keeps the
+  // row-major tile (for comparison).
+  bool transposes_c() const {
+    if (const char* off = std::getenv("TILEGRAPH_TRANSPOSED_C"); off && std::string(off) == "off") return false;
+    return geo_.v.name == "avx512" && pixel_rows(geo_.m) && !in_place_b_ &&
+           geo_.blocking.k_blocks <= kMaxTransposedCKBlocks;
+  }
+
   // A micro-kernel call (tg_sgemm::tile..., tile_bias_clamp) with `args`
   // (k, a, b, ...): its _ldb form, with B's row stride after b, where B is
-  // read in place.
+  // read in place; its _ct form where the C tile is transposed.
   Stmt ukernel_call(const std::string& name, std::vector<CallArg> args) const {
-    if (!in_place_b_) return make_call(name, std::move(args));
     const size_t templ = std::min(name.find('<'), name.size());
-    args.insert(args.begin() + 3, CallArg{-1, int_imm(in_place_b_->ldb)});
-    return make_call(name.substr(0, templ) + "_ldb" + name.substr(templ), std::move(args));
+    std::string callee = name.substr(0, templ);
+    if (in_place_b_) {
+      args.insert(args.begin() + 3, CallArg{-1, int_imm(in_place_b_->ldb)});
+      callee += "_ldb";
+    }
+    if (transposed_c_) callee += "_ct";
+    return make_call(callee + name.substr(templ), std::move(args));
   }
 
   // The last column panel's call: on B read in place, except where N's
@@ -1129,20 +1154,37 @@ class FloatGemmLowering : KernelBuilder {
     const scheduler::Gemm& m = geo_.m;
     const FloatGemmVariant& v = geo_.v;
     const std::string sfx = full ? "w" : "";  // the full panels' copy: its own var names
-    const int vi = new_var("i" + sfx, v.mr), vj = new_var("j" + sfx, v.nr);
-    int64_t first = -1;
-    const Expr at = is_const_int(c_offset, &first) && first == 0 ? var(vi) * v.nr + var(vj)
-                                                                  : c_offset + var(vi) * v.nr + var(vj);
-    const Expr acc = load(c_buffer, DType::kF32, {at});
-    const Stmt store = gemm_output_store(g_, phases_, m, epilogue_buffers_, output_, bounds_, var(vb),
-                                         row + var(vi), nb * v.nr + var(vj), acc);
     // The last panel's column loop stops at the last column: a bound, not a
     // guard per column, so the epilogue still vectorizes.
     const Expr columns_here = m.cols() % v.nr == 0 || full
                                   ? int_imm(v.nr)
                                   : simplify(min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr), bounds_);
-    const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
-    return make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row + var(vi), int_imm(m.rows())), {cols})});
+    // The C tile's loops at rows from `first`, `rows` of them (transposed:
+    // the bound of the vectorized row loop; else each row's guard).
+    auto tile_loops = [&](const Expr& first, const Expr& rows, const std::string& tag) {
+      const int vi = new_var("i" + tag, v.mr), vj = new_var("j" + tag, v.nr);
+      int64_t zero = -1;
+      const Expr within = transposed_c_ ? var(vj) * v.mr + var(vi) : var(vi) * v.nr + var(vj);
+      const Expr at = is_const_int(c_offset, &zero) && zero == 0 ? within : c_offset + within;
+      const Expr acc = load(c_buffer, DType::kF32, {at});
+      const Stmt store = gemm_output_store(g_, phases_, m, epilogue_buffers_, output_, bounds_, var(vb),
+                                           first + var(vi), nb * v.nr + var(vj), acc);
+      // Transposed: one column's rows at a time, contiguous in the output.
+      if (transposed_c_)
+        return make_for(vj, columns_here, LoopKind::kSerial, {make_for(vi, rows, LoopKind::kVectorized, {store})});
+      const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
+      return make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(first + var(vi), rows), {cols})});
+    };
+    if (!transposed_c_ || m.rows() % v.mr == 0) return tile_loops(row, transposed_c_ ? int_imm(v.mr) : int_imm(m.rows()), sfx);
+    // Where M has a tail, the full row panels get their own copy, built at
+    // the row clamped to the last full panel's (the same row where it runs):
+    // its pixels are then provably below M, so an epilogue operand indexed
+    // by the pixel's (y, x) reads row + i again, a vector, instead of a
+    // division and a gather per value (ResNet-50's 14 x 14 residual adds).
+    const Expr last_full = int_imm(m.rows() - v.mr);
+    const Stmt whole = tile_loops(min(row, last_full), int_imm(v.mr), sfx + "r");
+    const Stmt tail = tile_loops(row, simplify(min(int_imm(v.mr), int_imm(m.rows()) - row), bounds_), sfx);
+    return make_seq({make_if(lt(row, last_full + 1), {whole}), make_if(lt(last_full, row), {tail})});
   }
 
   // Packing one B panel: the column table's fill (once per panel) and the
@@ -1732,6 +1774,7 @@ class FloatGemmLowering : KernelBuilder {
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
   std::optional<InPlaceB> in_place_b_;      // find_in_place_b, once per kernel
   std::optional<CallArg> tail_b_;           // N's tail panel, packed where B is read in place
+  bool transposed_c_ = false;               // transposes_c(), once per kernel
   std::optional<bool> guarded_b_;           // guarded_b_packing, once per kernel
   int hoisted_runs_ = 0;                    // hoist_run_offsets' locals so far
   int widened_runs_ = 0;                    // widened_run's locals so far

@@ -79,6 +79,34 @@ __attribute__((always_inline)) inline void store_tile(const __m512 (&acc)[kRows]
     for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
 }
 
+// The tile transposed: c[j * kMR + r] (tile_ct). Through a row-major copy
+// on the stack, once per call (against k steps of 2 x kRows FMAs).
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void load_tile_transposed(__m512 (&acc)[kRows][kVecs], const float* c,
+                                                                bool accumulate) {
+  alignas(64) float rows[kRows][kVecs * 16];
+  if (accumulate)
+    for (int j = 0; j < kVecs * 16; ++j)
+#pragma GCC unroll 8
+      for (int r = 0; r < kRows; ++r) rows[r][j] = c[j * kMR + r];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm512_load_ps(rows[r] + 16 * v) : _mm512_setzero_ps();
+}
+
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void store_tile_transposed(const __m512 (&acc)[kRows][kVecs], float* c) {
+  alignas(64) float rows[kRows][kVecs * 16];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) _mm512_store_ps(rows[r] + 16 * v, acc[r][v]);
+  for (int j = 0; j < kVecs * 16; ++j)
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) c[j * kMR + r] = rows[r][j];
+}
+
 }  // namespace detail
 
 // c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j),
@@ -90,14 +118,18 @@ __attribute__((always_inline)) inline void store_tile(const __m512 (&acc)[kRows]
 // whose tail is kRows rows, M mod kMR; c's other rows are not touched).
 // Not inlined: inside a big generated loop nest GCC 12 shuffles the
 // accumulators between registers every iteration; alone it keeps them put.
-template <int kCols = kNR, int kRows = kMR>
+// kTransposedC: tile_ct.
+template <int kCols = kNR, int kRows = kMR, bool kTransposedC = false>
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole zmm of a B panel's row");
   static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
   constexpr int kVecs = kCols / 16;  // zmm per row
   __m512 acc[kRows][kVecs];
-  detail::load_tile(acc, c, accumulate);
+  if constexpr (kTransposedC)
+    detail::load_tile_transposed(acc, c, accumulate);
+  else
+    detail::load_tile(acc, c, accumulate);
 
   // One k step: the outer product of MR A values and NR B values.
   auto step = [&]() __attribute__((always_inline)) {
@@ -129,7 +161,23 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     }
   }
   for (; kk < k; ++kk) step();
-  detail::store_tile(acc, c);
+  if constexpr (kTransposedC)
+    detail::store_tile_transposed(acc, c);
+  else
+    detail::store_tile(acc, c);
+}
+
+// tile with the C tile transposed: c[j * kMR + r] (rows r < kRows, columns
+// j < kCols). A convolution whose pixels are the GEMM's rows stores each
+// filter's kMR pixels contiguously in the output: its epilogue then runs
+// over the kMR rows of one column at a time, one vector each, where over
+// the row-major tile it stored every value H x W floats from the last
+// (GCC left those stores scalar: the epilogue was a quarter of ResNet-50's
+// 14 x 14 conv3 + Add + Relu kernels).
+template <int kCols = kNR, int kRows = kMR>
+inline void tile_ct(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                    const float* next = nullptr, int64_t next_floats = 0) {
+  tile<kCols, kRows, true>(k, a, b, c, accumulate, next, next_floats);
 }
 
 // c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()

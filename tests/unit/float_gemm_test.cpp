@@ -895,6 +895,42 @@ codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t st
   return gemm.kernel;
 }
 
+// Pixel rows (49 pixels: 6 full row panels and one of 1 row) store their C
+// tile transposed (tile_ct) and the epilogue runs over one filter's pixels
+// at a time, vectorized: the full row panels' copy at the row clamped to
+// the last full panel's, the tail's loop bounded by M. With a residual add
+// of the conv's input, the full panels read it at the pixel itself (no
+// division into the map's row and column); the tail keeps them.
+TEST(FloatGemm, PixelRowsStoreTheTileTransposed) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 96, 7, 7}).output("y");
+  b.initializer_f("w", {96, 96, 1, 1}, ramp(96 * 96));
+  b.node("Conv", {"x", "w"}, {"c"});
+  b.node("Add", {"c", "x"}, {"y"});
+  Graph g = import_and_optimize(b, "pixel_rows_transposed");
+  const codegen::Kernel kernel = lower_the_gemm(g, "avx512").kernel;
+  codegen::verify(kernel);
+  EXPECT_EQ(ukernel_param(kernel, "c_transposed"), 1) << codegen::to_string(kernel);
+  std::vector<codegen::Stmt> full_rows, tail_rows, row_major;
+  loops_named(kernel, kernel.body, "ir", &full_rows);
+  loops_named(kernel, kernel.body, "i", &tail_rows);
+  calls_in(kernel.body, "tg_sgemm::tile", &row_major);
+  ASSERT_EQ(full_rows.size(), 1u);
+  ASSERT_EQ(tail_rows.size(), 1u);
+  EXPECT_TRUE(row_major.empty());
+  EXPECT_EQ(full_rows[0]->loop, codegen::LoopKind::kVectorized);
+  int64_t rows = 0;
+  EXPECT_TRUE(is_const_int(full_rows[0]->extent, &rows) && rows == 8);
+  EXPECT_FALSE(is_const(tail_rows[0]->extent)) << "the last row panel stops at M";
+  EXPECT_EQ(divisions_in(full_rows[0]), 0);
+  EXPECT_GT(divisions_in(tail_rows[0]), 0);
+  ASSERT_EQ(setenv("TILEGRAPH_TRANSPOSED_C", "off", 1), 0);
+  Graph g_off = import_and_optimize(b, "pixel_rows_row_major");
+  const codegen::Kernel off = lower_the_gemm(g_off, "avx512").kernel;
+  unsetenv("TILEGRAPH_TRANSPOSED_C");
+  EXPECT_FALSE(has_ukernel_param(off, "c_transposed"));
+}
+
 // A conv's patches (pixel rows) are no row-major activation: no pack_a_rows.
 TEST(FloatGemm, ConvPatchesAreNotPackedByPackARows) {
   std::vector<codegen::Stmt> calls;
@@ -1043,7 +1079,8 @@ TEST(FloatGemm, PixelRowsPrefetchTheNextWeightBlockPerRowPanel) {
     std::vector<codegen::Stmt> panel_loops, calls;
     loops_named(kernel, kernel.body, "p", &panel_loops);
     ASSERT_EQ(panel_loops.size(), 1u) << k;
-    calls_in(panel_loops[0], "tg_sgemm::tile", &calls);
+    // tile_ct: the pixel rows' C tile transposed (in at most 4 k blocks).
+    calls_in(panel_loops[0], has_ukernel_param(kernel, "c_transposed") ? "tg_sgemm::tile_ct" : "tg_sgemm::tile", &calls);
     ASSERT_EQ(calls.size(), 1u) << k;
     ASSERT_EQ(calls[0]->args.size(), 7u) << k;
     EXPECT_EQ(calls[0]->args[5].buffer, calls[0]->args[2].buffer) << "the next block of the same packed weights";

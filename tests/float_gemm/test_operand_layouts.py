@@ -1,6 +1,6 @@
-"""Float GEMMs whose B the micro-kernel reads where it lies (tg_sgemm::tile_ldb,
-tile_bias_clamp_ldb; codegen/lowering/lower_float_gemm_kernel.cpp:
-find_in_place_b), host CPU with AVX-512:
+"""The float micro-kernel's operand layouts (codegen/lowering/
+lower_float_gemm_kernel.cpp), host CPU with AVX-512. B read where it lies
+(tg_sgemm::tile_ldb, tile_bias_clamp_ldb: find_in_place_b):
 
 * stride-1 1x1 convs with the filters as rows (B: the activation, rows of
   H x W floats): bias + Relu fused into the micro-kernel (16 x 16 map), a
@@ -11,9 +11,17 @@ find_in_place_b), host CPU with AVX-512:
 * left packed: 256 filters (more than 16 row panels share each B panel),
   batch 2 (the GEMM's columns run over both images, so a panel is not one
   run of each row), a stride-2 1x1 conv;
-* the outputs match onnxruntime (test_acc), the kernels that read B in place
-  say so in manifest.json (ukernel_params.b_in_place), and
-  TILEGRAPH_B_IN_PLACE=off packs every B.
+The C tile transposed (tg_sgemm::tile_ct: transposes_c) where the pixels
+are the GEMM's rows (small maps):
+* 7 x 7 (49 pixels: a row panel of 1) with a residual Add and Relu, 14 x 14
+  (196: a row panel of 4; 256 -> 1024 filters, whose 1 MiB of weights makes
+  the pixels the rows) with bias and Relu;
+* left row-major: a stride-2 3x3 conv over 256 channels (K in more than 4
+  blocks).
+The outputs match onnxruntime (test_acc); the kernels say which layout they
+use in manifest.json (ukernel_params.b_in_place, c_transposed);
+TILEGRAPH_B_IN_PLACE=off packs every B, TILEGRAPH_TRANSPOSED_C=off keeps
+every C tile row-major.
 """
 import json
 import os
@@ -44,6 +52,8 @@ def _w(name, *shape):
 # Output name -> whether its kernel reads B in place.
 IN_PLACE = {"relu": True, "residual": True, "tail": True, "rows12": True, "deep": True, "matmul": True,
             "tall": False, "batch2": False, "strided": False}
+# Output name -> whether its kernel stores the C tile transposed.
+TRANSPOSED = {"pix_res": True, "pix14": True, "pix_s2": False}
 
 
 def build_model(path):
@@ -51,9 +61,12 @@ def build_model(path):
               helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 40, 20, 20]),
               helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, 600, 16, 16]),
               helper.make_tensor_value_info("two", TensorProto.FLOAT, [2, 24, 16, 16]),
+              helper.make_tensor_value_info("m7", TensorProto.FLOAT, [1, 96, 7, 7]),
+              helper.make_tensor_value_info("m14", TensorProto.FLOAT, [1, 256, 14, 14]),
+              helper.make_tensor_value_info("wide14", TensorProto.FLOAT, [1, 256, 14, 14]),
               helper.make_tensor_value_info("p", TensorProto.FLOAT, [48, 80]),
               helper.make_tensor_value_info("q", TensorProto.FLOAT, [80, 64])]
-    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in IN_PLACE]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in [*IN_PLACE, *TRANSPOSED]]
     nodes = [
         helper.make_node("Conv", ["x", "w0", "b0"], ["c0"]),  # 24 -> 32, bias + Relu
         helper.make_node("Relu", ["c0"], ["relu"]),
@@ -67,9 +80,16 @@ def build_model(path):
         helper.make_node("Conv", ["x", "w5"], ["tall"]),  # 256 filters: packed
         helper.make_node("Conv", ["two", "w0", "b0"], ["batch2"]),  # packed
         helper.make_node("Conv", ["x", "w6"], ["strided"], strides=[2, 2]),  # packed
+        helper.make_node("Conv", ["m7", "w7"], ["c7"]),  # pixel rows: C transposed, + m7, Relu
+        helper.make_node("Add", ["c7", "m7"], ["r7"]),
+        helper.make_node("Relu", ["r7"], ["pix_res"]),
+        helper.make_node("Conv", ["m14", "w8", "b8"], ["c8"]),  # 1 MiB of weights: pixel rows, 196 = 24 x 8 + 4
+        helper.make_node("Relu", ["c8"], ["pix14"]),
+        helper.make_node("Conv", ["wide14", "w9"], ["pix_s2"], strides=[2, 2], pads=[1, 1, 1, 1]),
     ]
     inits = [_w("w0", 32, 24, 1, 1), _w("b0", 32), _w("w1", 24, 32, 1, 1), _w("w2", 16, 40, 1, 1), _w("b2", 16),
-             _w("w3", 12, 40, 1, 1), _w("w4", 32, 600, 1, 1), _w("w5", 256, 24, 1, 1), _w("w6", 32, 24, 1, 1)]
+             _w("w3", 12, 40, 1, 1), _w("w4", 32, 600, 1, 1), _w("w5", 256, 24, 1, 1), _w("w6", 32, 24, 1, 1),
+             _w("w7", 96, 96, 1, 1), _w("w8", 1024, 256, 1, 1), _w("b8", 1024), _w("w9", 64, 256, 3, 3)]
     graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -96,27 +116,32 @@ def _tune(prefix, env):
                           text=True, env=env, timeout=900)
     assert tune.returncode == 0, tune.stdout[-3000:]
     manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    in_place = {}
+    layouts = {}
     for k in manifest["kernels"]:
+        params = k.get("ukernel_params", {})
         for p in k["params"]:
             if p["written"] and p["tensor"] in IN_PLACE:
-                in_place[p["tensor"]] = bool(k.get("ukernel_params", {}).get("b_in_place"))
-    assert set(in_place) == set(IN_PLACE), [(k["name"], k["params"]) for k in manifest["kernels"]]
-    return in_place
+                layouts[p["tensor"]] = bool(params.get("b_in_place"))
+            if p["written"] and p["tensor"] in TRANSPOSED:
+                layouts[p["tensor"]] = bool(params.get("c_transposed"))
+    assert set(layouts) == {*IN_PLACE, *TRANSPOSED}, [(k["name"], k["params"]) for k in manifest["kernels"]]
+    return layouts
 
 
-def test_b_in_place_matches_onnxruntime(tmp_path):
-    prefix = tmp_path / "b_in_place"
+def test_operand_layouts_match_onnxruntime(tmp_path):
+    prefix = tmp_path / "layouts"
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
     env.pop("TILEGRAPH_B_IN_PLACE", None)
-    assert _tune(prefix, env) == IN_PLACE
+    env.pop("TILEGRAPH_TRANSPOSED_C", None)
+    assert _tune(prefix, env) == {**IN_PLACE, **TRANSPOSED}
     source = (prefix / "tilegraph_rt" / "host" / "kernels_000.cpp").read_text()
     assert "tg_sgemm::tile_bias_clamp_ldb(" in source and "tg_sgemm::tile_ldb<32, 4>(" in source
+    assert "tg_sgemm::tile_ct<32, 1>(" in source and "tg_sgemm::tile_ct<32, 4>(" in source
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout
 
 
-def test_b_in_place_off_packs_every_b(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), TILEGRAPH_B_IN_PLACE="off")
-    assert not any(_tune(tmp_path / "b_packed", env).values())
+def test_layouts_off_pack_every_b_and_keep_c_row_major(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), TILEGRAPH_B_IN_PLACE="off", TILEGRAPH_TRANSPOSED_C="off")
+    assert not any(_tune(tmp_path / "packed", env).values())

@@ -1,7 +1,10 @@
-// tg_sgemm::tile_ldb and tile_bias_clamp_ldb (codegen/ukernels/sgemm_avx512.h):
-// B read where it lies, rows ldb floats apart, against a sum in double over
-// the same operands: odd k (1, 7, 37), a row tail (tile_ldb<32, 3>), an
-// accumulating call, and a C tile left alone outside its rows. Compiled
+// The AVX-512 float micro-kernel's operand layouts (codegen/ukernels/
+// sgemm_avx512.h), against a sum in double over the same operands:
+// tile_ldb and tile_bias_clamp_ldb (B read where it lies, rows ldb floats
+// apart: odd k (1, 7, 37), a row tail (tile_ldb<32, 3>), an accumulating
+// call, a C tile left alone outside its rows) and tile_ct (the C tile
+// transposed, c[j * kMR + r]: a row tail, a narrow column tail, accumulating
+// from a transposed tile). Compiled
 // under an avx512f target pragma like tests/unit/sgemm_variants/; skipped
 // on CPUs without AVX-512F.
 #include <gtest/gtest.h>
@@ -30,6 +33,12 @@ void full_tile(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
 }
 void three_rows(int64_t k, const float* a, const float* b, int64_t ldb, float* c, bool accumulate) {
   tg_sgemm::tile_ldb<tg_sgemm::kNR, 3>(k, a, b, ldb, c, accumulate);
+}
+void transposed(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  tg_sgemm::tile_ct(k, a, b, c, accumulate);
+}
+void transposed_tail(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  tg_sgemm::tile_ct<16, 5>(k, a, b, c, accumulate);
 }
 void bias_clamp(int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc, const float* bias,
                 float lo, float hi) {
@@ -124,6 +133,31 @@ TEST(SgemmAvx512Ldb, BiasClampStoresOutputRowsLdcApart) {
       ASSERT_NEAR(got, want, 1e-4) << r << " " << j;
     }
   EXPECT_GT(clamped, 0) << "some values should reach a bound";
+}
+
+// tile_ct on a packed B panel (b[k' * kNR + j]): Operands with ldb = kNR.
+TEST(SgemmAvx512Ct, TileStoresTheTileTransposed) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const Operands o(23, kNR, 0);
+  std::vector<float> c(size_t(kMR * kNR), -7.0f);
+  transposed(o.k, o.a.data(), o.panel(), c.data(), false);
+  for (int64_t r = 0; r < kMR; ++r)
+    for (int64_t j = 0; j < kNR; ++j) ASSERT_NEAR(c[size_t(j * kMR + r)], o.sum(r, j), 1e-4) << r << " " << j;
+  transposed(o.k, o.a.data(), o.panel(), c.data(), true);  // adds to the transposed tile
+  for (int64_t r = 0; r < kMR; ++r)
+    for (int64_t j = 0; j < kNR; ++j) ASSERT_NEAR(c[size_t(j * kMR + r)], 2 * o.sum(r, j), 2e-4) << r << " " << j;
+}
+
+TEST(SgemmAvx512Ct, TailsLeaveTheOtherRowsAndColumns) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const Operands o(9, kNR, 0);
+  std::vector<float> c(size_t(kMR * kNR), -7.0f);
+  transposed_tail(o.k, o.a.data(), o.panel(), c.data(), false);  // rows < 5, columns < 16
+  for (int64_t r = 0; r < kMR; ++r)
+    for (int64_t j = 0; j < kNR; ++j) {
+      const double want = r < 5 && j < 16 ? o.sum(r, j) : -7.0;
+      ASSERT_NEAR(c[size_t(j * kMR + r)], want, 1e-4) << r << " " << j;
+    }
 }
 
 }  // namespace
