@@ -22,12 +22,7 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-#endif
+#include "tests/unit/avx512_target_begin.h"
 #include "codegen/ukernels/dwconv_avx512.h"
 
 namespace {
@@ -43,11 +38,7 @@ void dwconv_avx512_stride2(const float* in, const float* w, float* result) {
 }
 }  // namespace
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "tests/unit/avx512_target_end.h"
 #endif  // defined(__x86_64__)
 
 namespace tilegraph {

@@ -9,6 +9,8 @@
 // on CPUs without AVX-512F.
 #include <gtest/gtest.h>
 
+#include "tests/unit/avx512_test_support.h"
+
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -17,12 +19,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-#endif
+#include "tests/unit/avx512_target_begin.h"
 #define TG_SGEMM_FORCE 1
 #include "codegen/ukernels/sgemm_avx512.h"
 #undef TG_SGEMM_FORCE
@@ -46,28 +43,13 @@ void bias_clamp(int64_t k, const float* a, const float* b, int64_t ldb, float* c
 }
 }  // namespace
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "tests/unit/avx512_target_end.h"
 
 namespace {
 
 constexpr int64_t kMR = 8, kNR = 32;
 
-bool avx512_supported() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using tilegraph::testing::random_values;
 
 // A packed A panel (kMR x k) and a B of k rows, ldb floats apart, whose
 // panel starts `col` floats into each row (the rest of each row: other
@@ -86,7 +68,7 @@ struct Operands {
 };
 
 TEST(SgemmAvx512Ldb, TileReadsBRowsLdbApart) {
-  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   for (int64_t k : {1, 7, 37}) {
     const Operands o(k, 100, 64);  // rows of 100 floats, the panel at column 64
     std::vector<float> c(size_t(kMR * kNR), -7.0f);
@@ -101,7 +83,7 @@ TEST(SgemmAvx512Ldb, TileReadsBRowsLdbApart) {
 }
 
 TEST(SgemmAvx512Ldb, RowTailLeavesTheOtherRows) {
-  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   const Operands o(13, 3136, 32);
   std::vector<float> c(size_t(kMR * kNR), -7.0f);
   three_rows(o.k, o.a.data(), o.panel(), o.ldb, c.data(), false);
@@ -113,7 +95,7 @@ TEST(SgemmAvx512Ldb, RowTailLeavesTheOtherRows) {
 }
 
 TEST(SgemmAvx512Ldb, BiasClampStoresOutputRowsLdcApart) {
-  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   const Operands o(19, 96, 32);
   const int64_t ldc = 40 + kNR;
   const std::vector<float> bias = random_values(kMR, 3);
@@ -137,7 +119,7 @@ TEST(SgemmAvx512Ldb, BiasClampStoresOutputRowsLdcApart) {
 
 // tile_ct on a packed B panel (b[k' * kNR + j]): Operands with ldb = kNR.
 TEST(SgemmAvx512Ct, TileStoresTheTileTransposed) {
-  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   const Operands o(23, kNR, 0);
   std::vector<float> c(size_t(kMR * kNR), -7.0f);
   transposed(o.k, o.a.data(), o.panel(), c.data(), false);
@@ -149,7 +131,7 @@ TEST(SgemmAvx512Ct, TileStoresTheTileTransposed) {
 }
 
 TEST(SgemmAvx512Ct, TailsLeaveTheOtherRowsAndColumns) {
-  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   const Operands o(9, kNR, 0);
   std::vector<float> c(size_t(kMR * kNR), -7.0f);
   transposed_tail(o.k, o.a.data(), o.panel(), c.data(), false);  // rows < 5, columns < 16

@@ -7,6 +7,8 @@
 // skip on CPUs without it.
 #include <gtest/gtest.h>
 
+#include "tests/unit/avx512_test_support.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,12 +18,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-#endif
+#include "tests/unit/avx512_target_begin.h"
 #define TG_SGEMM_FORCE 1
 #include "codegen/ukernels/sgemm_avx512.h"
 #include "codegen/ukernels/winograd_f23.h"
@@ -44,29 +41,14 @@ void half_map_panel(const float* u, const float* v, float* m, float* y) { tg_win
 
 }  // namespace
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "tests/unit/avx512_target_end.h"
 
 namespace {
 
 constexpr int64_t kC = 40, kFilters = 2 * kMR;
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
-bool avx512_supported() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
-
-std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using tilegraph::testing::random_values;
 
 // The lowering's filter pack: u[((p * 16 + t) * C + c) * MR + r] =
 // sum over (i, j) of G[t / 4][i] * G[t % 4][j] * w[p * MR + r][c][i][j].
@@ -134,7 +116,7 @@ int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, Inputs inputs, Pan
 }
 
 TEST(WinogradF23, OddMapFromTwoSourcesMatchesTheDirectConv) {
-  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   const int64_t h = 11, wd = 13;
   // Both sources read from one [40, 11, 13] tensor: the first 24 channels and the last 16.
   const int64_t compared = check_map(h, wd, kNR, [&](const float* x, float* v, int64_t first) {
@@ -144,7 +126,7 @@ TEST(WinogradF23, OddMapFromTwoSourcesMatchesTheDirectConv) {
 }
 
 TEST(WinogradF23, HalfPanelMatchesTheDirectConv) {
-  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   const int64_t compared = check_map(6, 6, kNR / 2, half_map_inputs, half_map_panel);
   EXPECT_EQ(compared, kFilters * 36);
 }

@@ -10,12 +10,7 @@
 #include <cstdint>
 #include <immintrin.h>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f")
-#endif
+#include "tests/unit/avx512_target_begin.h"
 // In C++ the pragma does not define the feature macros; tell the header.
 #define TG_SGEMM_FORCE 1
 #include "codegen/ukernels/sgemm_avx512.h"
@@ -50,11 +45,7 @@ static void sgemm_pack_a_rows_avx512(int64_t k, float* a, const float* const* ro
   tg_sgemm::avx512::pack_a_rows_from(k, a, rows);
 }
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "tests/unit/avx512_target_end.h"
 
 static bool avx512_supported() {
   __builtin_cpu_init();
