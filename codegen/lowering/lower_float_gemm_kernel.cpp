@@ -1175,7 +1175,10 @@ class FloatGemmLowering : KernelBuilder {
       const Stmt cols = make_for(vj, columns_here, LoopKind::kVectorized, {store});
       return make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(first + var(vi), rows), {cols})});
     };
-    if (!transposed_c_ || m.rows() % v.mr == 0) return tile_loops(row, transposed_c_ ? int_imm(v.mr) : int_imm(m.rows()), sfx);
+    if (!transposed_c_) return tile_loops(row, int_imm(m.rows()), sfx);
+    if (m.rows() % v.mr == 0) return tile_loops(row, int_imm(v.mr), sfx);
+    const Stmt tail = tile_loops(row, simplify(min(int_imm(v.mr), int_imm(m.rows()) - row), bounds_), sfx);
+    if (m.rows() < v.mr) return tail;  // no full row panel (a 2 x 2 map's 4 pixels)
     // Where M has a tail, the full row panels get their own copy, built at
     // the row clamped to the last full panel's (the same row where it runs):
     // its pixels are then provably below M, so an epilogue operand indexed
@@ -1183,7 +1186,6 @@ class FloatGemmLowering : KernelBuilder {
     // division and a gather per value (ResNet-50's 14 x 14 residual adds).
     const Expr last_full = int_imm(m.rows() - v.mr);
     const Stmt whole = tile_loops(min(row, last_full), int_imm(v.mr), sfx + "r");
-    const Stmt tail = tile_loops(row, simplify(min(int_imm(v.mr), int_imm(m.rows()) - row), bounds_), sfx);
     return make_seq({make_if(lt(row, last_full + 1), {whole}), make_if(lt(last_full, row), {tail})});
   }
 

@@ -15,7 +15,8 @@ The C tile transposed (tg_sgemm::tile_ct: transposes_c) where the pixels
 are the GEMM's rows (small maps):
 * 7 x 7 (49 pixels: a row panel of 1) with a residual Add and Relu, 14 x 14
   (196: a row panel of 4; 256 -> 1024 filters, whose 1 MiB of weights makes
-  the pixels the rows) with bias and Relu;
+  the pixels the rows) with bias and Relu; a 2 x 2 map (4 pixels: no full
+  row panel);
 * left row-major: a stride-2 3x3 conv over 256 channels (K in more than 4
   blocks).
 The outputs match onnxruntime (test_acc); the kernels say which layout they
@@ -53,7 +54,7 @@ def _w(name, *shape):
 IN_PLACE = {"relu": True, "residual": True, "tail": True, "rows12": True, "deep": True, "matmul": True,
             "tall": False, "batch2": False, "strided": False}
 # Output name -> whether its kernel stores the C tile transposed.
-TRANSPOSED = {"pix_res": True, "pix14": True, "pix_s2": False}
+TRANSPOSED = {"pix_res": True, "pix14": True, "pix2x2": True, "pix_s2": False}
 
 
 def build_model(path):
@@ -64,6 +65,7 @@ def build_model(path):
               helper.make_tensor_value_info("m7", TensorProto.FLOAT, [1, 96, 7, 7]),
               helper.make_tensor_value_info("m14", TensorProto.FLOAT, [1, 256, 14, 14]),
               helper.make_tensor_value_info("wide14", TensorProto.FLOAT, [1, 256, 14, 14]),
+              helper.make_tensor_value_info("m2", TensorProto.FLOAT, [1, 256, 2, 2]),
               helper.make_tensor_value_info("p", TensorProto.FLOAT, [48, 80]),
               helper.make_tensor_value_info("q", TensorProto.FLOAT, [80, 64])]
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in [*IN_PLACE, *TRANSPOSED]]
@@ -86,6 +88,8 @@ def build_model(path):
         helper.make_node("Conv", ["m14", "w8", "b8"], ["c8"]),  # 1 MiB of weights: pixel rows, 196 = 24 x 8 + 4
         helper.make_node("Relu", ["c8"], ["pix14"]),
         helper.make_node("Conv", ["wide14", "w9"], ["pix_s2"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["m2", "w8"], ["c2"]),  # 4 pixels, the same 1 MiB of weights
+        helper.make_node("Relu", ["c2"], ["pix2x2"]),
     ]
     inits = [_w("w0", 32, 24, 1, 1), _w("b0", 32), _w("w1", 24, 32, 1, 1), _w("w2", 16, 40, 1, 1), _w("b2", 16),
              _w("w3", 12, 40, 1, 1), _w("w4", 32, 600, 1, 1), _w("w5", 256, 24, 1, 1), _w("w6", 32, 24, 1, 1),
