@@ -921,12 +921,14 @@ class FloatGemmLowering : KernelBuilder {
   // packed) when B is one float input read at first + k * ldb + column: a
   // stride-1 1x1 conv's activation (channels k, pixels the columns), an
   // attention's V. The full column panels only: where N has a tail, its
-  // panel would read past the row, and is packed as before (tail_b_). Few
-  // row panels per B panel
-  // (kMaxInPlaceBRowPanels), on AVX-512 (the variant with tile_ldb), with B
-  // packed at run time over all of K or in k blocks (not k outer, whose
-  // column tables serve packing). TILEGRAPH_B_IN_PLACE=off packs as before
-  // (for comparison).
+  // panel would read past the row, and is packed as before (tail_b_). Only
+  // with few row panels per B panel (kMaxInPlaceBRowPanels), on AVX-512 (the
+  // variant with tile_ldb), and where B would be packed at run time over all
+  // of K or in k blocks (not k outer, whose column tables serve packing).
+  // Not with a batch folded into the columns (two images' pixels: a panel
+  // is then not one run of each row; the affine test fails). Unused vars
+  // kbp and jbp stay behind where it fails. TILEGRAPH_B_IN_PLACE=off packs
+  // as before (for comparison).
   std::optional<InPlaceB> find_in_place_b(int vb) {
     if (const char* off = std::getenv("TILEGRAPH_B_IN_PLACE"); off && std::string(off) == "off") return std::nullopt;
     const scheduler::Gemm& m = geo_.m;
