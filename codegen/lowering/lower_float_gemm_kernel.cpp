@@ -276,7 +276,7 @@ class FloatGemmLowering : KernelBuilder {
           } else if (in_place_b_) {
             b_arg = b_in_place(nb, int_imm(0));
             if (full_panels() > 0)
-              panel_body.push_back(in_tail_panel(nb, {pack_b(vb, nb, panels, int_imm(a_floats), nullptr).whole()}));
+              panel_body.push_back(pack_tail_panel(vb, nb, panels, a_floats, nullptr));
           } else {
             panel_body.push_back(pack_b(vb, nb, panels, int_imm(a_floats), nullptr).whole());
             b_arg = {panels, int_imm(a_floats)};
@@ -303,7 +303,7 @@ class FloatGemmLowering : KernelBuilder {
           if (in_place_b_) {
             b_arg = b_in_place(nb, block);
             if (full_panels() == 0) return {};
-            return {in_tail_panel(nb, {pack_b(vb, nb, panels, int_imm(a_floats), block).whole()})};
+            return {pack_tail_panel(vb, nb, panels, a_floats, block)};
           }
           b_pack = pack_b(vb, nb, panels, int_imm(a_floats), block);
           b_arg = {panels, int_imm(a_floats)};
@@ -994,10 +994,10 @@ class FloatGemmLowering : KernelBuilder {
     return tail_b_ ? make_call(name, std::move(args)) : ukernel_call(name, std::move(args));
   }
 
-  // `body` for N's tail panel only: its B packed where the others are read
-  // in place.
-  Stmt in_tail_panel(const Expr& nb, std::vector<Stmt> body) const {
-    return make_if(lt(int_imm(full_panels() - 1), nb), std::move(body));
+  // N's tail panel packed at a_floats in `panels` (over all of K, block
+  // null, or k block `block`), where the full panels are read in place.
+  Stmt pack_tail_panel(int vb, const Expr& nb, int panels, int64_t a_floats, const Expr& block) {
+    return make_if(lt(int_imm(full_panels() - 1), nb), {pack_b(vb, nb, panels, int_imm(a_floats), block).whole()});
   }
 
   // Columns of the last column panel's call where N's tail (N mod NR) fits
@@ -1794,4 +1794,3 @@ Kernel lower_float_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& 
 }
 
 }  // namespace tilegraph::codegen
-

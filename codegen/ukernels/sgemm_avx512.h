@@ -79,6 +79,14 @@ __attribute__((always_inline)) inline void store_tile(const __m512 (&acc)[kRows]
     for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
 }
 
+// The next column panel's part of B's row at b (B read in place: tile_ldb,
+// tile_bias_clamp_ldb), into the L1; past the row's end a prefetch is
+// harmless (it never faults).
+__attribute__((always_inline)) inline void prefetch_next_columns(const float* b) {
+  __builtin_prefetch(b + kNR, 0, 3);
+  __builtin_prefetch(b + kNR + 16, 0, 3);
+}
+
 // The tile transposed: c[j * kMR + r] (tile_ct). Through a row-major copy
 // on the stack, once per call (against k steps of 2 x kRows FMAs).
 template <int kRows, int kVecs>
@@ -180,17 +188,6 @@ inline void tile_ct(int64_t k, const float* a, const float* b, float* c, bool ac
   tile<kCols, kRows, true>(k, a, b, c, accumulate, next, next_floats);
 }
 
-// c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()
-// computes (not accumulating): a conv's bias with ReLU (hi = INFINITY),
-// Clip or none (lo = -INFINITY) as the generated epilogue computes it, from
-// the accumulators, without the C tile's store and reload and the
-// epilogue's loop (MobileNet-v2's 1x1 convs over 112 x 112: 10-15% faster).
-// vmaxps / vminps return their second operand where one is NaN: with the
-// bound first, max(x, lo) and min(x, hi) keep a NaN x like the epilogue's
-// x < lo ? lo : x and hi < x ? hi : x.
-inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
-                            float lo, float hi);
-
 // B read where it lies (codegen/ukernels/README.md): B(k', j) at
 // b[k' * ldb + j], each row's kNR columns contiguous, the rows ldb floats
 // apart: a stride-1 1x1 convolution's activation, the next kNR pixels of
@@ -198,8 +195,7 @@ inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c,
 // cost as much as a fifth of the micro-kernel's time where few row panels
 // share each panel (ResNet-50's 56 x 56 conv1s, M = 64: 1.04 -> 0.90 ms).
 // Each k step also brings that row's next kNR floats (the next column
-// panel; harmless past the row's end: a prefetch never faults) into the L1:
-// rows H x W floats apart are more streams than the hardware prefetchers
+// panel: prefetch_next_columns) into the L1: rows H x W floats apart are more streams than the hardware prefetchers
 // follow, and the next panel's first call would wait on every row.
 template <int kCols = kNR, int kRows = kMR>
 __attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
@@ -209,8 +205,7 @@ __attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const 
   __m512 acc[kRows][kCols / 16];
   detail::load_tile(acc, c, accumulate);
   for (int64_t kk = 0; kk < k; ++kk) {
-    __builtin_prefetch(b + kNR, 0, 3);
-    __builtin_prefetch(b + kNR + 16, 0, 3);
+    detail::prefetch_next_columns(b);
     detail::fma_step(acc, a, b);
     a += kMR;
     b += ldb;
@@ -220,9 +215,8 @@ __attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const 
 
 namespace detail {
 // tile_bias_clamp (B packed, ldb = kNR) and tile_bias_clamp_ldb (B in
-// place, prefetching as tile_ldb). One function, not a shared store helper:
-// GCC 12 warns of the intrinsics' undefined pass-through operand when
-// _mm512_max_ps reaches the call through two levels of inlining.
+// place, prefetching as tile_ldb): one body, the loop's stride and the
+// prefetch apart.
 template <bool kInPlace>
 __attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                                                       int64_t ldc, const float* bias, float lo, float hi) {
@@ -230,10 +224,7 @@ __attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a,
   __m512 acc[kMR][kVecs];
   load_tile(acc, c, false);
   for (int64_t kk = 0; kk < k; ++kk) {
-    if constexpr (kInPlace) {
-      __builtin_prefetch(b + kNR, 0, 3);
-      __builtin_prefetch(b + kNR + 16, 0, 3);
-    }
+    if constexpr (kInPlace) prefetch_next_columns(b);
     fma_step(acc, a, b);
     a += kMR;
     b += ldb;
@@ -251,6 +242,14 @@ __attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a,
 }
 }  // namespace detail
 
+// c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()
+// computes (not accumulating): a conv's bias with ReLU (hi = INFINITY),
+// Clip or none (lo = -INFINITY) as the generated epilogue computes it, from
+// the accumulators, without the C tile's store and reload and the
+// epilogue's loop (MobileNet-v2's 1x1 convs over 112 x 112: 10-15% faster).
+// vmaxps / vminps return their second operand where one is NaN: with the
+// bound first, max(x, lo) and min(x, hi) keep a NaN x like the epilogue's
+// x < lo ? lo : x and hi < x ? hi : x.
 inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
                             float lo, float hi) {
   detail::bias_clamp_tile<false>(k, a, b, kNR, c, ldc, bias, lo, hi);
