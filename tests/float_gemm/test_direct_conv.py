@@ -29,15 +29,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO / "python") not in sys.path:
-    sys.path.insert(0, str(REPO / "python"))
-
+from float_gemm_testlib import REPO, host_has_avx512  # noqa: E402 (puts python/ on the path)
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
@@ -174,13 +170,6 @@ MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "flat": (flat, 10, 10), "pla
 UKERNEL_CONVS = {"odd": 3, "thin": 2, "flat": 8, "planes": 2, "stem": 0}
 
 
-def _host_has_avx512():
-    try:
-        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
-    except OSError:
-        return False
-
-
 def _forms(prefix):
     # kernel name -> its direct kernel's form: "padded" (a local padded
     # plane), "flat" (a loop over q without one), else "segments"
@@ -217,7 +206,7 @@ def test_direct_conv_model(name, dwconv, tmp_path):
     assert len(direct) == expected, [k["name"] for k in manifest["kernels"]]
     # Every Clip, Relu and residual Add rides in its conv's kernel as the epilogue.
     assert len(manifest["kernels"]) == kernels, [k["onnx_nodes"] for k in manifest["kernels"]]
-    with_ukernel = dwconv != "none" and _host_has_avx512()
+    with_ukernel = dwconv != "none" and host_has_avx512()
     forms = _forms(prefix)
     by_output = {k["onnx_nodes"][-1]: forms[k["name"]] for k in manifest["kernels"]}
     ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel") == "dwconv_avx512"]

@@ -28,26 +28,21 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO / "python") not in sys.path:
-    sys.path.insert(0, str(REPO / "python"))
-
+from float_gemm_testlib import REPO, fan_in_weight, host_has_avx512  # noqa: E402 (puts python/ on the path)
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
 
 RNG = np.random.default_rng(5)
 
 
 def _w(name, *shape):
-    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-    return numpy_helper.from_array((RNG.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), name)
+    return fan_in_weight(RNG, name, *shape)
 
 
 # Output name -> whether its kernel reads B in place.
@@ -101,18 +96,11 @@ def build_model(path):
     onnx.save(model, str(path / "model.onnx"))
 
 
-def _host_has_avx512():
-    try:
-        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
-    except OSError:
-        return False
-
-
 def _tune(prefix, env):
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
-    if not _host_has_avx512():
+    if not host_has_avx512():
         pytest.skip("B is read in place on AVX-512 hosts only")
     build_model(prefix)
     env.pop("TILEGRAPH_SGEMM_VARIANT", None)

@@ -23,15 +23,11 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO / "python") not in sys.path:
-    sys.path.insert(0, str(REPO / "python"))
-
+from float_gemm_testlib import REPO, fan_in_weight, host_has_avx512  # noqa: E402 (puts python/ on the path)
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
@@ -41,8 +37,7 @@ RNG = np.random.default_rng(3)
 
 
 def _w(name, *shape):
-    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-    return numpy_helper.from_array((RNG.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), name)
+    return fan_in_weight(RNG, name, *shape)
 
 
 def _pos(name, n):
@@ -105,13 +100,6 @@ WINOGRAD_CONVS = 8  # w0, w1, w2, w3, w4, w6, w11, w12
 KERNELS = 13  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
 
 
-def _host_has_avx512():
-    try:
-        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
-    except OSError:
-        return False
-
-
 def _tune(exe, prefix, env, *flags):
     return subprocess.run([str(exe), "tune", str(prefix), *flags], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
@@ -126,7 +114,7 @@ def test_winograd_convs_match_onnxruntime(tmp_path):
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
-    if not _host_has_avx512():
+    if not host_has_avx512():
         pytest.skip("Winograd convs run on AVX-512 hosts only")
     prefix = tmp_path / "winograd"
     build_model(prefix)

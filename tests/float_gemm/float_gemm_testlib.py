@@ -1,0 +1,28 @@
+"""What the float micro-kernel model tests share: the repository's python/ on the
+path, whether this host runs the AVX-512 kernels, and seeded weights.
+
+Not a conftest.py (see tests/bench/bench_testlib.py): tests import it by name.
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "python") not in sys.path:
+    sys.path.insert(0, str(REPO / "python"))
+
+
+def host_has_avx512():
+    """Whether this CPU has AVX-512F (the Winograd, depthwise and operand-layout kernels)."""
+    try:
+        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+    except OSError:
+        return False
+
+
+def fan_in_weight(rng, name, *shape):
+    """A float32 initializer of standard normals / sqrt(fan-in), so deep sums stay near 1."""
+    from onnx import numpy_helper
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32), name)
