@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
 
@@ -52,6 +53,23 @@ constexpr double kStreamedBPanelCost = 2;
 // 10-15% faster in place, 16 (M = 128, K = 256 or 512) 3-13% faster, 32
 // (M = 256, K = 128) 15% slower, 64 and 128 5-10% slower.
 constexpr int64_t kMaxInPlaceBRowPanels = 16;
+
+// ... and only where B's rows, ldb floats apart, spread over at least this
+// many of the L1's 64 sets of 64-byte lines (a 4 KiB period on x86: 32 KiB
+// 8-way, 48 KiB 12-way). Rows a multiple of 4 KiB apart all land in one
+// set, and a call's K rows of 2 lines each no longer stay in L1 while its
+// row panels reuse them (nor in the L2, whose period is 128 KiB): BSRN's
+// 64 -> 64 1x1 convs over 256 x 256 pixels (rows 256 KiB apart, one core)
+// took 11.2 ms in place, 8.7 packed; its 64 -> 16 ones 5.5 and 2.9. Rows
+// 3136 floats apart (ResNet-50's 56 x 56) reach 16 sets, 784 (28 x 28) 64.
+constexpr int64_t kMinInPlaceBL1Sets = 16;
+
+// The L1 sets (of 64) that rows `ld_bytes` apart reach.
+int64_t l1_sets_of_rows(int64_t ld_bytes) {
+  constexpr int64_t kLine = 64, kSets = 64;
+  if (ld_bytes % kLine != 0) return kSets;  // rows start at different offsets in their lines
+  return kSets / std::gcd(ld_bytes / kLine % kSets == 0 ? kSets : ld_bytes / kLine % kSets, kSets);
+}
 
 // A transposed C tile (tg_sgemm::tile_ct) only in kernels of at most this
 // many k blocks: every block's call transposes the tile in and out. Measured
@@ -215,12 +233,14 @@ class FloatGemmLowering : KernelBuilder {
     kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     in_place_b_ = find_in_place_b(vb);
+    if (!in_place_b_) columns_b_ = find_columns_along_k(vb);
     transposed_c_ = transposes_c();
     kernel_.ukernel_params = {{"mr", v.mr}, {"nr", v.nr}, {"kc", kb.kc}, {"k_blocks", kb.k_blocks},
                               {"row_panels", grid_.row_panels}, {"chunk_panels", grid_.chunk_panels}};
     if (narrow_tail_cols() > 0) kernel_.ukernel_params.push_back({"tail_cols", narrow_tail_cols()});
     if (column_group() > 1) kernel_.ukernel_params.push_back({"column_group", column_group()});
     if (in_place_b_) kernel_.ukernel_params.push_back({"b_in_place", 1});
+    if (columns_b_) kernel_.ukernel_params.push_back({"b_columns", 1});
     if (transposed_c_) kernel_.ukernel_params.push_back({"c_transposed", 1});
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     // One scratch buffer (a thread has one arena): the row block's A panels
@@ -922,7 +942,8 @@ class FloatGemmLowering : KernelBuilder {
   // stride-1 1x1 conv's activation (channels k, pixels the columns), an
   // attention's V. The full column panels only: where N has a tail, its
   // panel would read past the row, and is packed as before (tail_b_). Only
-  // with few row panels per B panel (kMaxInPlaceBRowPanels), on AVX-512 (the
+  // with few row panels per B panel (kMaxInPlaceBRowPanels) and rows spread
+  // over the L1's sets (kMinInPlaceBL1Sets), on AVX-512 (the
   // variant with tile_ldb), and where B would be packed at run time over all
   // of K or in k blocks (not k outer, whose column tables serve packing).
   // Not with a batch folded into the columns (two images' pixels: a panel
@@ -950,9 +971,59 @@ class FloatGemmLowering : KernelBuilder {
     const Expr first = at(0, 0);
     int64_t ldb = 0, rest = -1;
     if (!is_const_int(simplify(at(1, 0) - first, bounds_), &ldb) || ldb < geo_.v.nr ||
-        !is_const_int(simplify(index - first - var(vk) * ldb - var(vj), bounds_), &rest) || rest != 0)
+        !is_const_int(simplify(index - first - var(vk) * ldb - var(vj), bounds_), &rest) || rest != 0 ||
+        l1_sets_of_rows(ldb * 4) < kMinInPlaceBL1Sets)
       return std::nullopt;
     return InPlaceB{static_cast<int>(b->int_value), first, ldb};
+  }
+
+  // B whose columns each run along k where it lies: buffer, the index of
+  // B(0, 0) in batch vb, and the stride between columns.
+  struct ColumnsAlongK {
+    int buffer = -1;
+    Expr first;
+    int64_t ld = 0;
+  };
+
+  // B packed by tg_sgemm::pack_b_columns (codegen/ukernels/README.md) where
+  // it is one float load at first + column * ld + k, one reduce axis: the
+  // transposed operand of q @ k^T (attention heads, Restormer's channel
+  // attention over the pixels). The generated loop gathered each k step's
+  // NR values ld floats apart. TILEGRAPH_PACK_B_COLUMNS=off packs as before
+  // (for comparison).
+  std::optional<ColumnsAlongK> find_columns_along_k(int vb) {
+    if (const char* off = std::getenv("TILEGRAPH_PACK_B_COLUMNS"); off && std::string(off) == "off")
+      return std::nullopt;
+    const scheduler::Gemm& m = geo_.m;
+    if (packed_b_ >= 0 || m.k_extents.size() != 1 || m.k < 2) return std::nullopt;
+    const int vk = new_var("kbc", m.k), vj = new_var("jbc", m.cols());
+    const Expr b = op_value(m.b, gemm_op_vars(m, var(vb), int_imm(0), var(vj), std::vector<Expr>{var(vk)}));
+    if (b->kind != ExprKind::kLoad || b->args.size() != 1 || b->dtype != DType::kF32) return std::nullopt;
+    const Expr index = b->args[0];
+    std::vector<Expr> origin = vars_as_themselves();
+    origin[static_cast<size_t>(vk)] = int_imm(0);
+    origin[static_cast<size_t>(vj)] = int_imm(0);
+    const Expr first = simplify(substitute_vars(index, origin), bounds_);
+    int64_t ld = 0, rest = -1;
+    std::vector<Expr> next_column = origin;
+    next_column[static_cast<size_t>(vj)] = int_imm(1);
+    if (!is_const_int(simplify(substitute_vars(index, next_column) - first, bounds_), &ld) || ld < 2 ||
+        !is_const_int(simplify(index - first - var(vj) * ld - var(vk), bounds_), &rest) || rest != 0)
+      return std::nullopt;
+    return ColumnsAlongK{static_cast<int>(b->int_value), first, ld};
+  }
+
+  // Column panel nb's B (over all of K, block null, or k block `block`)
+  // packed into `panels` at `offset` from its columns (columns_b_).
+  Stmt pack_b_columns_call(const Expr& nb, int panels, const Expr& offset, const Expr& block) {
+    const scheduler::Gemm& m = geo_.m;
+    const int64_t nr = geo_.v.nr;
+    const Expr k_first = block ? block * geo_.blocking.kc : int_imm(0);
+    const Expr count = block ? k_in_block(block) : int_imm(m.k);
+    const Expr source = simplify(columns_b_->first + nb * (nr * columns_b_->ld) + k_first, bounds_);
+    const Expr cols = m.cols() % nr == 0 ? int_imm(nr) : simplify(min(int_imm(nr), int_imm(m.cols()) - nb * nr), bounds_);
+    return make_call("tg_sgemm::pack_b_columns", {{-1, count}, {panels, offset}, {columns_b_->buffer, source},
+                                                  {-1, int_imm(columns_b_->ld)}, {-1, cols}});
   }
 
   // The micro-kernel's B argument where B is read in place: column panel
@@ -1212,6 +1283,7 @@ class FloatGemmLowering : KernelBuilder {
   // Where N has a tail and the panel needs no column table, the full panels
   // get their own copy of the packing loops (split_full_panels).
   BPanelPacking pack_b(int vb, const Expr& nb, int panels, const Expr& offset, const Expr& block) {
+    if (columns_b_) return {-1, {}, pack_b_columns_call(nb, panels, offset, block)};
     BPanelPacking tail = pack_b_at(vb, nb, panels, offset, block, false);
     if (tail.table >= 0) return tail;
     if (full_panels() > 0) {
@@ -1778,6 +1850,7 @@ class FloatGemmLowering : KernelBuilder {
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
   std::optional<InPlaceB> in_place_b_;      // find_in_place_b, once per kernel
   std::optional<CallArg> tail_b_;           // N's tail panel, packed where B is read in place
+  std::optional<ColumnsAlongK> columns_b_;  // find_columns_along_k, once per kernel
   bool transposed_c_ = false;               // transposes_c(), once per kernel
   std::optional<bool> guarded_b_;           // guarded_b_packing, once per kernel
   int hoisted_runs_ = 0;                    // hoist_run_offsets' locals so far

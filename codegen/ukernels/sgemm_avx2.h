@@ -112,6 +112,30 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 }
 
 
+namespace detail {
+// col[j] = lane j of every r[i]: an 8 x 8 transpose in ymm registers.
+__attribute__((always_inline)) inline void transpose8(const __m256 (&r)[8], __m256 (&col)[8]) {
+  __m256 t[8], s[8];
+#pragma GCC unroll 4
+  for (int i = 0; i < 8; i += 2) {  // pairs of rows interleaved
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 8; h += 4) {  // four rows of columns j and j + 4
+    s[h] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    s[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    s[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    s[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {  // rows 0-3 from s[j], rows 4-7 from s[j + 4]
+    col[j] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x20);
+    col[j + 4] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x31);
+  }
+}
+}  // namespace detail
+
 // a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
 // from kMR rows that are each contiguous along k (README.md). Eight k at a
 // time as an 8 x 8 transpose in ymm registers (two zero rows): eight row
@@ -123,29 +147,11 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
   const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
   int64_t kk = 0;
   for (; kk + 8 <= k; kk += 8) {
-    __m256 r[8];
+    __m256 r[8], col[8];
 #pragma GCC unroll 6
     for (int i = 0; i < kMR; ++i) r[i] = _mm256_loadu_ps(rows[i] + kk);
     r[6] = r[7] = _mm256_setzero_ps();
-    __m256 t[8], s[8];
-#pragma GCC unroll 4
-    for (int i = 0; i < 8; i += 2) {  // pairs of rows interleaved
-      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-#pragma GCC unroll 2
-    for (int h = 0; h < 8; h += 4) {  // four rows of columns j and j + 4
-      s[h] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
-      s[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
-      s[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
-      s[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    __m256 col[8];
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {  // rows 0-3 from s[j], rows 4-7 from s[j + 4]
-      col[j] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x20);
-      col[j + 4] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x31);
-    }
+    detail::transpose8(r, col);
     float* out = a + kk * kMR;
 #pragma GCC unroll 7
     for (int j = 0; j < 7; ++j) _mm256_storeu_ps(out + j * kMR, col[j]);
@@ -156,6 +162,33 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
   for (int64_t t = 0; t < tail; ++t)
 #pragma GCC unroll 6
     for (int i = 0; i < kMR; ++i) a[(kk + t) * kMR + i] = rows[i][kk + t];
+}
+
+// b[k' * kNR + j] = first[j * ld + k'] for k' < k: a B panel packed at run
+// time from kNR columns each contiguous along k (README.md; sgemm_avx512.h).
+// Columns from `cols` on repeat column cols - 1.
+__attribute__((noinline)) inline void pack_b_columns(int64_t k, float* b, const float* first, int64_t ld,
+                                                     int64_t cols) {
+  static_assert(kNR % 8 == 0, "groups of 8 columns");
+#pragma GCC unroll 1
+  for (int g = 0; g < kNR; g += 8) {
+    const float* rows[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) rows[i] = first + (g + i < cols ? g + i : cols - 1) * ld;
+    int64_t kk = 0;
+    for (; kk + 8 <= k; kk += 8) {
+      __m256 r[8], col[8];
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(rows[i] + kk);
+      detail::transpose8(r, col);
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(b + (kk + j) * kNR + g, col[j]);
+    }
+    const int64_t tail = k - kk;
+    for (int64_t t = 0; t < tail; ++t)
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) b[(kk + t) * kNR + g + i] = rows[i][kk + t];
+  }
 }
 
 // The generated code's form: the kMR row pointers as arguments.

@@ -275,13 +275,13 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 }
 
 
-// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
-// from kMR rows that are each contiguous along k (a row-major activation
-// times the weights: every x @ W, attention's attn @ V). Eight k at a time
-// as an 8 x 8 transpose in ymm registers: eight row loads, eight contiguous
-// stores, where the generated loop stored each value kMR floats apart
-// (README.md). Rows may repeat (M's last row for the panel's padding rows).
-__attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
+namespace detail {
+// out[k' * ld_out + i] = rows[i][k'] for k' < k, i < 8: eight runs that are
+// each contiguous along k, transposed eight k at a time as 8 x 8 blocks in
+// ymm registers (eight loads, eight contiguous stores). pack_a_rows_from's
+// A panel (ld_out = kMR) and pack_b_columns' groups of 8 columns (kNR).
+__attribute__((always_inline)) inline void transpose_rows8(int64_t k, float* out, int64_t ld_out,
+                                                           const float* const* rows) {
   int64_t kk = 0;
   for (; kk + 8 <= k; kk += 8) {
     __m256 r[8];
@@ -300,11 +300,11 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
       s[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
       s[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
     }
-    float* out = a + kk * kMR;
+    float* o = out + kk * ld_out;
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {  // rows 0-3 from s[j], rows 4-7 from s[j + 4]
-      _mm256_storeu_ps(out + j * kMR, _mm256_permute2f128_ps(s[j], s[j + 4], 0x20));
-      _mm256_storeu_ps(out + (j + 4) * kMR, _mm256_permute2f128_ps(s[j], s[j + 4], 0x31));
+      _mm256_storeu_ps(o + j * ld_out, _mm256_permute2f128_ps(s[j], s[j + 4], 0x20));
+      _mm256_storeu_ps(o + (j + 4) * ld_out, _mm256_permute2f128_ps(s[j], s[j + 4], 0x31));
     }
   }
   // The last k % 8 columns, counted from 0 to the remainder: with k a
@@ -313,7 +313,37 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
   const int64_t tail = k - kk;
   for (int64_t t = 0; t < tail; ++t)
 #pragma GCC unroll 8
-    for (int i = 0; i < kMR; ++i) a[(kk + t) * kMR + i] = rows[i][kk + t];
+    for (int i = 0; i < 8; ++i) out[(kk + t) * ld_out + i] = rows[i][kk + t];
+}
+}  // namespace detail
+
+// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
+// from kMR rows that are each contiguous along k (a row-major activation
+// times the weights: every x @ W, attention's attn @ V), where the generated
+// loop stored each value kMR floats apart (README.md). Rows may repeat (M's
+// last row for the panel's padding rows).
+__attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
+  static_assert(kMR == 8, "one 8 x 8 transpose per eight k");
+  detail::transpose_rows8(k, a, kMR, rows);
+}
+
+// b[k' * kNR + j] = B(k', j) = first[j * ld + k'] for k' < k: a B panel
+// packed at run time from kNR columns that are each contiguous along k,
+// ld floats apart (README.md): attention's k^T in q @ k^T, Restormer's over
+// 65536 pixels. The columns from `cols` on (N's tail panel) repeat column
+// cols - 1; their results are never stored. The generated loop read each
+// k step's kNR values ld floats apart, a gather per value (on 65536-float
+// columns every one in its own page).
+__attribute__((noinline)) inline void pack_b_columns(int64_t k, float* b, const float* first, int64_t ld,
+                                                     int64_t cols) {
+  static_assert(kNR % 8 == 0, "groups of 8 columns");
+#pragma GCC unroll 1
+  for (int g = 0; g < kNR; g += 8) {
+    const float* rows[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) rows[i] = first + (g + i < cols ? g + i : cols - 1) * ld;
+    detail::transpose_rows8(k, b + g, kNR, rows);
+  }
 }
 
 // The generated code's form: the kMR row pointers as arguments.

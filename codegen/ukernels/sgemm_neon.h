@@ -139,32 +139,52 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 }
 
 
-// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
-// from kMR rows that are each contiguous along k (README.md). Four k at a
-// time as two 4 x 4 transposes (trn1/trn2 on 32- then 64-bit lanes): eight
-// row loads and eight contiguous stores, where the generated loop stored
-// each value kMR floats apart.
-__attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
-  static_assert(kMR == 8, "two 4 x 4 transposes per four k");
+namespace detail {
+// out[k' * ld_out + i] = rows[i][k'] for k' < k, i < 4: four runs each
+// contiguous along k, four k at a time as a 4 x 4 transpose (trn1/trn2 on
+// 32- then 64-bit lanes): four loads and four contiguous stores.
+__attribute__((always_inline)) inline void transpose_rows4(int64_t k, float* out, int64_t ld_out,
+                                                           const float* const* rows) {
   int64_t kk = 0;
   for (; kk + 4 <= k; kk += 4) {
-    float* out = a + kk * kMR;
-#pragma GCC unroll 2
-    for (int h = 0; h < 8; h += 4) {  // rows h..h+3 fill lanes h..h+3 of each k's 8 floats
-      const float32x4_t r0 = vld1q_f32(rows[h] + kk), r1 = vld1q_f32(rows[h + 1] + kk);
-      const float32x4_t r2 = vld1q_f32(rows[h + 2] + kk), r3 = vld1q_f32(rows[h + 3] + kk);
-      const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1)), t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
-      const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3)), t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
-      vst1q_f32(out + 0 * kMR + h, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
-      vst1q_f32(out + 1 * kMR + h, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
-      vst1q_f32(out + 2 * kMR + h, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
-      vst1q_f32(out + 3 * kMR + h, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
-    }
+    float* o = out + kk * ld_out;
+    const float32x4_t r0 = vld1q_f32(rows[0] + kk), r1 = vld1q_f32(rows[1] + kk);
+    const float32x4_t r2 = vld1q_f32(rows[2] + kk), r3 = vld1q_f32(rows[3] + kk);
+    const float64x2_t t0 = vreinterpretq_f64_f32(vtrn1q_f32(r0, r1)), t1 = vreinterpretq_f64_f32(vtrn2q_f32(r0, r1));
+    const float64x2_t t2 = vreinterpretq_f64_f32(vtrn1q_f32(r2, r3)), t3 = vreinterpretq_f64_f32(vtrn2q_f32(r2, r3));
+    vst1q_f32(o + 0 * ld_out, vreinterpretq_f32_f64(vtrn1q_f64(t0, t2)));
+    vst1q_f32(o + 1 * ld_out, vreinterpretq_f32_f64(vtrn1q_f64(t1, t3)));
+    vst1q_f32(o + 2 * ld_out, vreinterpretq_f32_f64(vtrn2q_f64(t0, t2)));
+    vst1q_f32(o + 3 * ld_out, vreinterpretq_f32_f64(vtrn2q_f64(t1, t3)));
   }
   // The remaining columns, counted from 0 (see sgemm_avx512.h's pack).
   const int64_t tail = k - kk;
   for (int64_t t = 0; t < tail; ++t)
-    for (int i = 0; i < kMR; ++i) a[(kk + t) * kMR + i] = rows[i][kk + t];
+    for (int i = 0; i < 4; ++i) out[(kk + t) * ld_out + i] = rows[i][kk + t];
+}
+}  // namespace detail
+
+// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
+// from kMR rows that are each contiguous along k (README.md): two 4 x 4
+// transposes per four k, where the generated loop stored each value kMR
+// floats apart.
+__attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
+  static_assert(kMR == 8, "two 4 x 4 transposes per four k");
+  detail::transpose_rows4(k, a, kMR, rows);
+  detail::transpose_rows4(k, a + 4, kMR, rows + 4);
+}
+
+// b[k' * kNR + j] = first[j * ld + k'] for k' < k: a B panel packed at run
+// time from kNR columns each contiguous along k (README.md; sgemm_avx512.h).
+// Columns from `cols` on repeat column cols - 1.
+__attribute__((noinline)) inline void pack_b_columns(int64_t k, float* b, const float* first, int64_t ld,
+                                                     int64_t cols) {
+  static_assert(kNR % 4 == 0, "groups of 4 columns");
+  for (int g = 0; g < kNR; g += 4) {
+    const float* rows[4];
+    for (int i = 0; i < 4; ++i) rows[i] = first + (g + i < cols ? g + i : cols - 1) * ld;
+    detail::transpose_rows4(k, b + g, kNR, rows);
+  }
 }
 
 // The generated code's form: the kMR row pointers as arguments.

@@ -90,6 +90,16 @@ inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
     for (int i = 0; i < kMR; ++i) a[kk * kMR + i] = rows[i][kk];
 }
 
+// b[k' * kNR + j] = first[j * ld + k'] for k' < k: a B panel packed at run
+// time from kNR columns each contiguous along k (README.md). Columns from
+// `cols` on repeat column cols - 1.
+inline void pack_b_columns(int64_t k, float* b, const float* first, int64_t ld, int64_t cols) {
+  for (int j = 0; j < kNR; ++j) {
+    const float* column = first + (j < cols ? j : cols - 1) * ld;
+    for (int64_t kk = 0; kk < k; ++kk) b[kk * kNR + j] = column[kk];
+  }
+}
+
 // The generated code's form: the kMR row pointers as arguments.
 template <class... Rows>
 inline void pack_a_rows(int64_t k, float* a, Rows... rows) {

@@ -5,8 +5,8 @@
 // values where the result must be exact; K split into kc blocks that
 // accumulate onto the tile (tails, K < kc) must give the one-block result bit
 // for bit; tile<4> and tile<8> are tile()'s first columns, tile<12, R> its
-// first rows; pack_a_rows is the transpose of its rows and writes nothing past
-// k * kMR. Cross-compiled and run under qemu-aarch64 by run_sgemm_arm_test.sh.
+// first rows; pack_a_rows (pack_b_columns) is the transpose of its rows
+// (columns) and writes nothing past k * kMR (k * kNR). Cross-compiled and run under qemu-aarch64 by run_sgemm_arm_test.sh.
 // Prints one line per failure and a summary; exits non-zero on any failure.
 #include "sgemm_neon.h"
 
@@ -134,10 +134,35 @@ void check_pack_a_rows() {
   }
 }
 
+// pack_b_columns on kNR columns ld floats apart (unaligned; N's tail panel:
+// the columns from cols on repeat column cols - 1): b[k' * kNR + j], nothing
+// written past b[k * kNR], for k below, at and above its blocks of 4.
+void check_pack_b_columns() {
+  constexpr float kGuard = -7.25f;
+  for (int64_t k : {1, 3, 4, 5, 8, 37, 259})
+    for (int64_t cols : {int64_t{kNR}, int64_t{1}, int64_t{kNR - 3}}) {
+      const int64_t ld = k + 5;
+      std::vector<float> source(ld * kNR + 1);
+      for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<float>(i) * 0.25f - 300.0f;
+      const float* first = source.data() + 1;
+      std::vector<float> b((k + 4) * kNR, kGuard);
+      tg_sgemm::neon::pack_b_columns(k, b.data(), first, ld, cols);
+      for (int64_t i = 0; i < static_cast<int64_t>(b.size()); ++i) {
+        const int64_t j = std::min(i % kNR, cols - 1);
+        const float expect = i < k * kNR ? first[j * ld + i / kNR] : kGuard;
+        ++checks;
+        if (b[i] != expect && failures++ < 10)
+          std::printf("FAIL pack_b_columns k=%lld cols=%lld at %lld: %.9g, want %.9g\n", (long long)k,
+                      (long long)cols, (long long)i, b[i], expect);
+      }
+    }
+}
+
 }  // namespace
 
 int main() {
   check_pack_a_rows();
+  check_pack_b_columns();
   check_narrow<4>();
   check_narrow<8>();
   check_narrow<kNR, 1>();

@@ -474,6 +474,48 @@ def test_streamed_weights_pack_a_per_k_block_match_onnxruntime(variant, tmp_path
     _matches_onnxruntime(prefix, env)
 
 
+def transposed_b(path):
+    # q @ k^T with k's rows as B's columns, each contiguous along K (tg_sgemm::pack_b_columns):
+    # attention heads (batch 2, 9 x 21 over 67 channels: N tails for every NR) and Restormer's
+    # channel attention over the pixels, small (24 x 700 @ 700 x 24: K long against the test's
+    # 24 KiB L2, so A and B are packed one k block at a time, k outer).
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("heads", "channels")]
+    ins = [helper.make_tensor_value_info("q", TensorProto.FLOAT, [2, 9, 67]),
+           helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, 21, 67]),
+           helper.make_tensor_value_info("cq", TensorProto.FLOAT, [1, 1, 24, 700]),
+           helper.make_tensor_value_info("ck", TensorProto.FLOAT, [1, 1, 24, 700])]
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["heads"], name="heads"),
+             helper.make_node("Transpose", ["ck"], ["ckt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["cq", "ckt"], ["channels"], name="channels")]
+    _save(path, nodes, ins, outs, [])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_transposed_b_is_packed_from_its_columns(variant, tmp_path):
+    """B whose columns run along K where it lies packs through pack_b_columns (ukernel param
+    b_columns), over all of K and per k block; both operands activations with a long K put
+    the k blocks outside the column panels with A packed per k block (scheduler/
+    float_gemm_blocking.h). Both match onnxruntime; TILEGRAPH_PACK_B_COLUMNS=off (scalar
+    only, for time) packs with the generated loop."""
+    prefix = tmp_path / "transposed_b"
+    transposed_b(prefix)
+    spec = _small_l1_spec(tmp_path / "small_caches.json", variant, l2_bytes=24 << 10)
+    env = _env(variant)
+    _tune(prefix, env, "--arch-file", str(spec))
+    kernels = {n: k for k in _sgemm_kernels(prefix, variant) for n in k["onnx_nodes"]}
+    assert {"heads", "channels"} <= set(kernels), _manifest(prefix)["kernels"]
+    assert all(kernels[n]["ukernel_params"].get("b_columns") == 1 for n in ("heads", "channels")), kernels
+    channels = kernels["channels"]["ukernel_params"]
+    assert (channels["kc"], channels["k_blocks"], channels.get("a_per_k_block")) == (32, 22, 1), channels
+    assert "tg_sgemm::pack_b_columns(" in _kernel_source(prefix)
+    _matches_onnxruntime(prefix, env)
+    if variant == "scalar":
+        _tune(prefix, dict(env, TILEGRAPH_PACK_B_COLUMNS="off"), "--arch-file", str(spec))
+        assert "tg_sgemm::pack_b_columns(" not in _kernel_source(prefix)
+        assert not any(k["ukernel_params"].get("b_columns") for k in _sgemm_kernels(prefix, variant))
+
+
 def test_pixel_rows_pack_a_row_block_once_per_run_of_chunks(tmp_path):
     """A pixel-rows conv split into column chunks of one row block packs the row block's A
     panels only on a thread's first task or a batch's first chunk (lower_float_gemm_kernel.cpp:

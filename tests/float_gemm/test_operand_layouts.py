@@ -3,14 +3,15 @@ lower_float_gemm_kernel.cpp), host CPU with AVX-512. B read where it lies
 (tg_sgemm::tile_ldb, tile_bias_clamp_ldb: find_in_place_b):
 
 * stride-1 1x1 convs with the filters as rows (B: the activation, rows of
-  H x W floats): bias + Relu fused into the micro-kernel (16 x 16 map), a
+  H x W floats): bias + Relu fused into the micro-kernel (12 x 16 map), a
   residual Add in the generated epilogue, a map whose pixels leave a tail
   panel (20 x 20: 400 = 12 x 32 + 16, that panel packed), 12 filters (M's
   tail: tile_ldb<32, 4>), 600 input channels (K in blocks);
 * a MatMul whose B is an activation (x @ y, y contiguous along N);
-* left packed: 256 filters (more than 16 row panels share each B panel),
+* left packed: 512 filters (more than 16 row panels share each B panel),
   batch 2 (the GEMM's columns run over both images, so a panel is not one
-  run of each row), a stride-2 1x1 conv;
+  run of each row), a stride-2 1x1 conv, a 16 x 16 map (rows 1 KiB apart
+  reach 4 of the L1's 64 sets);
 The C tile transposed (tg_sgemm::tile_ct: transposes_c) where the pixels
 are the GEMM's rows (small maps):
 * 7 x 7 (49 pixels: a row panel of 1) with a residual Add and Relu, 14 x 14
@@ -47,16 +48,17 @@ def _w(name, *shape):
 
 # Output name -> whether its kernel reads B in place.
 IN_PLACE = {"relu": True, "residual": True, "tail": True, "rows12": True, "deep": True, "matmul": True,
-            "tall": False, "batch2": False, "strided": False}
+            "tall": False, "batch2": False, "strided": False, "aliased": False}
 # Output name -> whether its kernel stores the C tile transposed.
 TRANSPOSED = {"pix_res": True, "pix14": True, "pix2x2": True, "pix_s2": False}
 
 
 def build_model(path):
-    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 16, 16]),
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 24, 12, 16]),
+              helper.make_tensor_value_info("sq", TensorProto.FLOAT, [1, 24, 16, 16]),
               helper.make_tensor_value_info("s", TensorProto.FLOAT, [1, 40, 20, 20]),
-              helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, 600, 16, 16]),
-              helper.make_tensor_value_info("two", TensorProto.FLOAT, [2, 24, 16, 16]),
+              helper.make_tensor_value_info("d", TensorProto.FLOAT, [1, 600, 12, 16]),
+              helper.make_tensor_value_info("two", TensorProto.FLOAT, [2, 24, 12, 16]),
               helper.make_tensor_value_info("m7", TensorProto.FLOAT, [1, 96, 7, 7]),
               helper.make_tensor_value_info("m14", TensorProto.FLOAT, [1, 256, 14, 14]),
               helper.make_tensor_value_info("wide14", TensorProto.FLOAT, [1, 256, 14, 14]),
@@ -74,9 +76,10 @@ def build_model(path):
         helper.make_node("Conv", ["s", "w3"], ["rows12"]),  # 12 filters
         helper.make_node("Conv", ["d", "w4"], ["deep"]),  # K = 600
         helper.make_node("MatMul", ["p", "q"], ["matmul"]),
-        helper.make_node("Conv", ["x", "w5"], ["tall"]),  # 256 filters: packed
+        helper.make_node("Conv", ["x", "w5"], ["tall"]),  # 512 filters: packed
         helper.make_node("Conv", ["two", "w0", "b0"], ["batch2"]),  # packed
         helper.make_node("Conv", ["x", "w6"], ["strided"], strides=[2, 2]),  # packed
+        helper.make_node("Conv", ["sq", "w0", "b0"], ["aliased"]),  # packed: rows 1 KiB apart
         helper.make_node("Conv", ["m7", "w7"], ["c7"]),  # pixel rows: C transposed, + m7, Relu
         helper.make_node("Add", ["c7", "m7"], ["r7"]),
         helper.make_node("Relu", ["r7"], ["pix_res"]),
@@ -87,7 +90,7 @@ def build_model(path):
         helper.make_node("Relu", ["c2"], ["pix2x2"]),
     ]
     inits = [_w("w0", 32, 24, 1, 1), _w("b0", 32), _w("w1", 24, 32, 1, 1), _w("w2", 16, 40, 1, 1), _w("b2", 16),
-             _w("w3", 12, 40, 1, 1), _w("w4", 32, 600, 1, 1), _w("w5", 256, 24, 1, 1), _w("w6", 32, 24, 1, 1),
+             _w("w3", 12, 40, 1, 1), _w("w4", 32, 600, 1, 1), _w("w5", 512, 24, 1, 1), _w("w6", 32, 24, 1, 1),
              _w("w7", 96, 96, 1, 1), _w("w8", 1024, 256, 1, 1), _w("b8", 1024), _w("w9", 64, 256, 3, 3)]
     graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])

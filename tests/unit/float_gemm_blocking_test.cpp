@@ -162,9 +162,10 @@ TEST(FloatGemmBlocking, WeightsThatOverflowTheL2LetTheRowBlockFillIt) {
   // 3072 x 160 (1.9 MB of B) fits the L2: half of it, as before.
   EXPECT_EQ(float_gemm_blocking(matmul_gemm(128, 3072, 160), 8, 32, arch, {false, true}).max_row_panels,
             (1 << 20) / per_panel);
-  // Both operands run-time (attention's activations): half.
-  EXPECT_EQ(float_gemm_blocking(matmul_gemm(128, 3072, 768), 8, 32, arch, {false, false}).max_row_panels,
-            (1 << 20) / per_panel);
+  // Both operands run-time, rows that fit half the L2: half, k inside.
+  const FloatGemmBlocking activations = float_gemm_blocking(matmul_gemm(64, 3072, 768), 8, 32, arch, {false, false});
+  EXPECT_FALSE(activations.k_outer);
+  EXPECT_EQ(activations.max_row_panels, (1 << 20) / per_panel);
 }
 
 TEST(FloatGemmBlocking, StreamedWeightsWithRowsBeyondTheRowBlockPackAPerKBlock) {
@@ -183,11 +184,32 @@ TEST(FloatGemmBlocking, StreamedWeightsWithRowsBeyondTheRowBlockPackAPerKBlock) 
   const FloatGemmBlocking bert = float_gemm_blocking(matmul_gemm(128, 3072, 768), 8, 32, arch, {false, true});
   EXPECT_FALSE(bert.k_outer);
   EXPECT_FALSE(bert.a_per_k_block);
-  // Weights that fit the L2 (3072 x 160) or activations as B: k inside.
+  // Weights that fit the L2 (3072 x 160): k inside.
   EXPECT_FALSE(float_gemm_blocking(matmul_gemm(197, 3072, 160), 8, 32, arch, {false, true}).k_outer);
-  EXPECT_FALSE(float_gemm_blocking(matmul_gemm(197, 3072, 768), 8, 32, arch, {false, false}).k_outer);
   // A conv's several reduce axes keep whole-K A panels (pack_a's tables).
   EXPECT_FALSE(float_gemm_blocking(conv_gemm(197, {512, 3, 3}), 8, 32, arch, {false, true}).a_per_k_block);
+}
+
+// Both operands activations, K long (Restormer's channel attention: q @ k^T
+// over 256 x 256 pixels, 96 x 65536 @ 65536 x 96): a row panel's A over all
+// of K (2 MB) overflows half the L2, so row blocks of whole-K panels would
+// each pack every B panel again. k outer with A per k block instead: one
+// row block of 12 panels, each k block of A and of B packed once.
+TEST(FloatGemmBlocking, ActivationsWithALongKPackAPerKBlock) {
+  const ArchSpec arch = caches(48 << 10, 2 << 20);
+  const FloatGemmBlocking b = float_gemm_blocking(matmul_gemm(96, 65536, 96), 8, 32, arch, {false, false});
+  EXPECT_TRUE(b.k_outer);
+  EXPECT_TRUE(b.a_per_k_block);
+  EXPECT_EQ(b.kc, 192);  // a 192 x 32 B block: half the 48 KB L1
+  EXPECT_EQ(b.k_blocks, 342);
+  EXPECT_EQ(b.max_row_panels, (512 << 10) / (192 * 8 * 4));  // 85: all 12 panels in one block
+  EXPECT_EQ(b.max_c_tiles, (512 << 10) / (8 * 32 * 4));
+  // 197 x 3072 @ 3072 x 768 as activations: 25 whole-K panels against 10.
+  EXPECT_TRUE(float_gemm_blocking(matmul_gemm(197, 3072, 768), 8, 32, arch, {false, false}).a_per_k_block);
+  // K within one block (attention's q @ k^T over 64 channels): k inside.
+  EXPECT_FALSE(float_gemm_blocking(matmul_gemm(197, 64, 197), 8, 32, arch, {false, false}).k_outer);
+  // A conv's several reduce axes keep whole-K A panels.
+  EXPECT_FALSE(float_gemm_blocking(conv_gemm(4096, {512, 3, 3}), 8, 32, arch, {false, false}).a_per_k_block);
 }
 
 // Column groups (B packed at run time over all of K): panels of K x 32

@@ -1257,14 +1257,15 @@ TEST(FloatGemm, BiasAndClipAreTheMicroKernelsEpilogue) {
 
 // The same conv with B read in place (16 filters: 2 row panels share each
 // B panel): tile_bias_clamp_ldb reads the input itself, its rows (the
-// channels) 256 floats apart, and nothing is packed at run time (the
-// weights, A, were packed at compile time): no scratch at all. With 12
-// filters the row tail's call is tile_ldb<32, 4> and the epilogue loops.
-// Over 20 x 20 only N's tail panel (16 columns) is packed, for its own
-// tile<16> call. With 256 filters (more than 16 row panels per B panel)
-// B is packed as before.
+// channels) 192 floats apart (12 x 16 pixels), and nothing is packed at run
+// time (the weights, A, were packed at compile time): no scratch at all.
+// With 12 filters the row tail's call is tile_ldb<32, 4> and the epilogue
+// loops. Over 20 x 20 only N's tail panel (16 columns) is packed, for its
+// own tile<16> call. With 512 filters (more than 16 row panels per B panel)
+// B is packed as before, and so over 16 x 16 and 64 x 64 pixels: rows 1 KiB
+// and 16 KiB apart reach 4 and 1 of the L1's 64 sets (kMinInPlaceBL1Sets).
 TEST(FloatGemm, PointwiseConvReadsItsInputInPlace) {
-  const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_in_place", 16, 16, 16, "Clip");
+  const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_in_place", 16, 12, 16, "Clip");
   std::vector<codegen::Stmt> fused;
   calls_in(kernel.body, "tg_sgemm::tile_bias_clamp_ldb", &fused);
   ASSERT_EQ(fused.size(), 1u) << codegen::to_string(kernel);
@@ -1275,12 +1276,12 @@ TEST(FloatGemm, PointwiseConvReadsItsInputInPlace) {
   EXPECT_EQ(b.scope, codegen::MemoryScope::kGlobal);
   EXPECT_FALSE(b.written) << "B is the conv's input";
   int64_t ldb = 0, ldc = 0;
-  EXPECT_TRUE(is_const_int(args[3].value, &ldb) && ldb == 256);
+  EXPECT_TRUE(is_const_int(args[3].value, &ldb) && ldb == 192);
   EXPECT_TRUE(kernel.buffers.at(static_cast<size_t>(args[4].buffer)).written) << "c is the output";
-  EXPECT_TRUE(is_const_int(args[5].value, &ldc) && ldc == 256);
+  EXPECT_TRUE(is_const_int(args[5].value, &ldc) && ldc == 192);
   for (const codegen::Buffer& buffer : kernel.buffers) EXPECT_FALSE(buffer.scratch) << buffer.name;
 
-  const codegen::Kernel rows12 = pointwise_avx512_kernel("pointwise_in_place_rows12", 12, 16, 16, "Relu");
+  const codegen::Kernel rows12 = pointwise_avx512_kernel("pointwise_in_place_rows12", 12, 12, 16, "Relu");
   std::vector<codegen::Stmt> full, tail, packed_calls;
   calls_in(rows12.body, "tg_sgemm::tile_ldb", &full);
   calls_in(rows12.body, "tg_sgemm::tile_ldb<32, 4>", &tail);
@@ -1299,9 +1300,13 @@ TEST(FloatGemm, PointwiseConvReadsItsInputInPlace) {
   EXPECT_TRUE(column_tail.buffers.at(static_cast<size_t>(tail16[0]->args[2].buffer)).scratch)
       << "the tail panel's B is packed";
 
-  const codegen::Kernel tall = pointwise_avx512_kernel("pointwise_256_filters", 256, 16, 16, "Relu");
+  const codegen::Kernel tall = pointwise_avx512_kernel("pointwise_512_filters", 512, 12, 16, "Relu");
   ASSERT_GT(ukernel_param(tall, "row_panels"), 16);
   EXPECT_FALSE(has_ukernel_param(tall, "b_in_place"));
+  for (const int64_t side : {16, 64}) {
+    const codegen::Kernel aliased = pointwise_avx512_kernel(str_cat("pointwise_aliased_", side), 16, side, side, "Relu");
+    EXPECT_FALSE(has_ukernel_param(aliased, "b_in_place")) << side << " x " << side;
+  }
 }
 
 // ReLU over 20 x 20 = 400 pixels: the 12 full panels take the fused

@@ -28,7 +28,7 @@ namespace {
 SGemmVariantInfo scalar_variant() {
   namespace v = tg_sgemm::scalar;
   return {v::kVariant, v::kMR, v::kNR, v::tile, v::tile_bias_clamp, [] { return true; }, v::kLanes, v::tile<v::kLanes>,
-          v::tile<v::kNR, 1>, v::tile<v::kNR, v::kMR - 1>, v::pack_a_rows_from};
+          v::tile<v::kNR, 1>, v::tile<v::kNR, v::kMR - 1>, v::pack_a_rows_from, v::pack_b_columns};
 }
 
 std::vector<SGemmVariantInfo> linked_variants() {
@@ -318,6 +318,45 @@ TEST_P(SGemmVariantTest, PackARowsIsTheTransposeOfItsRows) {
     v.tile(k, reference.data(), b.data(), want.data(), false, nullptr, 0);
     ASSERT_EQ(got, want) << v.name << " k=" << k;
   }
+}
+
+// pack_b_columns packs kNR columns, each contiguous along k and ld floats
+// apart, into tile()'s B layout b[k' * kNR + j], for k below, at and above
+// its transpose blocks, with unaligned columns, N's tail panel (cols < kNR:
+// the columns from cols on repeat column cols - 1) and nothing written past
+// b[k * kNR]; a tile() on what it packed equals one on the reference packing.
+TEST_P(SGemmVariantTest, PackBColumnsIsTheTransposeOfItsColumns) {
+  const SGemmVariantInfo& v = GetParam();
+  ASSERT_NE(v.pack_b_columns, nullptr);
+  constexpr float kGuard = -7.25f;
+  for (const int64_t k : {int64_t{1}, int64_t{3}, int64_t{4}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{16},
+                          int64_t{37}, int64_t{256}, int64_t{259}})
+    for (const int64_t cols : {int64_t{v.nr}, int64_t{1}, int64_t{v.nr - 3}}) {
+      const int64_t ld = k + 5;  // odd column stride: columns start unaligned
+      std::vector<float> source(static_cast<size_t>(ld * v.nr + 1));
+      for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<float>(i) * 0.25f - 300.0f;
+      const float* first = source.data() + 1;
+      AlignedFloats b(static_cast<size_t>((k + 4) * v.nr));
+      std::fill(b.data(), b.data() + (k + 4) * v.nr, kGuard);
+      v.pack_b_columns(k, b.data(), first, ld, cols);
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < v.nr; ++j)
+          ASSERT_EQ(b.data()[kk * v.nr + j], first[std::min(j, cols - 1) * ld + kk])
+              << v.name << " k=" << k << " cols=" << cols << " at (" << kk << ", " << j << ")";
+      for (int64_t i = k * v.nr; i < (k + 4) * v.nr; ++i)
+        ASSERT_EQ(b.data()[i], kGuard) << v.name << " k=" << k << " cols=" << cols << " wrote " << i;
+      const Problem p = random_problem(v.mr, v.nr, k, static_cast<uint32_t>(700 + k));
+      AlignedFloats a(static_cast<size_t>(k * v.mr));
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int r = 0; r < v.mr; ++r) a.data()[kk * v.mr + r] = p.a[static_cast<size_t>(r * k + kk)];
+      AlignedFloats reference(static_cast<size_t>(k * v.nr));
+      for (int64_t kk = 0; kk < k; ++kk)
+        for (int64_t j = 0; j < v.nr; ++j) reference.data()[kk * v.nr + j] = first[std::min(j, cols - 1) * ld + kk];
+      std::vector<float> got(static_cast<size_t>(v.mr * v.nr)), want(got.size());
+      v.tile(k, a.data(), b.data(), got.data(), false, nullptr, 0);
+      v.tile(k, a.data(), reference.data(), want.data(), false, nullptr, 0);
+      ASSERT_EQ(got, want) << v.name << " k=" << k << " cols=" << cols;
+    }
 }
 
 // The generated code calls pack_a_rows with the kMR row pointers as

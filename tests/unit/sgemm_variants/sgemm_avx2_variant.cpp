@@ -50,6 +50,10 @@ static void sgemm_pack_a_rows_avx2(int64_t k, float* a, const float* const* rows
   tg_sgemm::avx2::pack_a_rows_from(k, a, rows);
 }
 
+static void sgemm_pack_b_columns_avx2(int64_t k, float* b, const float* first, int64_t ld, int64_t cols) {
+  tg_sgemm::avx2::pack_b_columns(k, b, first, ld, cols);
+}
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -65,7 +69,8 @@ SGemmVariantInfo sgemm_avx2_variant() {
   namespace v = tg_sgemm::avx2;
   return {v::kVariant,  v::kMR,    v::kNR, sgemm_tile_avx2, sgemm_tile_bias_clamp_avx2, avx2_supported,
           v::kLanes, sgemm_tile_lanes_avx2, sgemm_tile_one_row_avx2,
-          sgemm_tile_all_rows_but_one_avx2, sgemm_pack_a_rows_avx2};
+          sgemm_tile_all_rows_but_one_avx2, sgemm_pack_a_rows_avx2,
+          sgemm_pack_b_columns_avx2};
 }
 
 #endif  // defined(__x86_64__)

@@ -45,6 +45,10 @@ static void sgemm_pack_a_rows_avx512(int64_t k, float* a, const float* const* ro
   tg_sgemm::avx512::pack_a_rows_from(k, a, rows);
 }
 
+static void sgemm_pack_b_columns_avx512(int64_t k, float* b, const float* first, int64_t ld, int64_t cols) {
+  tg_sgemm::avx512::pack_b_columns(k, b, first, ld, cols);
+}
+
 #include "tests/unit/avx512_target_end.h"
 
 static bool avx512_supported() {
@@ -56,7 +60,8 @@ SGemmVariantInfo sgemm_avx512_variant() {
   namespace v = tg_sgemm::avx512;
   return {v::kVariant,  v::kMR,    v::kNR, sgemm_tile_avx512, sgemm_tile_bias_clamp_avx512, avx512_supported,
           v::kLanes, sgemm_tile_lanes_avx512, sgemm_tile_one_row_avx512,
-          sgemm_tile_all_rows_but_one_avx512, sgemm_pack_a_rows_avx512};
+          sgemm_tile_all_rows_but_one_avx512, sgemm_pack_a_rows_avx512,
+          sgemm_pack_b_columns_avx512};
 }
 
 #endif  // defined(__x86_64__)

@@ -26,6 +26,8 @@ struct SGemmVariantInfo {
                                 const float* next, int64_t next_floats);
   // pack_a_rows_from: a[k' * mr + r] = rows[r][k'] for k' < k
   void (*pack_a_rows)(int64_t k, float* a, const float* const* rows);
+  // pack_b_columns: b[k' * nr + j] = first[min(j, cols - 1) * ld + k'] for k' < k
+  void (*pack_b_columns)(int64_t k, float* b, const float* first, int64_t ld, int64_t cols);
 };
 
 // Defined in sgemm_avx2_variant.cpp and sgemm_avx512_variant.cpp, which
