@@ -71,30 +71,26 @@ FloatGemmBlocking float_gemm_blocking(const Gemm& m, int mr, int nr, const ArchS
     b.k_outer = true;
     b.max_row_panels = std::max<int64_t>(budget / 2 / (padded_floats(b.kc * mr) * kFloatBytes), 1);
     b.max_c_tiles = std::max<int64_t>(budget / 2 / (int64_t{mr} * nr * kFloatBytes), 1);
-  } else if (b.k_blocks > 1 && b_streams && axes == 1 && row_panels > b.max_row_panels) {
-    // k outer with the weights as B: where all of B overflows the L2 and
-    // the rows' A panels (all of K) overflow the row block, two row blocks
-    // would each stream all of B from L3 or DRAM again (ViT-B/16's FFN
-    // output, 197 x 3072 @ 3072 x 768: 25 row panels against 21, 6.7 ms
-    // where its FFN input with the same FLOPs took 5.7). Instead the row
-    // block packs its A one k block at a time (half the budget) and keeps
-    // the C tiles of a group of column panels (the other half) while every
-    // B block is read once. One reduce axis only: A's k block is then one
-    // contiguous range of k.
-    b.k_outer = true;
-    b.a_per_k_block = true;
-    b.max_row_panels = std::max<int64_t>(budget / 2 / (padded_floats(b.kc * mr) * kFloatBytes), 1);
-    b.max_c_tiles = std::max<int64_t>(budget / 2 / (int64_t{mr} * nr * kFloatBytes), 1);
-  } else if (b.k_blocks > 1 && !packed.a && !packed.b && axes == 1 && row_panels > b.max_row_panels) {
-    // The same where both operands are activations and K is long: each row
-    // block would pack every B panel again over all of K. Restormer's
-    // channel attention, q @ k^T over the pixels (96 x 65536 @ 65536 x 96:
-    // one row panel's A over all of K is 2 MB), ran as 12 row blocks that
-    // each packed all 25 MB of B: 148 ms against onnxruntime's 19. k outer,
-    // one row block packs each k block of A and of B once: 37 ms. (Shapes
-    // of x @ W with W as an activation, one core, against k inside:
-    // 128 x 3072 @ 3072 x 768 0.86x, 197 x 3072 @ 3072 x 768 and
-    // 784 x 512 @ 512 x 196 within 3%.)
+  } else if (b.k_blocks > 1 && axes == 1 && row_panels > b.max_row_panels && (b_streams || !packed.b)) {
+    // k outer with A packed one k block at a time, where the rows' A panels
+    // (all of K) overflow the row block and several row blocks would each
+    // go over all of B again:
+    //   * the weights as B, all of it beyond the L2: each row block streams
+    //     it from L3 or DRAM (ViT-B/16's FFN output, 197 x 3072 @ 3072 x
+    //     768: 25 row panels against 21, 6.7 ms where its FFN input with the
+    //     same FLOPs took 5.7);
+    //   * both operands activations: each row block packs every B panel
+    //     over all of K (Restormer's channel attention, q @ k^T over the
+    //     pixels, 96 x 65536 @ 65536 x 96: one row panel's A is 2 MB; 12
+    //     row blocks each packed all 25 MB of B, 148 ms against
+    //     onnxruntime's 19; k outer 37 ms. x @ W with W an activation, one
+    //     core, against k inside: 128 x 3072 @ 3072 x 768 0.86x the time,
+    //     197 x 3072 @ 3072 x 768 and 784 x 512 @ 512 x 196 within 3%).
+    // Instead the row block packs its A one k block at a time (half the
+    // budget) and keeps the C tiles of a group of column panels (the other
+    // half) while every B block is read (or packed) once. One reduce axis
+    // only: A's k block is then one contiguous range of k. (A packed and B
+    // not, the filters times a conv's patches, takes the branch above.)
     b.k_outer = true;
     b.a_per_k_block = true;
     b.max_row_panels = std::max<int64_t>(budget / 2 / (padded_floats(b.kc * mr) * kFloatBytes), 1);

@@ -956,11 +956,29 @@ class FloatGemmLowering : KernelBuilder {
     if (geo_.v.name != "avx512" || packed_b_ >= 0 || geo_.blocking.k_outer || m.k_extents.size() != 1 ||
         m.cols() < geo_.v.nr || grid_.row_panels > kMaxInPlaceBRowPanels)
       return std::nullopt;
-    const int vk = new_var("kbp", m.k), vj = new_var("jbp", m.cols());
-    const Expr b = op_value(m.b, gemm_op_vars(m, var(vb), int_imm(0), var(vj), std::vector<Expr>{var(vk)}));
-    if (b->kind != ExprKind::kLoad || b->args.size() != 1 || b->dtype != DType::kF32 ||
-        kernel_.buffers[static_cast<size_t>(b->int_value)].scope != MemoryScope::kGlobal)
+    const std::optional<StridedB> b = strided_b(vb, "p");
+    if (!b || b->column_step != 1 || b->k_step < geo_.v.nr ||
+        kernel_.buffers[static_cast<size_t>(b->buffer)].scope != MemoryScope::kGlobal ||
+        l1_sets_of_rows(b->k_step * 4) < kMinInPlaceBL1Sets)
       return std::nullopt;
+    return InPlaceB{b->buffer, b->first, b->k_step};
+  }
+
+  // B as one float load at first + k * k_step + column * column_step, one
+  // reduce axis: where it lies, for find_in_place_b (column_step 1) and
+  // find_columns_along_k (k_step 1). `tag` names the probe's vars (kb<tag>,
+  // jb<tag>), which stay behind unused.
+  struct StridedB {
+    int buffer = -1;
+    Expr first;  // the index of B(0, 0) in batch vb
+    int64_t k_step = 0, column_step = 0;
+  };
+  std::optional<StridedB> strided_b(int vb, const std::string& tag) {
+    const scheduler::Gemm& m = geo_.m;
+    if (m.k_extents.size() != 1) return std::nullopt;
+    const int vk = new_var("kb" + tag, m.k), vj = new_var("jb" + tag, m.cols());
+    const Expr b = op_value(m.b, gemm_op_vars(m, var(vb), int_imm(0), var(vj), std::vector<Expr>{var(vk)}));
+    if (b->kind != ExprKind::kLoad || b->args.size() != 1 || b->dtype != DType::kF32) return std::nullopt;
     const Expr index = b->args[0];
     auto at = [&](int64_t k, int64_t j) {
       std::vector<Expr> vars = vars_as_themselves();
@@ -968,22 +986,15 @@ class FloatGemmLowering : KernelBuilder {
       vars[static_cast<size_t>(vj)] = int_imm(j);
       return simplify(substitute_vars(index, vars), bounds_);
     };
-    const Expr first = at(0, 0);
-    int64_t ldb = 0, rest = -1;
-    if (!is_const_int(simplify(at(1, 0) - first, bounds_), &ldb) || ldb < geo_.v.nr ||
-        !is_const_int(simplify(index - first - var(vk) * ldb - var(vj), bounds_), &rest) || rest != 0 ||
-        l1_sets_of_rows(ldb * 4) < kMinInPlaceBL1Sets)
+    StridedB s{static_cast<int>(b->int_value), at(0, 0)};
+    int64_t rest = -1;
+    if (!is_const_int(simplify(at(1, 0) - s.first, bounds_), &s.k_step) ||
+        !is_const_int(simplify(at(0, 1) - s.first, bounds_), &s.column_step) ||
+        !is_const_int(simplify(index - s.first - var(vk) * s.k_step - var(vj) * s.column_step, bounds_), &rest) ||
+        rest != 0)
       return std::nullopt;
-    return InPlaceB{static_cast<int>(b->int_value), first, ldb};
+    return s;
   }
-
-  // B whose columns each run along k where it lies: buffer, the index of
-  // B(0, 0) in batch vb, and the stride between columns.
-  struct ColumnsAlongK {
-    int buffer = -1;
-    Expr first;
-    int64_t ld = 0;
-  };
 
   // B packed by tg_sgemm::pack_b_columns (codegen/ukernels/README.md) where
   // it is one float load at first + column * ld + k, one reduce axis: the
@@ -991,26 +1002,13 @@ class FloatGemmLowering : KernelBuilder {
   // attention over the pixels). The generated loop gathered each k step's
   // NR values ld floats apart. TILEGRAPH_PACK_B_COLUMNS=off packs as before
   // (for comparison).
-  std::optional<ColumnsAlongK> find_columns_along_k(int vb) {
+  std::optional<StridedB> find_columns_along_k(int vb) {
     if (const char* off = std::getenv("TILEGRAPH_PACK_B_COLUMNS"); off && std::string(off) == "off")
       return std::nullopt;
-    const scheduler::Gemm& m = geo_.m;
-    if (packed_b_ >= 0 || m.k_extents.size() != 1 || m.k < 2) return std::nullopt;
-    const int vk = new_var("kbc", m.k), vj = new_var("jbc", m.cols());
-    const Expr b = op_value(m.b, gemm_op_vars(m, var(vb), int_imm(0), var(vj), std::vector<Expr>{var(vk)}));
-    if (b->kind != ExprKind::kLoad || b->args.size() != 1 || b->dtype != DType::kF32) return std::nullopt;
-    const Expr index = b->args[0];
-    std::vector<Expr> origin = vars_as_themselves();
-    origin[static_cast<size_t>(vk)] = int_imm(0);
-    origin[static_cast<size_t>(vj)] = int_imm(0);
-    const Expr first = simplify(substitute_vars(index, origin), bounds_);
-    int64_t ld = 0, rest = -1;
-    std::vector<Expr> next_column = origin;
-    next_column[static_cast<size_t>(vj)] = int_imm(1);
-    if (!is_const_int(simplify(substitute_vars(index, next_column) - first, bounds_), &ld) || ld < 2 ||
-        !is_const_int(simplify(index - first - var(vj) * ld - var(vk), bounds_), &rest) || rest != 0)
-      return std::nullopt;
-    return ColumnsAlongK{static_cast<int>(b->int_value), first, ld};
+    if (packed_b_ >= 0 || geo_.m.k < 2) return std::nullopt;
+    std::optional<StridedB> b = strided_b(vb, "c");
+    if (!b || b->k_step != 1 || b->column_step < 2) return std::nullopt;
+    return b;
   }
 
   // Column panel nb's B (over all of K, block null, or k block `block`)
@@ -1020,10 +1018,11 @@ class FloatGemmLowering : KernelBuilder {
     const int64_t nr = geo_.v.nr;
     const Expr k_first = block ? block * geo_.blocking.kc : int_imm(0);
     const Expr count = block ? k_in_block(block) : int_imm(m.k);
-    const Expr source = simplify(columns_b_->first + nb * (nr * columns_b_->ld) + k_first, bounds_);
+    const int64_t ld = columns_b_->column_step;
+    const Expr source = simplify(columns_b_->first + nb * (nr * ld) + k_first, bounds_);
     const Expr cols = m.cols() % nr == 0 ? int_imm(nr) : simplify(min(int_imm(nr), int_imm(m.cols()) - nb * nr), bounds_);
     return make_call("tg_sgemm::pack_b_columns", {{-1, count}, {panels, offset}, {columns_b_->buffer, source},
-                                                  {-1, int_imm(columns_b_->ld)}, {-1, cols}});
+                                                  {-1, int_imm(ld)}, {-1, cols}});
   }
 
   // The micro-kernel's B argument where B is read in place: column panel
@@ -1850,7 +1849,7 @@ class FloatGemmLowering : KernelBuilder {
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
   std::optional<InPlaceB> in_place_b_;      // find_in_place_b, once per kernel
   std::optional<CallArg> tail_b_;           // N's tail panel, packed where B is read in place
-  std::optional<ColumnsAlongK> columns_b_;  // find_columns_along_k, once per kernel
+  std::optional<StridedB> columns_b_;       // find_columns_along_k, once per kernel
   bool transposed_c_ = false;               // transposes_c(), once per kernel
   std::optional<bool> guarded_b_;           // guarded_b_packing, once per kernel
   int hoisted_runs_ = 0;                    // hoist_run_offsets' locals so far
