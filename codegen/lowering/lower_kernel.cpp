@@ -8,6 +8,7 @@
 #include "codegen/lowering/lower_winograd_conv_kernel.h"
 #include "codegen/lowering/hoist_reciprocals.h"
 #include "codegen/lowering/split_div_mod_loops.h"
+#include "codegen/lowering/split_piecewise_loops.h"
 #include "compiler/ir/error.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/cost_model.h"
@@ -53,7 +54,7 @@ KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks
 Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
                     const KernelPacks& packs) {
   Kernel k = lower_by_kind(g, ks, arch, packs);
-  if (!arch.is_gpu()) k = hoist_reciprocals(split_div_mod_loops(std::move(k)));
+  if (!arch.is_gpu()) k = hoist_reciprocals(split_div_mod_loops(split_piecewise_loops(std::move(k))));
   // Kernels without an estimate (0) split.
   const double seconds = ks.estimate.seconds;
   k.single_thread = !arch.is_gpu() && seconds > 0 && seconds < scheduler::min_parallel_seconds(arch);

@@ -1,0 +1,195 @@
+#include "codegen/lowering/split_piecewise_loops.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/simplify.h"
+
+namespace tilegraph::codegen {
+
+namespace {
+
+// x with Var(v) replaced by `value`.
+Expr with_var(const Expr& x, int v, const Expr& value) {
+  return rewrite(x, [&](const Expr& n) -> Expr {
+    return n->kind == ExprKind::kVar && n->int_value == v ? value : nullptr;
+  });
+}
+
+// f0 when x, an expression of v alone, is v + f0 over [0, extent); nullopt
+// otherwise (another var, a load, a clamp or a slope other than 1).
+std::optional<int64_t> offset_of_v(const Expr& x, int v, int64_t extent) {
+  if (!uses_var(x, v) || has_load(x) ||
+      any_node(x, [&](const Expr& n) { return n->kind == ExprKind::kVar && n->int_value != v; }))
+    return std::nullopt;
+  int64_t at[3];
+  const int64_t points[3] = {0, 1, extent - 1};
+  for (int i = 0; i < 3; ++i)
+    if (!is_const_int(simplify(with_var(x, v, int_imm(points[i])), {}), &at[i])) return std::nullopt;
+  if (at[1] - at[0] != 1 || at[2] - at[0] != extent - 1) return std::nullopt;
+  return at[0];
+}
+
+// The values of v in (0, extent) at which some comparison, min or max of
+// `v + c` against a constant changes its outcome.
+class CutPoints {
+ public:
+  CutPoints(int v, int64_t extent) : v_(v), extent_(extent) {}
+
+  void scan(const Expr& e) {
+    if (e->kind == ExprKind::kBinary && e->args.size() == 2 && is_integer(e->args[0]->dtype)) add(e);
+    for (const Expr& a : e->args) scan(a);
+  }
+  void scan(const Stmt& s) {
+    for (const Expr* e : {&s->extent, &s->index, &s->value, &s->cond})
+      if (*e) scan(*e);
+    for (const CallArg& a : s->args)
+      if (a.value) scan(a.value);
+    for (const Stmt& c : s->body) scan(c);
+  }
+  const std::set<int64_t>& cuts() const { return cuts_; }
+
+ private:
+  void add(const Expr& e) {
+    BinaryOp op = e->binary_op;
+    const bool is_min_max = op == BinaryOp::kMin || op == BinaryOp::kMax;
+    if (!is_min_max && !is_comparison(op)) return;
+    Expr x = e->args[0];
+    int64_t k = 0;
+    if (!is_const_int(e->args[1], &k)) {
+      if (!is_const_int(e->args[0], &k)) return;
+      x = e->args[1];
+      // k OP x as x OP' k (min and max are symmetric).
+      if (op == BinaryOp::kLt) op = BinaryOp::kGt;
+      else if (op == BinaryOp::kGt) op = BinaryOp::kLt;
+      else if (op == BinaryOp::kLe) op = BinaryOp::kGe;
+      else if (op == BinaryOp::kGe) op = BinaryOp::kLe;
+    }
+    const std::optional<int64_t> c = offset_of_v(x, v_, extent_);
+    if (!c) return;
+    // x < k holds for v < k - c; x <= k for v < k + 1 - c; min(x, k) is x
+    // up to x = k, max(x, k) is x from x = k on.
+    switch (op) {
+      case BinaryOp::kLt: case BinaryOp::kGe: case BinaryOp::kMax: cut(k - *c); break;
+      case BinaryOp::kLe: case BinaryOp::kGt: case BinaryOp::kMin: cut(k + 1 - *c); break;
+      default: cut(k - *c); cut(k + 1 - *c); break;  // Eq, Ne
+    }
+  }
+  void cut(int64_t at) {
+    if (at > 0 && at < extent_) cuts_.insert(at);
+  }
+
+  int v_;
+  int64_t extent_;
+  std::set<int64_t> cuts_;
+};
+
+class Splitter {
+ public:
+  explicit Splitter(Kernel& k) : k_(k), bounds_(k.var_names.size()) {}
+
+  Stmt stmt(const Stmt& s) {
+    std::optional<Interval> saved;
+    int64_t extent = 0;
+    if (s->kind == StmtKind::kFor && s->var >= 0 && is_const_int(s->extent, &extent) && extent > 0) {
+      saved = bound(s->var);
+      bound(s->var) = Interval::range(extent);
+    }
+    std::vector<Stmt> body;
+    bool changed = false;
+    for (const Stmt& c : s->body) {
+      body.push_back(stmt(c));
+      changed |= body.back() != c;
+    }
+    Stmt out = s;
+    if (changed) {
+      StmtNode n = *s;
+      n.body = std::move(body);
+      out = std::make_shared<const StmtNode>(std::move(n));
+    }
+    if (saved) bound(s->var) = *saved;
+    if (Stmt split = try_split(out)) return split;
+    return out;
+  }
+
+ private:
+  Interval& bound(int v) {
+    if (static_cast<size_t>(v) >= bounds_.size()) bounds_.resize(static_cast<size_t>(v) + 1);
+    return bounds_[static_cast<size_t>(v)];
+  }
+
+  Stmt try_split(const Stmt& s) {
+    if (s->kind != StmtKind::kFor || (s->loop != LoopKind::kVectorized && s->loop != LoopKind::kReduce)) return nullptr;
+    int64_t extent = 0;
+    if (!is_const_int(s->extent, &extent) || extent < 2 * kMinPieceRun) return nullptr;
+    CutPoints points(s->var, extent);
+    for (const Stmt& c : s->body) points.scan(c);
+    if (points.cuts().empty()) return nullptr;
+    std::vector<int64_t> starts = {0};
+    starts.insert(starts.end(), points.cuts().begin(), points.cuts().end());
+    if (static_cast<int64_t>(starts.size()) > kMaxPieces) return nullptr;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t end = i + 1 < starts.size() ? starts[i + 1] : extent;
+      if (end - starts[i] < kMinPieceRun) return nullptr;
+    }
+    const std::string name = k_.var_names[static_cast<size_t>(s->var)];  // a copy: push_back below may move the names
+    std::vector<Stmt> pieces;
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t end = i + 1 < starts.size() ? starts[i + 1] : extent;
+      const int piece = static_cast<int>(k_.var_names.size());
+      k_.var_names.push_back(name + "_s" + std::to_string(i));
+      bound(piece) = Interval::range(end - starts[i]);
+      const Expr value = starts[i] == 0 ? var(piece) : var(piece) + int_imm(starts[i]);
+      std::vector<Stmt> body;
+      for (const Stmt& b : s->body) {
+        Stmt moved = rewrite_stmt_exprs(b, [&](const Expr& e) { return with_var(e, s->var, value); });
+        if (Stmt simple = simplified(moved)) body.push_back(simple);
+      }
+      pieces.push_back(make_for(piece, int_imm(end - starts[i]), s->loop, std::move(body)));
+    }
+    return make_seq(std::move(pieces));
+  }
+
+  // s with its expressions simplified under the loop bounds (its own loops'
+  // included); an If whose condition became a constant is its body or
+  // nothing (nullptr).
+  Stmt simplified(const Stmt& s) {
+    std::optional<Interval> saved;
+    int64_t extent = 0;
+    if (s->kind == StmtKind::kFor && s->var >= 0 && is_const_int(s->extent, &extent) && extent > 0) {
+      saved = bound(s->var);
+      bound(s->var) = Interval::range(extent);
+    }
+    StmtNode n = *s;
+    for (Expr* e : {&n.index, &n.value, &n.cond})
+      if (*e) *e = simplify(*e, bounds_);
+    for (CallArg& a : n.args)
+      if (a.value) a.value = simplify(a.value, bounds_);
+    std::vector<Stmt> body;
+    for (const Stmt& c : s->body)
+      if (Stmt simple = simplified(c)) body.push_back(simple);
+    n.body = std::move(body);
+    if (saved) bound(s->var) = *saved;
+    int64_t taken = 0;
+    if (n.kind == StmtKind::kIf && is_const_int(n.cond, &taken))
+      return taken ? make_seq(std::move(n.body)) : nullptr;
+    return std::make_shared<const StmtNode>(std::move(n));
+  }
+
+  Kernel& k_;
+  std::vector<Interval> bounds_;
+};
+
+}  // namespace
+
+Kernel split_piecewise_loops(Kernel k) {
+  if (!k.body) return k;
+  Splitter splitter(k);
+  k.body = splitter.stmt(k.body);
+  return k;
+}
+
+}  // namespace tilegraph::codegen
