@@ -11,11 +11,11 @@
   map, channel multiplier 2, a residual Add; a 'same' conv on a 16-wide map
   on the flat form, its residual twin on the loop per row, and a stride-2
   conv on the segments;
-* where the host has AVX-512, stride-1 'same' convs on planes up to 56 x 56
+* where the host has AVX-512, stride-1 'same' convs on planes up to 64 x 64
   and 3x3 stride-2 convs padded by 1 call the depthwise micro-kernel
   (codegen/ukernels/dwconv_avx512.h; the manifest names it): 3x3 and 5x5
   windows, 1- and 2-row maps, 7x7 to 56x56 maps, stride 2 on 14x14 and on
-  odd 13x11, channel multiplier 2, batch 2, residual Adds; a 57x57 map keeps
+  odd 13x11, channel multiplier 2, batch 2, residual Adds; a 65x65 map keeps
   the flat form. TILEGRAPH_DWCONV_VARIANT=none keeps the generated loops (the
   forms above), checked as well;
 * stems (3 channels, 3x3 stride 2 and 5x5 dilated, batch 2) and a 1x1 conv
@@ -135,10 +135,10 @@ def flat(path):
 
 def planes(path):
     # MobileNetV2's larger 'same' maps: 28x28 and 56x56 on the micro-kernel
-    # (with a residual Add), 57x57 past its limit (the flat form).
+    # (with a residual Add), 65x65 past its limit (the flat form).
     outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("a", "b", "c")]
     inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 3, s, s])
-              for n, s in (("x", 28), ("y", 56), ("z", 57))]
+              for n, s in (("x", 28), ("y", 56), ("z", 65))]
     nodes = [
         helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], group=3, pads=[1, 1, 1, 1]),
         helper.make_node("Clip", ["c0", "lo", "hi"], ["a"]),

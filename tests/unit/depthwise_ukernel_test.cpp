@@ -99,6 +99,7 @@ TEST(DepthwiseUkernel, Avx512PlaneMatchesTheScalarSum) {
   expect_plane_matches_reference<14, 14, 3>();  // 13 vectors: a group of 4 + 1
   expect_plane_matches_reference<9, 16, 3>();   // 9 vectors: rows of exactly one vector
   expect_plane_matches_reference<28, 28, 3>();  // 49 vectors
+  expect_plane_matches_reference<64, 64, 3>();  // 256 vectors: the largest plane taken
 }
 
 template <int H, int W>
@@ -206,14 +207,17 @@ TEST(DepthwiseUkernel, SameConvCallsTheMicroKernelPerPlane) {
   EXPECT_EQ(flat[0]->loop, codegen::LoopKind::kVectorized);
   for (const codegen::Buffer& b : k.buffers) EXPECT_NE(b.name, "padded");
   EXPECT_EQ(k.flops, 2 * 8 * 49 * 9);
-  // The 5 x 5 window (pad 2) too, and a 56 x 56 plane (the largest taken).
-  std::vector<codegen::Stmt> calls5, calls56;
+  // The 5 x 5 window (pad 2) too, and 56 x 56 and 64 x 64 planes (the largest taken).
+  std::vector<codegen::Stmt> calls5, calls56, calls64;
   calls_in(lower_depthwise("same5", {9, 11, 5, 2}, "avx512").body, &calls5);
   ASSERT_EQ(calls5.size(), 1u);
   EXPECT_EQ(calls5[0]->callee, "tg_dwconv::plane_same<9, 11, 5>");
   calls_in(lower_depthwise("same56", {56, 56}, "avx512").body, &calls56);
   ASSERT_EQ(calls56.size(), 1u);
   EXPECT_EQ(calls56[0]->callee, "tg_dwconv::plane_same<56, 56, 3>");
+  calls_in(lower_depthwise("same64", {64, 64}, "avx512").body, &calls64);
+  ASSERT_EQ(calls64.size(), 1u);
+  EXPECT_EQ(calls64[0]->callee, "tg_dwconv::plane_same<64, 64, 3>");
 }
 
 // A 3 x 3 stride-2 conv padded by 1 calls the stride-2 micro-kernel per
@@ -241,11 +245,11 @@ TEST(DepthwiseUkernel, Stride2ConvCallsTheMicroKernelPerPlane) {
 
 // Without the micro-kernel (other targets), and for convs it does not cover
 // (dilation, stride 1 with padding other than 'same', stride 2 with padding
-// 0 or a 5 x 5 window, stride-1 planes over 56 x 56, stride-2 ones over 64 x
+// 0 or a 5 x 5 window, stride-1 planes over 64 x 64, stride-2 ones over 64 x
 // 64 outputs), the generated loops as before.
 TEST(DepthwiseUkernel, OtherConvsKeepTheGeneratedLoops) {
   const std::vector<std::pair<std::string, DepthwiseConv>> cases = {
-      {"dilated", {14, 14, 3, 2, 1, 2}}, {"valid", {9, 9, 3, 0}},  {"plane57", {57, 57}},
+      {"dilated", {14, 14, 3, 2, 1, 2}}, {"valid", {9, 9, 3, 0}},  {"plane65", {65, 65}},
       {"stride2_valid", {14, 14, 3, 0, 2}}, {"stride2_5x5", {14, 14, 5, 2, 2}},
       {"stride2_plane65", {130, 130, 3, 1, 2}}};
   for (const auto& [name, conv] : cases) {
