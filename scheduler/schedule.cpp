@@ -19,9 +19,9 @@ constexpr int64_t kRowlessTileVectors = 4;
 // axis: one along which the vector loads do not move, so each loaded vector
 // is reused tile_rows times (matmul: the row axis; a 1x1 convolution in NCHW:
 // the output-channel axis, not the image row). -1 when none qualifies.
-int choose_row_axis(const Op& op, const Shape& shape) {
+int choose_row_axis(const Op& op, const Shape& shape, int col_axis) {
+  if (col_axis < 1 || shape[col_axis] <= 1) return -1;
   const int rank = static_cast<int>(shape.size());
-  if (rank < 2 || shape[rank - 1] <= 1) return -1;
   // For each load: the set of output axes its indices mention.
   std::vector<std::vector<bool>> uses;
   visit(op.body, [&](const Expr& n) {
@@ -33,15 +33,53 @@ int choose_row_axis(const Op& op, const Shape& shape) {
       });
     uses.push_back(mentioned);
   });
-  for (int d = rank - 2; d >= 0; --d) {
+  for (int d = col_axis - 1; d >= 0; --d) {
     if (shape[d] < 4) continue;
     for (const auto& mentioned : uses)
-      if (mentioned[rank - 1] && !mentioned[d]) return d;
+      if (mentioned[col_axis] && !mentioned[d]) return d;
   }
-  return shape[rank - 2] >= 4 ? rank - 2 : -1;
+  return shape[col_axis - 1] >= 4 ? col_axis - 1 : -1;
 }
 
 }  // namespace
+
+bool reads_along_reduce_axis(const Graph& g, const Op& op) {
+  const int rank = static_cast<int>(g.tensor(op.output).shape.size());
+  if (rank == 0 || op.reduce_extents.empty()) return false;
+  const int reduce_var = rank + static_cast<int>(op.reduce_extents.size()) - 1;
+  bool along_reduce = false, along_output = false;
+  visit(op.body, [&](const Expr& e) {
+    if (e->kind != ExprKind::kLoad || e->args.empty()) return;
+    along_reduce |= uses_var(e->args.back(), reduce_var);
+    along_output |= uses_var(e->args.back(), rank - 1);
+  });
+  return along_reduce && !along_output;
+}
+
+int reduction_col_axis(const Graph& g, const Op& op) {
+  const Shape& shape = g.tensor(op.output).shape;
+  const int last = static_cast<int>(shape.size()) - 1;
+  int col = last;
+  while (col > 0 && shape[col] == 1) --col;
+  int reduce = static_cast<int>(op.reduce_extents.size()) - 1;  // the innermost reduce axis longer than 1
+  while (reduce >= 0 && op.reduce_extents[static_cast<size_t>(reduce)] == 1) --reduce;
+  if (col == last || shape[col] == 1 || reduce < 0) return last;
+  // A load whose innermost axis longer than 1 (its contiguous one: a 1x1
+  // conv's weights are [C_out, C_in, 1, 1]) moves with the reduce axis: each
+  // element's own vectorized reduce loop reads it in order.
+  const int reduce_var = last + 1 + reduce;
+  bool along_reduce = false;
+  visit(op.body, [&](const Expr& e) {
+    if (e->kind != ExprKind::kLoad) return;
+    const Shape& in = g.tensor(op.inputs[static_cast<size_t>(e->int_value)]).shape;
+    for (size_t d = std::min(in.size(), e->args.size()); d-- > 0;)
+      if (in[d] > 1) {
+        along_reduce |= uses_var(e->args[d], reduce_var);
+        return;
+      }
+  });
+  return along_reduce ? last : col;
+}
 
 void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, KernelSchedule& k) {
   const Shape& shape = g.tensor(op.output).shape;
@@ -50,9 +88,10 @@ void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, Ke
   // The loop nest the lowering builds, outermost first (see KernelSchedule).
   std::vector<int64_t> loops;
   if (op.reduction != Reduction::kNone && rank >= 1) {
-    k.tile_cols = std::min<int64_t>(shape[rank - 1], 2 * vector_lanes);
+    const int col_axis = reduction_col_axis(g, op);
+    k.tile_cols = std::min<int64_t>(shape[col_axis], 2 * vector_lanes);
 
-    k.row_axis = choose_row_axis(op, shape);
+    k.row_axis = choose_row_axis(op, shape, col_axis);
     // Rows x two vectors of accumulators: 8 with 16 vector registers (AVX2),
     // 16 with 32 (AVX-512, NEON), enough independent FMA chains either way.
     const int64_t vector_registers =
@@ -66,11 +105,11 @@ void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, Ke
     // updating only its columns: 16 vectors (256 columns, accumulators in
     // memory) 199 us one thread / 119 two, 4 vectors 153-159 / 90. (Two
     // vectors' worth ran latency-bound before the ragged tail was fixed.)
-    if (k.row_axis < 0) k.tile_cols = std::min<int64_t>(shape[rank - 1], kRowlessTileVectors * vector_lanes);
-    for (int d = 0; d < rank - 1; ++d)
+    if (k.row_axis < 0) k.tile_cols = std::min<int64_t>(shape[col_axis], kRowlessTileVectors * vector_lanes);
+    for (int d = 0; d < col_axis; ++d)
       if (d != k.row_axis) loops.push_back(shape[d]);
     if (k.row_axis >= 0) loops.push_back((shape[k.row_axis] + k.tile_rows - 1) / k.tile_rows);
-    loops.push_back((shape[rank - 1] + k.tile_cols - 1) / k.tile_cols);
+    loops.push_back((shape[col_axis] + k.tile_cols - 1) / k.tile_cols);
   } else {
     loops.assign(shape.begin(), shape.end());
   }

@@ -19,23 +19,6 @@ using scheduler::PhasePlan;
 using scheduler::Region;
 using scheduler::StagedInput;
 
-// Do the op's loads walk its innermost reduce axis contiguously (in their
-// last index) and none walk its innermost output axis there? Then reducing
-// each element in an inner loop reads memory in order, where a register tile
-// over output elements would gather across rows (a partial reduction's rows).
-bool reads_along_reduce_axis(const Graph& g, const Op& op) {
-  const int rank = static_cast<int>(g.tensor(op.output).shape.size());
-  if (rank == 0 || op.reduce_extents.empty()) return false;
-  const int reduce_var = rank + static_cast<int>(op.reduce_extents.size()) - 1;
-  bool along_reduce = false, along_output = false;
-  visit(op.body, [&](const Expr& e) {
-    if (e->kind != ExprKind::kLoad || e->args.empty()) return;
-    along_reduce |= uses_var(e->args.back(), reduce_var);
-    along_output |= uses_var(e->args.back(), rank - 1);
-  });
-  return along_reduce && !along_output;
-}
-
 // Does `e` clamp an index that uses var v (min/max on integers) or test
 // one (an integer comparison: a padding guard)? Then a vector loop over v
 // gathers or blends where its body would otherwise run contiguously.
@@ -350,7 +333,7 @@ class BlockKernelBuilder : KernelBuilder {
     // reduce axis: then each element's innermost reduce loop vectorizes on
     // its own (LoopKind::kReduce).
     const bool reduce_inside = threads_ == 1 && (extents.empty() || extents.back() == 1 ||
-                                                 reads_along_reduce_axis(g_, op));
+                                                 scheduler::reads_along_reduce_axis(g_, op));
     if (threads_ == 1 && pp.step == 0 && !reduce_inside && extents.size() >= 2 && pp.elements > kL1Accumulators)
       return build_row_reduction(i, acc);
     // Accumulator slot of an element: its flat index with one thread, the

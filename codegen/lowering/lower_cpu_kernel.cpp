@@ -96,11 +96,12 @@ class LoopNestBuilder : KernelBuilder {
     const int rank = static_cast<int>(shape.size());
     const DType dtype = g_.tensor(op_.output).dtype;
     const int row_axis = kernel_.schedule.row_axis;
-    const int col_axis = rank - 1;
+    // The axes after col_axis (a keepdims reduction's) have extent 1: coordinate 0.
+    const int col_axis = rank >= 1 ? scheduler::reduction_col_axis(g_, op_) : -1;
     const int64_t rows = row_axis >= 0 ? kernel_.schedule.tile_rows : 1;
     const int64_t cols = rank >= 1 ? kernel_.schedule.tile_cols : 1;
     std::vector<int> outer_vars;
-    std::vector<Expr> spatial(static_cast<size_t>(rank));
+    std::vector<Expr> spatial(static_cast<size_t>(rank), int_imm(0));
     for (int d = 0; d < col_axis; ++d) {
       if (d == row_axis) continue;
       outer_vars.push_back(new_var("i" + std::to_string(d), shape[d]));

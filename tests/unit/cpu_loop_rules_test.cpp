@@ -115,5 +115,64 @@ TEST(CpuLoopRules, MatrixProductKeepsTwoVectorsByEightRows) {
   EXPECT_EQ(ks.parallel_depth, 1);
 }
 
+// The graph of a chain of `ops` (Transpose: perm; reductions: axes,
+// keepdims) on one input of `shape`, optimized as the compiler does.
+Graph one_input_graph(const std::vector<int64_t>& shape, const std::vector<std::string>& ops,
+                      const std::vector<std::vector<int64_t>>& perms_or_axes, const std::string& name) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, shape).output("y");
+  std::string in = "x";
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string out = i + 1 == ops.size() ? "y" : "t" + std::to_string(i);
+    onnx::NodeProto& n = b.node(ops[i], {in}, {out});
+    if (ops[i] == "Transpose") {
+      OnnxModelBuilder::attr_ints(n, "perm", perms_or_axes[i]);
+    } else {
+      OnnxModelBuilder::attr_ints(n, "axes", perms_or_axes[i]);
+      OnnxModelBuilder::attr_int(n, "keepdims", 1);
+    }
+    in = out;
+  }
+  const std::string path = testing::test_model_path("CpuLoopRules", name);
+  b.save(path);
+  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
+}
+
+// A keepdims mean over channels read through a Transpose (Restormer's layer
+// norm: [1, C, HW] as [1, HW, C], mean over C: out [1, HW, 1]): the tile runs
+// along the pixels (axis 1), whose loads are contiguous, with the reduce loop
+// over the channels outside the vector loop.
+TEST(CpuLoopRules, KeepdimsMeanOverStridedChannelsTilesThePixels) {
+  const Graph g = one_input_graph({1, 96, 256}, {"Transpose", "ReduceMean"}, {{0, 2, 1}, {2}}, "keepdims_strided");
+  const scheduler::KernelSchedule ks = matmul_schedule(g);
+  const Op& op = g.ops[static_cast<size_t>(ks.ops.at(0))];
+  ASSERT_EQ(g.tensor(op.output).shape, (Shape{1, 256, 1}));
+  EXPECT_EQ(scheduler::reduction_col_axis(g, op), 1);
+  EXPECT_EQ(ks.row_axis, -1);
+  EXPECT_EQ(ks.tile_cols, 64);
+  const codegen::Kernel k = codegen::lower_cpu_kernel(g, ks);
+  std::vector<codegen::Stmt> tiles, reduce;
+  loops_named(k, k.body, "jj", &tiles);
+  loops_named(k, k.body, "r0", &reduce);
+  ASSERT_FALSE(tiles.empty());
+  for (const codegen::Stmt& t : tiles) EXPECT_EQ(t->loop, codegen::LoopKind::kVectorized);
+  ASSERT_EQ(reduce.size(), 1u);
+  EXPECT_EQ(reduce[0]->loop, codegen::LoopKind::kSerial) << "the channels' loop is outside the vector loop";
+}
+
+// Read along its reduce axis in memory (a mean over the last axis, or over
+// NCHW channels whose trailing pixel axes are 1, as a 1x1 conv on a pooled
+// map reads its [C_out, C_in, 1, 1] weights), each element reduces in its own
+// vector loop: the keepdims column stays the last axis.
+TEST(CpuLoopRules, KeepdimsMeanAlongMemoryKeepsTheLastAxis) {
+  const Graph rows = one_input_graph({1, 256, 96}, {"ReduceMean"}, {{2}}, "keepdims_rows");
+  const scheduler::KernelSchedule ks = matmul_schedule(rows);
+  EXPECT_EQ(scheduler::reduction_col_axis(rows, rows.ops[static_cast<size_t>(ks.ops.at(0))]), 2);
+  EXPECT_EQ(ks.tile_cols, 1);
+  const Graph pooled = one_input_graph({1, 128, 1, 1}, {"ReduceMax"}, {{1}}, "keepdims_pooled");
+  const scheduler::KernelSchedule pks = matmul_schedule(pooled);
+  EXPECT_EQ(scheduler::reduction_col_axis(pooled, pooled.ops[static_cast<size_t>(pks.ops.at(0))]), 3);
+}
+
 }  // namespace
 }  // namespace tilegraph
