@@ -56,18 +56,11 @@ bool reads_along_reduce_axis(const Graph& g, const Op& op) {
   return along_reduce && !along_output;
 }
 
-int reduction_col_axis(const Graph& g, const Op& op) {
-  const Shape& shape = g.tensor(op.output).shape;
-  const int last = static_cast<int>(shape.size()) - 1;
-  int col = last;
-  while (col > 0 && shape[col] == 1) --col;
+bool loads_walk_reduce_axis(const Graph& g, const Op& op) {
   int reduce = static_cast<int>(op.reduce_extents.size()) - 1;  // the innermost reduce axis longer than 1
   while (reduce >= 0 && op.reduce_extents[static_cast<size_t>(reduce)] == 1) --reduce;
-  if (col == last || shape[col] == 1 || reduce < 0) return last;
-  // A load whose innermost axis longer than 1 (its contiguous one: a 1x1
-  // conv's weights are [C_out, C_in, 1, 1]) moves with the reduce axis: each
-  // element's own vectorized reduce loop reads it in order.
-  const int reduce_var = last + 1 + reduce;
+  if (reduce < 0) return false;
+  const int reduce_var = static_cast<int>(g.tensor(op.output).shape.size()) + reduce;
   bool along_reduce = false;
   visit(op.body, [&](const Expr& e) {
     if (e->kind != ExprKind::kLoad) return;
@@ -78,7 +71,16 @@ int reduction_col_axis(const Graph& g, const Op& op) {
         return;
       }
   });
-  return along_reduce ? last : col;
+  return along_reduce;
+}
+
+int reduction_col_axis(const Graph& g, const Op& op) {
+  const Shape& shape = g.tensor(op.output).shape;
+  const int last = static_cast<int>(shape.size()) - 1;
+  int col = last;
+  while (col > 0 && shape[col] == 1) --col;
+  if (col == last || shape[col] == 1 || op.reduce_extents.empty() || loads_walk_reduce_axis(g, op)) return last;
+  return col;
 }
 
 void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, KernelSchedule& k) {

@@ -126,6 +126,12 @@ void apply_cpu_loop_rules(const Graph& g, const Op& op, const ArchSpec& arch, Ke
 // over output elements would gather across rows (a partial reduction's rows).
 bool reads_along_reduce_axis(const Graph& g, const Op& op);
 
+// Does a load's innermost axis longer than 1 (where it is contiguous: a 1x1
+// conv's weights are [C_out, C_in, 1, 1]) move with the op's innermost
+// reduce axis longer than 1? Then each element's own vectorized reduce loop
+// reads that operand in order.
+bool loads_walk_reduce_axis(const Graph& g, const Op& op);
+
 // The output axis a reduction's register tile runs along (tile_cols): the
 // last one, except where the last ones are 1 (a keepdims reduction: a layer
 // norm's mean over NCHW channels is [N, 1, H, W] or, after a Transpose,

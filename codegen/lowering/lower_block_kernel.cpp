@@ -275,7 +275,8 @@ class BlockKernelBuilder : KernelBuilder {
   std::vector<Expr> coords_at(int phase, const std::vector<Expr>& local) {
     const OpTile& t = plan_.tiling.ops[phase];
     std::map<int, Expr> with;
-    for (size_t d = 0; d < t.local_vars.size(); ++d) with[t.local_vars[d]] = local[d];
+    // Fewer local coords than axes: the trailing ones have extent 1 (trimmed_extents).
+    for (size_t d = 0; d < t.local_vars.size(); ++d) with[t.local_vars[d]] = d < local.size() ? local[d] : int_imm(0);
     std::vector<Expr> coords;
     for (const Expr& c : t.coords) coords.push_back(replace_vars(c, with));
     return coords;
@@ -312,18 +313,39 @@ class BlockKernelBuilder : KernelBuilder {
     return make_seq({to_shared, std::make_shared<const StmtNode>(std::move(global_store))});
   }
 
+  // The element loops' extents of phase i: its region's, less the trailing
+  // 1s of a keepdims region ([4, 128, 1]) unless it is a reduction whose
+  // loads walk the reduce axis in memory. Its innermost element loop then
+  // moves along the last axis longer than 1 (vectorized), with a
+  // reduction's reduce loops outside it, where each element reducing alone
+  // read one value per cache line (MobileViT's layer norm over channels
+  // through its unfolding Transpose) and an elementwise phase after it ran
+  // a scalar loop of one. The flat index is the same either way; coords_at
+  // binds the trimmed axes to 0.
+  std::vector<int64_t> element_extents(int i) {
+    std::vector<int64_t> extents = extents_of(plan_.tiling.ops[i].region);
+    size_t kept = extents.size();
+    while (kept > 1 && extents[kept - 1] == 1) --kept;
+    const Op& op = plan_.phases[i];
+    if (threads_ == 1 && kept < extents.size() && extents[kept - 1] > 1 &&
+        (op.reduction == Reduction::kNone || !scheduler::loads_walk_reduce_axis(g_, op)))
+      extents.resize(kept);
+    return extents;
+  }
+
   Stmt build_phase(int i) {
     const Op& op = plan_.phases[i];
     const PhasePlan& pp = plan_.phase_plans[i];
     const OpTile& tile = plan_.tiling.ops[i];
-    const std::vector<int64_t> extents = extents_of(tile.region);
     const std::string prefix = str_cat("p", i, "_");
     if (op.reduction == Reduction::kNone) {
+      const std::vector<int64_t> extents = element_extents(i);
       return thread_loop({for_each_element(prefix + "e", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
         return store_result(i, local, flat, value_at(i, coords_at(i, local), {}));
       }, nullptr, LoopKind::kVectorized, /*peel=*/true)});
     }
     if (pp.mma) return build_mma_phase(i);
+    const std::vector<int64_t> extents = element_extents(i);
     const DType dtype = g_.tensor(op.output).dtype;
     const int acc = pp.accumulator >= 0 ? shared_ids_[pp.accumulator]
                                         : add_local(prefix + "acc", compute_dtype(dtype), pp.per_thread);
@@ -425,7 +447,7 @@ class BlockKernelBuilder : KernelBuilder {
   Stmt build_row_reduction(int i, int acc) {
     const Op& op = plan_.phases[i];
     const OpTile& tile = plan_.tiling.ops[i];
-    const std::vector<int64_t> extents = extents_of(tile.region);
+    const std::vector<int64_t> extents = element_extents(i);
     const std::string prefix = str_cat("p", i, "_");
     const DType acc_type = compute_dtype(g_.tensor(op.output).dtype);
     const int64_t width = extents.back();
