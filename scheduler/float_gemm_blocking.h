@@ -25,7 +25,8 @@
 //     (a_per_k_block), so one row block holds every row and streams B once.
 //   * column groups: where B is packed at run time over all of K (one k
 //     block), a task packs b_group column panels together (within half the
-//     L1) and runs each row panel over all of them before the next. A
+//     L1 or an eighth of the L2) and runs each row panel over all of them
+//     before the next. A
 //     convolution on a large map with few channels (MobileNetV2's 112 x 112
 //     1x1 convs, K = 16 or 32) is bound by memory: its input's K rows and
 //     its output's M rows are that many streams, each read or written NR

@@ -33,7 +33,7 @@
 // (B packed at run time), the k-block loop goes outside the column panels
 // instead ("k outer"), so that fewer row blocks pack the same B panels.
 // Where B is packed at run time as one block, a task packs its column panels
-// in groups within half the L1 and runs each row panel over the whole group
+// in groups (FloatGemmBlocking::b_group) and runs each row panel over the whole group
 // (column_group), so the input's rows and the output's are read and written
 // a group of panels at a time.
 #pragma once

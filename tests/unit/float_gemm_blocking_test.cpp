@@ -213,14 +213,19 @@ TEST(FloatGemmBlocking, ActivationsWithALongKPackAPerKBlock) {
 }
 
 // Column groups (B packed at run time over all of K): panels of K x 32
-// floats within half a 32 KB L1, at most 8. K = 16 (2 KB panels): 8; K =
-// 64 (8 KB): 2; K = 256 (32 KB, one k block): 1. Packed weights as B, or K
-// in blocks: no groups.
-TEST(FloatGemmBlocking, RunTimeColumnPanelsGroupWithinHalfTheL1) {
+// floats within an eighth of a 1 MB L2 (128 KB) or half of the 32 KB L1,
+// whichever is larger, at most 8. K = 16 (2 KB panels) and 64 (8 KB): 8;
+// K = 256 (32 KB, one k block): 4. With a 64 KB L2 half the L1 (16 KB)
+// bounds them: K = 64: 2, K = 256: 1. Packed weights as B, or K in blocks:
+// no groups.
+TEST(FloatGemmBlocking, RunTimeColumnPanelsGroupWithinTheCaches) {
   const ArchSpec arch = caches(32 << 10, 1 << 20);
   EXPECT_EQ(float_gemm_blocking(conv_gemm(96, {16}), 8, 32, arch, {true, false}).b_group, 8);
-  EXPECT_EQ(float_gemm_blocking(conv_gemm(96, {64}), 8, 32, arch, {true, false}).b_group, 2);
-  EXPECT_EQ(float_gemm_blocking(conv_gemm(96, {256}), 8, 32, arch, {true, false}).b_group, 1);
+  EXPECT_EQ(float_gemm_blocking(conv_gemm(96, {64}), 8, 32, arch, {true, false}).b_group, 8);
+  EXPECT_EQ(float_gemm_blocking(conv_gemm(96, {256}), 8, 32, arch, {true, false}).b_group, 4);
+  const ArchSpec small_l2 = caches(32 << 10, 64 << 10);
+  EXPECT_EQ(float_gemm_blocking(conv_gemm(96, {64}), 8, 32, small_l2, {true, false}).b_group, 2);
+  EXPECT_EQ(float_gemm_blocking(conv_gemm(96, {256}), 8, 32, small_l2, {true, false}).b_group, 1);
   EXPECT_EQ(float_gemm_blocking(conv_gemm(96, {16}), 8, 32, arch, {false, true}).b_group, 1);
   const FloatGemmBlocking blocked = float_gemm_blocking(conv_gemm(96, {256, 3, 3}), 8, 32, arch, {true, false});
   EXPECT_GT(blocked.k_blocks, 1);
