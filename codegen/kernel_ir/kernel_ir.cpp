@@ -126,6 +126,27 @@ Stmt rewrite_stmt_exprs(const Stmt& s, const std::function<Expr(const Expr&)>& f
   return std::make_shared<const StmtNode>(std::move(n));
 }
 
+void visit_stmt_exprs(const Stmt& s, const std::function<void(const Expr&)>& f) {
+  for (const Expr* e : {&s->extent, &s->index, &s->value, &s->cond})
+    if (*e) f(*e);
+  for (const CallArg& a : s->args)
+    if (a.value) f(a.value);
+  for (const Stmt& c : s->body) visit_stmt_exprs(c, f);
+}
+
+Stmt map_body(const Stmt& s, const std::function<Stmt(const Stmt&)>& f) {
+  std::vector<Stmt> body;
+  bool changed = false;
+  for (const Stmt& c : s->body) {
+    body.push_back(f(c));
+    changed |= body.back() != c;
+  }
+  if (!changed) return s;
+  StmtNode n = *s;
+  n.body = std::move(body);
+  return std::make_shared<const StmtNode>(std::move(n));
+}
+
 Stmt make_warp_mma(CallArg a, CallArg b, CallArg c) {
   StmtNode n{StmtKind::kWarpMma};
   n.args = {std::move(a), std::move(b), std::move(c)};

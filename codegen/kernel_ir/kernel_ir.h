@@ -178,4 +178,12 @@ std::string to_string(const Kernel& k);  // debug dump
 // arguments) replaced by f(expression), statements rebuilt bottom-up.
 Stmt rewrite_stmt_exprs(const Stmt& s, const std::function<Expr(const Expr&)>& f);
 
+// Calls f on every expression of s and of the statements in its body
+// (extents, indices, values, conditions, call arguments), s's own first.
+void visit_stmt_exprs(const Stmt& s, const std::function<void(const Expr&)>& f);
+
+// s with each statement of its body replaced by f(statement); s itself
+// (same pointer) when f changed none of them.
+Stmt map_body(const Stmt& s, const std::function<Stmt(const Stmt&)>& f);
+
 }  // namespace tilegraph::codegen

@@ -28,20 +28,6 @@ class Hoister {
   }
 
  private:
-  template <typename F>
-  static Stmt map_body(const Stmt& s, F&& f) {
-    std::vector<Stmt> body;
-    bool changed = false;
-    for (const Stmt& c : s->body) {
-      body.push_back(f(c));
-      changed |= body.back() != c;
-    }
-    if (!changed) return s;
-    StmtNode n = *s;
-    n.body = std::move(body);
-    return std::make_shared<const StmtNode>(std::move(n));
-  }
-
   static bool invariant(const Expr& e, const std::set<int>& vars, const std::set<int>& stored) {
     return !any_node(e, [&](const Expr& x) {
       return (x->kind == ExprKind::kVar && vars.count(static_cast<int>(x->int_value))) ||

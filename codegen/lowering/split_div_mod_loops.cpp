@@ -37,11 +37,7 @@ class DivisorOf {
     for (const Expr& a : e->args) scan(a);
   }
   void scan(const Stmt& s) {
-    for (const Expr* e : {&s->extent, &s->index, &s->value, &s->cond})
-      if (*e) scan(*e);
-    for (const CallArg& a : s->args)
-      if (a.value) scan(a.value);
-    for (const Stmt& c : s->body) scan(c);
+    visit_stmt_exprs(s, [&](const Expr& e) { scan(e); });
   }
   std::optional<int64_t> divisor() const {
     if (!ok_) return std::nullopt;
@@ -63,18 +59,7 @@ class Splitter {
   explicit Splitter(Kernel& k) : k_(k) {}
 
   Stmt stmt(const Stmt& s) {
-    std::vector<Stmt> body;
-    bool changed = false;
-    for (const Stmt& c : s->body) {
-      body.push_back(stmt(c));
-      changed |= body.back() != c;
-    }
-    Stmt out = s;
-    if (changed) {
-      StmtNode n = *s;
-      n.body = std::move(body);
-      out = std::make_shared<const StmtNode>(std::move(n));
-    }
+    const Stmt out = map_body(s, [&](const Stmt& c) { return stmt(c); });
     if (Stmt split = try_split(out)) return split;
     return out;
   }

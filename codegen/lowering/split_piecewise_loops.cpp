@@ -44,11 +44,7 @@ class CutPoints {
     for (const Expr& a : e->args) scan(a);
   }
   void scan(const Stmt& s) {
-    for (const Expr* e : {&s->extent, &s->index, &s->value, &s->cond})
-      if (*e) scan(*e);
-    for (const CallArg& a : s->args)
-      if (a.value) scan(a.value);
-    for (const Stmt& c : s->body) scan(c);
+    visit_stmt_exprs(s, [&](const Expr& e) { scan(e); });
   }
   const std::set<int64_t>& cuts() const { return cuts_; }
 
@@ -92,30 +88,25 @@ class Splitter {
   explicit Splitter(Kernel& k) : k_(k), bounds_(k.var_names.size()) {}
 
   Stmt stmt(const Stmt& s) {
-    std::optional<Interval> saved;
-    int64_t extent = 0;
-    if (s->kind == StmtKind::kFor && s->var >= 0 && is_const_int(s->extent, &extent) && extent > 0) {
-      saved = bound(s->var);
-      bound(s->var) = Interval::range(extent);
-    }
-    std::vector<Stmt> body;
-    bool changed = false;
-    for (const Stmt& c : s->body) {
-      body.push_back(stmt(c));
-      changed |= body.back() != c;
-    }
-    Stmt out = s;
-    if (changed) {
-      StmtNode n = *s;
-      n.body = std::move(body);
-      out = std::make_shared<const StmtNode>(std::move(n));
-    }
+    const std::optional<Interval> saved = enter(s);
+    const Stmt out = map_body(s, [&](const Stmt& c) { return stmt(c); });
     if (saved) bound(s->var) = *saved;
     if (Stmt split = try_split(out)) return split;
     return out;
   }
 
  private:
+  // Binds a For's var to [0, extent) while its body is visited; returns the
+  // bound to restore after it (none for other statements).
+  std::optional<Interval> enter(const Stmt& s) {
+    int64_t extent = 0;
+    if (s->kind != StmtKind::kFor || s->var < 0 || !is_const_int(s->extent, &extent) || extent <= 0)
+      return std::nullopt;
+    const Interval saved = bound(s->var);
+    bound(s->var) = Interval::range(extent);
+    return saved;
+  }
+
   Interval& bound(int v) {
     if (static_cast<size_t>(v) >= bounds_.size()) bounds_.resize(static_cast<size_t>(v) + 1);
     return bounds_[static_cast<size_t>(v)];
@@ -157,12 +148,7 @@ class Splitter {
   // included); an If whose condition became a constant is its body or
   // nothing (nullptr).
   Stmt simplified(const Stmt& s) {
-    std::optional<Interval> saved;
-    int64_t extent = 0;
-    if (s->kind == StmtKind::kFor && s->var >= 0 && is_const_int(s->extent, &extent) && extent > 0) {
-      saved = bound(s->var);
-      bound(s->var) = Interval::range(extent);
-    }
+    const std::optional<Interval> saved = enter(s);
     StmtNode n = *s;
     for (Expr* e : {&n.index, &n.value, &n.cond})
       if (*e) *e = simplify(*e, bounds_);

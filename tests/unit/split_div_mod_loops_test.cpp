@@ -16,11 +16,13 @@
 #include "tests/unit/cpu_test_program.h"
 #include "tests/unit/unit_temp_dir.h"
 #include "tests/unit/global_buffer.h"
+#include "tests/unit/kernel_ir_test_util.h"
 
 namespace tilegraph {
 namespace {
 
 using namespace codegen;
+using testing::collect_loops;
 
 // Heads x rows x d, read as rows x (heads * d): d is the run the split finds.
 constexpr int64_t kHeads = 3, kRows = 5, kD = 12, kCols = kHeads * kD;
@@ -82,12 +84,6 @@ Kernel layout_kernel(const Layout& layout) {
 }
 
 Kernel merged_heads_kernel(int64_t d = kD) { return layout_kernel(merged_heads(d)); }
-
-// Each For of s as (extent, kind), outside in.
-void collect_loops(const Stmt& s, std::vector<std::pair<int64_t, LoopKind>>* loops) {
-  if (s->kind == StmtKind::kFor) loops->emplace_back(s->extent->int_value, s->loop);
-  for (const Stmt& c : s->body) collect_loops(c, loops);
-}
 
 bool has_div_or_mod(const Stmt& s) {
   bool found = false;

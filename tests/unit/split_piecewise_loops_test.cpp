@@ -16,12 +16,14 @@
 #include "codegen/printing/c_printer.h"
 #include "tests/unit/cpu_test_program.h"
 #include "tests/unit/global_buffer.h"
+#include "tests/unit/kernel_ir_test_util.h"
 #include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
 
 using namespace codegen;
+using testing::collect_loops;
 
 constexpr int64_t kRows = 3;
 
@@ -69,12 +71,6 @@ Kernel concat_kernel(const std::vector<int64_t>& widths) {
                                {make_store(n + 1, var(0), load(n + 1, DType::kF32, {var(0)}) + concat_load(widths, 0, 2))});
   k.body = make_for(0, int_imm(kRows), LoopKind::kSerial, {scale, init, reduce});
   return k;
-}
-
-// Each For of s as (extent, kind), outside in.
-void collect_loops(const Stmt& s, std::vector<std::pair<int64_t, LoopKind>>* loops) {
-  if (s->kind == StmtKind::kFor) loops->emplace_back(s->extent->int_value, s->loop);
-  for (const Stmt& c : s->body) collect_loops(c, loops);
 }
 
 // Whether s's indices and values still select, or clamp an integer.
