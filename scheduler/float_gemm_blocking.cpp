@@ -104,8 +104,8 @@ FloatGemmBlocking float_gemm_blocking(const Gemm& m, int mr, int nr, const ArchS
   // 1x1 convs over 256 x 256, one core, kernel alone: 2 panels of 32 columns
   // 9.3 ms, 4 8.4, 8 8.1, 16 7.9; onnxruntime, on NCHWc blocks, 5.1; the
   // model, one core, 8 against 2: 0.92x the time; MobileNetV2's kernels
-  // within 1%, 16 made them 4% slower). (Counting the row block's A panels in the same budget gave MobileNetV2
-  // smaller groups and measured the same.)
+  // within 1%, 16 made them 4% slower). (Counting the row block's A panels
+  // in the same budget gave MobileNetV2 smaller groups and measured the same.)
   if (!packed.b && b.k_blocks == 1)
     b.b_group = std::clamp<int64_t>(std::max(l1 / 2, l2 / 8) / (padded_floats(k * nr) * kFloatBytes), 1,
                                     kMaxColumnGroup);

@@ -26,13 +26,12 @@
 //   * column groups: where B is packed at run time over all of K (one k
 //     block), a task packs b_group column panels together (within half the
 //     L1 or an eighth of the L2) and runs each row panel over all of them
-//     before the next. A
-//     convolution on a large map with few channels (MobileNetV2's 112 x 112
-//     1x1 convs, K = 16 or 32) is bound by memory: its input's K rows and
-//     its output's M rows are that many streams, each read or written NR
-//     floats at a time per column panel. A group makes each stream's run
-//     b_group times longer (MobileNetV2's 32 -> 16 channel 1x1 conv, one
-//     core: 0.33 -> 0.25 ms with 4 panels).
+//     before the next. A convolution on a large map with few channels
+//     (MobileNetV2's 112 x 112 1x1 convs, K = 16 or 32) is bound by memory:
+//     its input's K rows and its output's M rows are that many streams, each
+//     read or written NR floats at a time per column panel. A group makes
+//     each stream's run b_group times longer (MobileNetV2's 32 -> 16 channel
+//     1x1 conv, one core: 0.33 -> 0.25 ms with 4 panels).
 // Blocks are whole slices of one reduce axis (the first of extent > 1: a
 // conv's input channels, with every window position (kh, kw) of a channel
 // in the same block), so the packing loops stay affine per axis and a conv's

@@ -275,7 +275,7 @@ class BlockKernelBuilder : KernelBuilder {
   std::vector<Expr> coords_at(int phase, const std::vector<Expr>& local) {
     const OpTile& t = plan_.tiling.ops[phase];
     std::map<int, Expr> with;
-    // Fewer local coords than axes: the trailing ones have extent 1 (trimmed_extents).
+    // Fewer local coords than axes: the trailing ones have extent 1 (element_extents).
     for (size_t d = 0; d < t.local_vars.size(); ++d) with[t.local_vars[d]] = d < local.size() ? local[d] : int_imm(0);
     std::vector<Expr> coords;
     for (const Expr& c : t.coords) coords.push_back(replace_vars(c, with));
@@ -357,7 +357,7 @@ class BlockKernelBuilder : KernelBuilder {
     const bool reduce_inside = threads_ == 1 && (extents.empty() || extents.back() == 1 ||
                                                  scheduler::reads_along_reduce_axis(g_, op));
     if (threads_ == 1 && pp.step == 0 && !reduce_inside && extents.size() >= 2 && pp.elements > kL1Accumulators)
-      return build_row_reduction(i, acc);
+      return build_row_reduction(i, acc, extents);
     // Accumulator slot of an element: its flat index with one thread, the
     // strided loop's counter with several (rebind_acc_index).
     const Expr init_value = reduction_init(op.reduction, compute_dtype(dtype));
@@ -444,10 +444,9 @@ class BlockKernelBuilder : KernelBuilder {
   // a time: init the row, run the reduce loops around the vectorized row,
   // and store it, while its accumulators stay in L1. Each element still
   // combines its reduce points in the same order, so results are identical.
-  Stmt build_row_reduction(int i, int acc) {
+  Stmt build_row_reduction(int i, int acc, const std::vector<int64_t>& extents) {
     const Op& op = plan_.phases[i];
     const OpTile& tile = plan_.tiling.ops[i];
-    const std::vector<int64_t> extents = element_extents(i);
     const std::string prefix = str_cat("p", i, "_");
     const DType acc_type = compute_dtype(g_.tensor(op.output).dtype);
     const int64_t width = extents.back();

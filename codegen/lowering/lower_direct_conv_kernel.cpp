@@ -23,8 +23,9 @@ constexpr int64_t kPaddedMaxWidth = 14;
 // depthwise convs alone, generated loops -> micro-kernel: 7 x 7: 49 -> 14 us,
 // 14 x 14: 51 -> 37-40, 28 x 28: 62 -> 50, 56 x 56: 194 -> 167; MobileViT's
 // 64 x 64 (256 channels, with SiLU): 1.04 -> 0.74 ms; 112 x 112 (its masks,
-// 14 KiB, no longer stay in L1): 119 -> 168, so it keeps the flat form. The stride-2 micro-kernel's masks are per 16 output columns,
-// so only its result plane (a stack array per task) bounds it:
+// 14 KiB, no longer stay in L1): 119 -> 168, so it keeps the flat form. The
+// stride-2 micro-kernel's masks are per 16 output columns, so only its
+// result plane (a stack array per task) bounds it:
 // kUkernelMaxStride2Outputs, MobileViT's 128 -> 64 the largest taken.
 // MobileNetV2's, alone: 14 -> 7: 52 -> 15 us, 28 -> 14: 23 -> 15, 56 -> 28:
 // 86-98 -> 51, 112 -> 56: 430 -> 190-200.

@@ -39,12 +39,12 @@ class CutPoints {
  public:
   CutPoints(int v, int64_t extent) : v_(v), extent_(extent) {}
 
-  void scan(const Expr& e) {
-    if (e->kind == ExprKind::kBinary && e->args.size() == 2 && is_integer(e->args[0]->dtype)) add(e);
-    for (const Expr& a : e->args) scan(a);
-  }
   void scan(const Stmt& s) {
-    visit_stmt_exprs(s, [&](const Expr& e) { scan(e); });
+    visit_stmt_exprs(s, [&](const Expr& e) {
+      visit(e, [&](const Expr& n) {
+        if (n->kind == ExprKind::kBinary && n->args.size() == 2 && is_integer(n->args[0]->dtype)) add(n);
+      });
+    });
   }
   const std::set<int64_t>& cuts() const { return cuts_; }
 
