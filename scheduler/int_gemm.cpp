@@ -302,7 +302,9 @@ GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool flo
     } else if (float_gemms && is_direct_conv(g, phases[0])) {
       ks.kind = KernelKind::kDirectConv;
       ++counts.direct_convs;
-    } else if (float_gemms && winograd_mr > 0 && match_winograd_conv(g, phases[0], winograd_mr)) {
+    } else if (const auto winograd = float_gemms && winograd_mr > 0 ? match_winograd_conv(g, phases[0], winograd_mr)
+                                                                      : std::nullopt;
+               winograd && winograd_conv_pays(*winograd)) {
       ks.kind = KernelKind::kWinogradConv;
       ++counts.winograd_convs;
     } else if (gemm && float_gemms &&

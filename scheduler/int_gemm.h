@@ -113,7 +113,7 @@ struct GemmUkernelCounts {
 // the direct kernel
 // (scheduler/direct_conv.h), or (with winograd_mr > 0, the float micro-kernel's
 // MR where the target runs Winograd convs) a stride-1 3x3 conv for the
-// Winograd kernel (scheduler/winograd_conv.h), and merges into it the kernel of its only consumer when that is one
+// Winograd kernel where winograd_conv_pays (scheduler/winograd_conv.h), and merges into it the kernel of its only consumer when that is one
 // elementwise op of the same shape (up to unit dimensions) reading the
 // accumulator at its own index (requantize, scale + bias, activation,
 // residual add). Returns how many kernels use each micro-kernel path.

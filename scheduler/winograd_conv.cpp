@@ -110,4 +110,9 @@ std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, in
   return std::nullopt;
 }
 
+bool winograd_conv_pays(const WinogradConv& c) {
+  const int64_t filters = kWinogradPositions * c.channels * c.filters;
+  return filters < kStreamedWinogradFilters || c.tiles() >= kMinStreamedWinogradTiles;
+}
+
 }  // namespace tilegraph::scheduler

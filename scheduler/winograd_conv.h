@@ -58,4 +58,23 @@ struct WinogradConv {
 // micro-kernel's rows (K must be a multiple).
 std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, int64_t mr);
 
+// Transformed filters (16 x C x K floats) from this size on come from DRAM
+// in every inference: 8 MiB, more than a core's share of a last-level cache
+// keeps between one inference and the next.
+constexpr int64_t kStreamedWinogradFilters = 2 << 20;
+// With such filters, the fewest tiles (the 16 GEMMs' columns) for which
+// Winograd pays. The conv is then bound by reading its filters, and
+// Winograd's are 16/9 the size of the direct conv's. One thread, Xeon with
+// AVX-512, Winograd against the implicit GEMM:
+//   * ResNet-50's 512-channel convs on 7 x 7 (16 tiles, 16 MiB of filters):
+//     2.2 against 1.29 ms, both reading their filters at ~7 GB/s;
+//   * its 256-channel convs on 14 x 14 (49 tiles, 4 MiB): 1.03 against 1.24;
+//   * MobileViT's 160 -> 160 and 320 -> 160 convs on 8 x 8 (16 tiles, 1.6
+//     and 3.3 MiB, cached between inferences): 0.13 and 0.25 against 0.19
+//     and 0.39.
+constexpr int64_t kMinStreamedWinogradTiles = 32;
+
+// Whether conv `c` runs faster as Winograd than on the implicit GEMM.
+bool winograd_conv_pays(const WinogradConv& c);
+
 }  // namespace tilegraph::scheduler

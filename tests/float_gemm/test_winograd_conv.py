@@ -13,7 +13,8 @@ with AVX-512:
   transformed from its own tensor;
 * left on the implicit GEMM: stride 2, dilation 2, 16 input channels (below
   kMinWinogradChannels), 36 filters (not a multiple of the micro-kernel's 8
-  rows), a 1x1 conv;
+  rows), a 1x1 conv, and 384 -> 384 channels on 7 x 7 (transformed filters
+  over kStreamedWinogradFilters for only 16 tiles: winograd_conv_pays);
 * each Winograd conv is one kernel of kind `winograd_conv` (manifest.json),
   its epilogue in the same kernel, naming the micro-kernel `winograd_f23`,
   and the outputs match onnxruntime (test_acc); --no-winograd and
@@ -50,8 +51,9 @@ def build_model(path):
               helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 48, 4, 4]),
               helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 32, 2, 30]),
               helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 16, 20, 20]),
-              helper.make_tensor_value_info("wide", TensorProto.FLOAT, [1, 528, 10, 14])]
-    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l")
+              helper.make_tensor_value_info("wide", TensorProto.FLOAT, [1, 528, 10, 14]),
+              helper.make_tensor_value_info("deep", TensorProto.FLOAT, [1, 384, 7, 7])]
+    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m")
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names]
     same = dict(pads=[1, 1, 1, 1])
     nodes = [
@@ -82,13 +84,16 @@ def build_model(path):
         helper.make_node("Conv", ["x", "w8"], ["h"], pads=[2, 2, 2, 2], dilations=[2, 2]),
         helper.make_node("Conv", ["x", "w9"], ["i"], **same),
         helper.make_node("Conv", ["x", "w10"], ["j"]),
+        # left on the float GEMM: 16 x 384 x 384 transformed filters (9 MiB) for 16 tiles
+        helper.make_node("Conv", ["deep", "w13"], ["m"], **same),
     ]
     inits = [_w("w0", 40, 32, 3, 3), _w("b0", 40), _w("w1", 32, 40, 3, 3), _w("b1", 32),
              _w("w2", 64, 64, 3, 3), _pos("g2", 64), _w("be2", 64), _w("m2", 64), _pos("v2", 64),
              _w("w3", 32, 48, 3, 3), _w("b3", 32), _w("w4", 32, 32, 3, 3),
              _w("w5", 32, 16, 3, 3), _w("w6", 32, 32, 3, 3),
              _w("w7", 32, 32, 3, 3), _w("w8", 32, 32, 3, 3), _w("w9", 36, 32, 3, 3), _w("w10", 32, 32, 1, 1),
-             _w("w11", 48, 104, 3, 3), _w("b11", 48), _w("w12", 32, 528, 3, 3)]
+             _w("w11", 48, 104, 3, 3), _w("b11", 48), _w("w12", 32, 528, 3, 3),
+             _w("w13", 384, 384, 3, 3)]
     graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -97,7 +102,7 @@ def build_model(path):
 
 
 WINOGRAD_CONVS = 8  # w0, w1, w2, w3, w4, w6, w11, w12
-KERNELS = 13  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
+KERNELS = 14  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
 
 
 def _tune(exe, prefix, env, *flags):
