@@ -736,6 +736,33 @@ int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::st
   return v;
 }
 
+// There the row panels run inside the column panels, so each call prefetches
+// its 1/row_panels share of the block the calls need next: the next column
+// panel's at the same k block (where the micro-kernel alone would fetch
+// this panel's next k block, read only after every other column panel).
+TEST(FloatGemm, StreamedWeightsPrefetchTheNextColumnPanelsBlock) {
+  Graph g = streamed_weights_matmul("matmul_next_column_block");
+  const LoweredGemm gemm = lower_the_gemm(g, "scalar", streamed_weights_arch());
+  const codegen::Kernel& kernel = gemm.kernel;
+  const int64_t kc = ukernel_param(kernel, "kc"), row_panels = ukernel_param(kernel, "row_panels");
+  const int64_t nr = ukernel_param(kernel, "nr");
+  std::vector<codegen::Stmt> calls;
+  calls_in(kernel.body, "tg_sgemm::tile", &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  const std::vector<codegen::CallArg>& args = calls[0]->args;
+  ASSERT_EQ(args.size(), 7u) << "the call takes `next` and its floats";
+  EXPECT_EQ(args[5].buffer, args[2].buffer) << "a block of the same packed weights";
+  int64_t floats = 0;
+  ASSERT_TRUE(is_const_int(args[6].value, &floats));
+  EXPECT_EQ(floats, ((kc * nr + row_panels - 1) / row_panels + 15) / 16 * 16);
+  for (int64_t block : {0, 2}) {
+    const int64_t next_column_b = value_at(kernel, args[2].value, {{"nq", 1}, {"kcb", block}});
+    EXPECT_EQ(value_at(kernel, args[5].value, {{"nq", 0}, {"kcb", block}, {"p", 0}}), next_column_b) << block;
+    EXPECT_EQ(value_at(kernel, args[5].value, {{"nq", 0}, {"kcb", block}, {"p", 3}}), next_column_b + 3 * floats)
+        << "row panel 3's share";
+  }
+}
+
 // The one pack_a_rows call of `kernel` (the activation A contiguous along k),
 // with the MR row pointers into `a_buffer` checked at `at`: row r of the
 // panel reads x's row rows[r] from column k_first, and the call packs `count`
