@@ -650,6 +650,14 @@ TEST(FloatGemm, ConvKOuterFillsEachColumnTableOncePerGroup) {
   EXPECT_EQ(divisions_in(pack_in_block[0]), 0);
 }
 
+int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::string, int64_t>& at) {
+  std::vector<Expr> vars;
+  for (const std::string& name : k.var_names) vars.push_back(int_imm(at.count(name) ? at.at(name) : 0));
+  int64_t v = 0;
+  EXPECT_TRUE(is_const_int(simplify(substitute_vars(e, vars), {}), &v));
+  return v;
+}
+
 // Weights packed at compile time as B (x @ W): the k blocks read them at
 // the block's offset; K = 96 splits in three even blocks of 32, no tail.
 TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
@@ -673,7 +681,13 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
   int64_t k = 0;
   EXPECT_TRUE(is_const_int(calls[0]->args[0].value, &k));
   EXPECT_EQ(k, 32);
-  EXPECT_EQ(calls[0]->args.size(), 5u) << "no prefetch: a matmul's rows are not the output's pixels";
+  // Each row panel's call prefetches its share of the weights' next block.
+  ASSERT_EQ(calls[0]->args.size(), 7u);
+  EXPECT_EQ(calls[0]->args[5].buffer, calls[0]->args[2].buffer);
+  int64_t floats = 0;
+  ASSERT_TRUE(is_const_int(calls[0]->args[6].value, &floats));
+  EXPECT_EQ(value_at(kernel, calls[0]->args[5].value, {{"kcb", 0}, {"p", 1}}),
+            value_at(kernel, calls[0]->args[2].value, {{"kcb", 1}}) + floats);
 }
 
 // x (83 x 139) @ w (139 x 45, a ramp): with streamed_weights_arch, its
@@ -728,13 +742,6 @@ TEST(FloatGemm, StreamedWeightsPackAOneKBlockAtATime) {
   EXPECT_EQ(kernel.buffers[static_cast<size_t>(b_buffer)].tensor, gemm.packs.b) << "B: the packed weights";
 }
 
-int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::string, int64_t>& at) {
-  std::vector<Expr> vars;
-  for (const std::string& name : k.var_names) vars.push_back(int_imm(at.count(name) ? at.at(name) : 0));
-  int64_t v = 0;
-  EXPECT_TRUE(is_const_int(simplify(substitute_vars(e, vars), {}), &v));
-  return v;
-}
 
 // There the row panels run inside the column panels, so each call prefetches
 // its 1/row_panels share of the block the calls need next: the next column
