@@ -546,10 +546,7 @@ class FloatGemmLowering : KernelBuilder {
       // reach only after every column panel (ViT-B/16's FFN output, 197 x
       // 3072 @ 3072 x 768 in k blocks of 192, one core: 200 -> 209 GFLOP/s
       // as a loop of micro-kernel calls).
-      if (packed_b_ >= 0) {
-        const Expr next_panel = (var(vb) * geo_.col_panels + column(vq) + 1) * geo_.b_panel;
-        add_next_b(&args, vp, simplify(next_panel + block * kb.kc * v.nr, bounds_), kb.kc);
-      }
+      if (prefetches_b()) add_next_b(&args, vp, simplify(b_at(block).value + geo_.b_panel, bounds_), kb.kc);
       return tile_call(column(vq), args, rows.row0 + var(vp) * v.mr);
     };
     auto columns = [&](std::vector<Stmt> body) -> std::vector<Stmt> {

@@ -742,7 +742,6 @@ TEST(FloatGemm, StreamedWeightsPackAOneKBlockAtATime) {
   EXPECT_EQ(kernel.buffers[static_cast<size_t>(b_buffer)].tensor, gemm.packs.b) << "B: the packed weights";
 }
 
-
 // There the row panels run inside the column panels, so each call prefetches
 // its 1/row_panels share of the block the calls need next: the next column
 // panel's at the same k block (where the micro-kernel alone would fetch
