@@ -38,6 +38,15 @@ Kernel lower_by_kind(const Graph& g, const scheduler::KernelSchedule& ks, const 
   TG_CHECK(false, "unknown kernel kind ", static_cast<int>(ks.kind));
 }
 
+// A GPU block's shared arena in whole 16-byte units. The device compiler may
+// merge a loop's neighbouring shared loads into one aligned 16-byte load that
+// reaches past the last buffer's end when that buffer's size is not a multiple
+// of 16 bytes: compute-sanitizer's memcheck on an H200 reported such a read
+// (ResNet-50's fused conv + global average pool: a 16-byte load at byte 448
+// of a 452-byte arena). The hardware allots shared memory in larger units, so
+// the run was right, but the read is out of bounds all the same.
+constexpr int64_t kSharedArenaUnit = 16;
+
 }  // namespace
 
 KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
@@ -55,6 +64,7 @@ Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const s
                     const KernelPacks& packs) {
   Kernel k = lower_by_kind(g, ks, arch, packs);
   if (!arch.is_gpu()) k = hoist_reciprocals(split_div_mod_loops(split_piecewise_loops(std::move(k))));
+  if (arch.is_gpu()) k.shared_bytes = (k.shared_bytes + kSharedArenaUnit - 1) / kSharedArenaUnit * kSharedArenaUnit;
   // Kernels without an estimate (0) split.
   const double seconds = ks.estimate.seconds;
   k.single_thread = !arch.is_gpu() && seconds > 0 && seconds < scheduler::min_parallel_seconds(arch);
