@@ -2,11 +2,16 @@
 """Median latency of compiled models vs onnxruntime, measured in the same run.
 
     PYTHONPATH=python python3 benchmarks/cpu_vs_onnxruntime.py PREFIX [PREFIX ...]
-        [--threads 1 2] [--iters 20] [--warmup 3] [--busy-core] [--ort-spin on|off]
+        [--threads 1 2] [--iters 20] [--warmup 3] [--busy-core] [--ort-spin on|off] [--settle-ms 100]
 
 Each PREFIX must have been tuned (`tilegraph tune PREFIX`). Both engines get the
 same seeded inputs (tilegraph.test_acc's generator) and the same thread count;
-runs alternate between the engines so machine noise hits both alike. Prints, per
+runs alternate between the engines so machine noise hits both alike, with a pause
+(--settle-ms) before each run: both engines' threads spin for a while after a run
+(onnxruntime's for 20-50 ms on an Intel Xeon VM), and in one process those
+spinning threads took the cores the other engine's next run needed (ResNet-50 at
+2 threads: tilegraph 40.9 ms right after onnxruntime, 28.7 ms after 50 ms, which
+is what it takes alone). Prints, per
 thread count, a table with medians and the ratio onnxruntime / tilegraph (> 1:
 tilegraph faster) and the geometric mean of the ratios.
 
@@ -70,14 +75,17 @@ class BusyCore:
         self.proc.join(5)
 
 
-def measure(compiled, sess, feeds, iters, warmup):
-    """(tilegraph ms, onnxruntime ms): medians of interleaved single runs."""
+def measure(compiled, sess, feeds, iters, warmup, settle_s):
+    """(tilegraph ms, onnxruntime ms): medians of interleaved single runs,
+    each after settle_s seconds in which the other engine's threads go idle."""
     for _ in range(warmup):
         sess.run(None, feeds)
         compiled.run(feeds)
     tg_ms, ort_ms = [], []
     for _ in range(iters):  # interleaved so noise hits both engines alike
+        time.sleep(settle_s)
         tg_ms.append(median_ms(lambda: compiled.run(feeds), 1))
+        time.sleep(settle_s)
         ort_ms.append(median_ms(lambda: sess.run(None, feeds), 1))
     return statistics.median(tg_ms), statistics.median(ort_ms)
 
@@ -99,9 +107,13 @@ def main():
     ap.add_argument("--ort-spin", choices=["on", "off"], default="on",
                     help="onnxruntime's intra-op threads spin between runs (its default: on); in one process "
                          "they then hold cores while tilegraph runs, which slows tilegraph's threads")
+    ap.add_argument("--settle-ms", type=float, default=100,
+                    help="pause before each timed run, so that the other engine's spinning threads are idle "
+                         "(default 100; 0: back to back)")
     args = ap.parse_args()
-    if any(t < 1 for t in args.threads) or args.iters < 1 or args.warmup < 0:
-        ap.error("--threads and --iters must be >= 1, --warmup >= 0")
+    if any(t < 1 for t in args.threads) or args.iters < 1 or args.warmup < 0 or args.settle_ms < 0:
+        ap.error("--threads and --iters must be >= 1, --warmup and --settle-ms >= 0")
+    settle_s = args.settle_ms / 1e3
 
     for threads in args.threads:
         head = f"{'model':28s} {'tilegraph ms':>13s} {'onnxruntime ms':>15s} {'ort/tg':>7s}"
@@ -119,12 +131,12 @@ def main():
             sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
             feeds = generate_inputs(model_inputs(model_path), seed=0, ranges=load_input_ranges(prefix))
             with CompiledModel(prefix, arch=args.arch, num_threads=threads) as compiled:
-                tg, ref = measure(compiled, sess, feeds, args.iters, args.warmup)
+                tg, ref = measure(compiled, sess, feeds, args.iters, args.warmup, settle_s)
                 line = f"{prefix.name:28s} {tg:13.3f} {ref:15.3f} {ref / tg:7.2f}"
                 ratios.append(ref / tg)
                 if args.busy_core:
                     with BusyCore(args.busy_seconds):
-                        btg, bref = measure(compiled, sess, feeds, args.iters, args.warmup)
+                        btg, bref = measure(compiled, sess, feeds, args.iters, args.warmup, settle_s)
                     busy_ratios.append(bref / btg)
                     robustness.append((bref / ref) / (btg / tg))
                     line += f" {btg:11.3f} {bref:12.3f} {bref / btg:12.2f} {btg / tg:12.2f} {bref / ref:13.2f}" \
