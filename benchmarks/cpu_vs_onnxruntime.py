@@ -6,12 +6,16 @@
 
 Each PREFIX must have been tuned (`tilegraph tune PREFIX`). Both engines get the
 same seeded inputs (tilegraph.test_acc's generator) and the same thread count;
-runs alternate between the engines so machine noise hits both alike, with a pause
-(--settle-ms) before each run: both engines' threads spin for a while after a run
-(onnxruntime's for 20-50 ms on an Intel Xeon VM), and in one process those
-spinning threads took the cores the other engine's next run needed (ResNet-50 at
-2 threads: tilegraph 40.9 ms right after onnxruntime, 28.7 ms after 50 ms, which
-is what it takes alone). Prints, per
+runs alternate between the engines so machine noise hits both alike. Each timed
+run follows a pause (--settle-ms) and one untimed run of the same engine:
+- the pause, because both engines' threads spin for a while after a run
+  (onnxruntime's for 20-50 ms on an Intel Xeon VM), and in one process those
+  spinning threads took the cores the other engine's next run needed (ResNet-50
+  at 2 threads: tilegraph 40.9 ms right after onnxruntime, 28.7 ms after 50 ms);
+- the untimed run, because after the pause an engine's own threads sleep, which
+  the first run pays for (the same model: 32-40 ms), where back-to-back runs,
+  which is what each engine takes alone, do not (28.5 ms).
+Prints, per
 thread count, a table with medians and the ratio onnxruntime / tilegraph (> 1:
 tilegraph faster) and the geometric mean of the ratios.
 
@@ -77,16 +81,19 @@ class BusyCore:
 
 def measure(compiled, sess, feeds, iters, warmup, settle_s):
     """(tilegraph ms, onnxruntime ms): medians of interleaved single runs,
-    each after settle_s seconds in which the other engine's threads go idle."""
+    each after settle_s seconds in which the other engine's threads go idle
+    and one untimed run that wakes the engine's own."""
     for _ in range(warmup):
         sess.run(None, feeds)
         compiled.run(feeds)
+    run_tg = lambda: compiled.run(feeds)  # noqa: E731
+    run_ort = lambda: sess.run(None, feeds)  # noqa: E731
     tg_ms, ort_ms = [], []
     for _ in range(iters):  # interleaved so noise hits both engines alike
-        time.sleep(settle_s)
-        tg_ms.append(median_ms(lambda: compiled.run(feeds), 1))
-        time.sleep(settle_s)
-        ort_ms.append(median_ms(lambda: sess.run(None, feeds), 1))
+        for run, samples in ((run_tg, tg_ms), (run_ort, ort_ms)):
+            time.sleep(settle_s)
+            run()
+            samples.append(median_ms(run, 1))
     return statistics.median(tg_ms), statistics.median(ort_ms)
 
 
