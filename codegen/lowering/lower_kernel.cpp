@@ -63,8 +63,10 @@ KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks
 Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
                     const KernelPacks& packs) {
   Kernel k = lower_by_kind(g, ks, arch, packs);
-  if (!arch.is_gpu()) k = hoist_reciprocals(split_div_mod_loops(split_piecewise_loops(std::move(k))));
-  if (arch.is_gpu()) k.shared_bytes = (k.shared_bytes + kSharedArenaUnit - 1) / kSharedArenaUnit * kSharedArenaUnit;
+  if (arch.is_gpu())
+    k.shared_bytes = (k.shared_bytes + kSharedArenaUnit - 1) / kSharedArenaUnit * kSharedArenaUnit;
+  else
+    k = hoist_reciprocals(split_div_mod_loops(split_piecewise_loops(std::move(k))));
   // Kernels without an estimate (0) split.
   const double seconds = ks.estimate.seconds;
   k.single_thread = !arch.is_gpu() && seconds > 0 && seconds < scheduler::min_parallel_seconds(arch);

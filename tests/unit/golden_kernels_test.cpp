@@ -156,9 +156,8 @@ TEST(GoldenKernels, GpuSharedArenaIsWholeSixteenByteUnits) {
   EXPECT_EQ(lowered.shared_bytes, 464);
   // The host's scratch keeps its exact size (CPU projects unchanged).
   const scheduler::ArchSpec host = fixed_host();
-  scheduler::KernelSchedule on_host = k;
-  EXPECT_EQ(codegen::lower_kernel(g, on_host, host).shared_bytes,
-            scheduler::plan_block_kernel(g, on_host, on_host.config, host).shared.peak_bytes);
+  EXPECT_EQ(codegen::lower_kernel(g, k, host).shared_bytes,
+            scheduler::plan_block_kernel(g, k, k.config, host).shared.peak_bytes);
 }
 
 TEST(GoldenKernels, BlockKernelInHip) {
