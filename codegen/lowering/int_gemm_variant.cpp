@@ -75,9 +75,10 @@ std::string int_gemm_tile_assert(const IntGemmVariant& v) {
 }
 
 std::string float_gemm_tile_assert(const FloatGemmVariant& v) {
-  return str_cat("static_assert(tg_sgemm::kMR == ", v.mr, " && tg_sgemm::kNR == ", v.nr, ",\n              \"",
+  return str_cat("static_assert(tg_sgemm::kMR == ", v.mr, " && tg_sgemm::kNR == ", v.nr,
+                 v.wide_mr > 0 ? str_cat(" && tg_sgemm::wide::kMR == ", v.wide_mr) : std::string(), ",\n              \"",
                  v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
-                 ")\");\n");
+                 v.wide_mr > 0 ? str_cat(", wide panels of ", v.wide_mr, " rows") : std::string(), ")\");\n");
 }
 
 IntGemmVariant int_gemm_variant_for(const scheduler::ArchSpec& arch) {
@@ -109,7 +110,7 @@ namespace {
 // Mirrors the constants in codegen/ukernels/sgemm_*.h.
 const std::vector<FloatGemmVariant>& float_variants() {
   static const std::vector<FloatGemmVariant> table = {
-      {"avx512", 8, 32, 16}, {"avx2", 6, 16, 8}, {"neon", 8, 12, 4}, {"scalar", 4, 8, 4}};
+      {"avx512", 8, 32, 16, 12}, {"avx2", 6, 16, 8}, {"neon", 8, 12, 4}, {"scalar", 4, 8, 4}};
   return table;
 }
 

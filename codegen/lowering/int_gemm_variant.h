@@ -41,7 +41,14 @@ struct FloatGemmVariant {
   // The header's kLanes: tile<kCols> computes kCols (a multiple of lanes,
   // below nr) columns, for the last panel of an N whose tail fits them.
   int lanes = 8;
+  // Rows of the header's wide A panels (tg_sgemm::wide::, its kMR), 0
+  // where it has none. A GEMM packed in them has mr == wide_mr.
+  int wide_mr = 0;
   std::string header() const { return "sgemm_" + name + ".h"; }
+  bool wide() const { return wide_mr > 0 && mr == wide_mr; }
+  // The generated code's name of micro-kernel function `fn` ("tile",
+  // "pack_a_rows", ...) for this variant's panels.
+  std::string ukernel(const std::string& fn) const { return (wide() ? "tg_sgemm::wide::" : "tg_sgemm::") + fn; }
 };
 
 // Chosen like int_gemm_variant_for: the host's CPU flags (avx512f; avx2 with

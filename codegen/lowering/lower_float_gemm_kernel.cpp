@@ -78,6 +78,44 @@ int64_t l1_sets_of_rows(int64_t ld_bytes) {
 // 19 and 37 blocks 3-8% slower.
 constexpr int64_t kMaxTransposedCKBlocks = 4;
 
+// Pixel rows: the GEMM's rows are the output's innermost axis (a conv on a
+// small feature map, whose pixels fill the micro-kernel's rows and its
+// filters the columns: scheduler/int_gemm.h).
+bool pixel_rows(const scheduler::Gemm& m) {
+  return !m.row_axes.empty() && m.row_axes.back() + 1 == static_cast<int>(m.out_shape.size());
+}
+
+// Where the variant has wide A panels (tg_sgemm::wide, 12 rows on AVX-512),
+// the GEMMs that pack in them: at least kWideMinRows rows (a few dozen
+// leave 12-row panels too many wasted rows: ViT-S/32's 50 tokens ran 4-8%
+// slower); a K of at least kWideMinK, or of kWideMinWholeK where M fills
+// whole wide panels (M mod 12 rows are computed alone, and a whole-panel
+// M keeps tile_bias_clamp and the residual prefetch, which need M mod MR
+// = 0); no transposed C tile (tile_ct: pixel rows in few k blocks).
+// Measured on a 48 KiB-L1 Xeon, one core, every GEMM of a model in 8
+// against 12 rows: ResNet-50's convs with K >= 128 5-17% faster, pixel
+// rows in 6-25 k blocks too; its 64-deep conv3s over 56 x 56 (M = 256)
+// 0-35% slower; its transposed-C convs and MobileNetV2's 7 x 7 ones 0-29%
+// slower; MobileNetV2's 1x1 convs with M = 96-576 rows (whole wide panels)
+// 3-12% faster from K = 32, its K = 24 and 27 ones 9-14% slower; BERT's
+// projections (M = 128 tokens) 3-6% faster.
+// TILEGRAPH_WIDE_PANELS=off keeps every GEMM in kMR rows (for comparison).
+constexpr int64_t kWideMinRows = 64;
+constexpr int64_t kWideMinK = 128;
+constexpr int64_t kWideMinWholeK = 32;
+
+FloatGemmVariant panel_rows_for(const scheduler::Gemm& m, FloatGemmVariant v, const scheduler::ArchSpec& arch,
+                                scheduler::PackedOperands packed) {
+  if (const char* off = std::getenv("TILEGRAPH_WIDE_PANELS"); off && std::string(off) == "off") return v;
+  if (v.wide_mr == 0 || m.rows() < kWideMinRows) return v;
+  if (pixel_rows(m) &&
+      scheduler::float_gemm_blocking(m, v.mr, v.nr, arch, packed).k_blocks <= kMaxTransposedCKBlocks)
+    return v;
+  const bool whole = m.rows() % v.wide_mr == 0;
+  if (m.k >= kWideMinK || (whole && m.k >= kWideMinWholeK)) v.mr = v.wide_mr;
+  return v;
+}
+
 struct FloatGeometry {
   scheduler::Gemm m;
   FloatGemmVariant v;
@@ -90,7 +128,7 @@ struct FloatGeometry {
 
   FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, const scheduler::ArchSpec& arch,
                 scheduler::PackedOperands packed = {})
-      : m(gemm), v(variant), blocking(scheduler::float_gemm_blocking(gemm, variant.mr, variant.nr, arch, packed)) {
+      : m(gemm), v(panel_rows_for(gemm, variant, arch, packed)), blocking(scheduler::float_gemm_blocking(gemm, v.mr, v.nr, arch, packed)) {
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     panels = (m.rows() + v.mr - 1) / v.mr;
     a_panel = round_up(m.k * v.mr, kPanelAlign);
@@ -99,13 +137,6 @@ struct FloatGeometry {
   }
   bool k_blocked() const { return blocking.k_blocks > 1; }
 };
-
-// Pixel rows: the GEMM's rows are the output's innermost axis (a conv on a
-// small feature map, whose pixels fill the micro-kernel's rows and its
-// filters the columns: scheduler/int_gemm.h).
-bool pixel_rows(const scheduler::Gemm& m) {
-  return !m.row_axes.empty() && m.row_axes.back() + 1 == static_cast<int>(m.out_shape.size());
-}
 
 scheduler::Gemm float_gemm_of(const Graph& g, const Op& gemm) {
   const auto match = scheduler::match_gemm(g, gemm);
@@ -164,13 +195,16 @@ TensorId pack_constant_operand(Graph& g, const Op& gemm, const scheduler::Gemm& 
 }  // namespace
 
 FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSchedule& ks,
-                                           const FloatGemmVariant& variant) {
+                                           const FloatGemmVariant& variant, const scheduler::ArchSpec& arch) {
   const Op gemm = gemm_kernel_phases(g, ks, "a float GEMM kernel").front();
   const scheduler::Gemm m = float_gemm_of(g, gemm);
-  const FloatGeometry geo(m, variant, scheduler::ArchSpec{});  // whole-K panels: no cache sizes involved
+  const scheduler::PackedOperands constant{scheduler::reads_only_constants(g, gemm, m.a),
+                                           scheduler::reads_only_constants(g, gemm, m.b)};
+  // The same geometry (panel rows) as lower_float_gemm_kernel's with these packs.
+  const FloatGeometry geo(m, variant, arch, constant);
   FloatGemmPacks packs;
-  if (scheduler::reads_only_constants(g, gemm, m.a)) packs.a = pack_constant_operand(g, gemm, m, geo, true);
-  if (scheduler::reads_only_constants(g, gemm, m.b)) packs.b = pack_constant_operand(g, gemm, m, geo, false);
+  if (constant.a) packs.a = pack_constant_operand(g, gemm, m, geo, true);
+  if (constant.b) packs.b = pack_constant_operand(g, gemm, m, geo, false);
   return packs;
 }
 
@@ -416,7 +450,7 @@ class FloatGemmLowering : KernelBuilder {
     const Stmt tile_loops = store_tile(vb, row, nb, ctile, int_imm(0));
     std::vector<CallArg> args = {{-1, int_imm(geo_.m.k)}, a, b_arg, {ctile, int_imm(0)}, {-1, const_of(0, DType::kBool)}};
     args.insert(args.end(), next_b.begin(), next_b.end());
-    const Stmt call = make_call("tg_sgemm::tile", args);
+    const Stmt call = make_call(geo_.v.ukernel("tile"), args);
     if (const std::optional<Stmt> fused = fused_bias_clamp(nb, tile_loops, call, last_panel_call(args), a, b_arg, ctile))
       return {*fused};
     std::vector<Stmt> per_panel = {tile_call(nb, args, row), tile_loops};
@@ -730,7 +764,7 @@ class FloatGemmLowering : KernelBuilder {
       at[static_cast<size_t>(vi)] = int_imm(i);
       args.push_back({static_cast<int>(a->int_value), simplify(substitute_vars(index, at), bounds_)});
     }
-    return make_call("tg_sgemm::pack_a_rows", args);
+    return make_call(geo_.v.ukernel("pack_a_rows"), args);
   }
 
   // A conv's pixel rows packed along the rows (pack_a), with what a row
@@ -931,7 +965,7 @@ class FloatGemmLowering : KernelBuilder {
       return std::nullopt;
     int64_t acc_first_at = -1;
     if (!is_const_int(at(acc_at, 0, 0), &acc_first_at) || acc_first_at != 0) return std::nullopt;
-    const Stmt fused = ukernel_call("tg_sgemm::tile_bias_clamp",
+    const Stmt fused = ukernel_call(geo_.v.ukernel("tile_bias_clamp"),
                                  {call->args[0], a, b, {store->buffer, at(out_at, 0, 0)}, {-1, int_imm(ldc)},
                                   {static_cast<int>(bias->int_value), at(bias_at, 0, 0)},
                                   {-1, float_imm(lo)}, {-1, float_imm(hi)}});
@@ -1102,15 +1136,15 @@ class FloatGemmLowering : KernelBuilder {
   Stmt last_panel_call(std::vector<CallArg> args, int64_t rows = 0) const {
     if (tail_b_) args[2] = *tail_b_;  // B read in place but for this panel
     const int64_t cols = narrow_tail_cols();
-    if (rows > 0) return packed_call(str_cat("tg_sgemm::tile<", cols > 0 ? cols : geo_.v.nr, ", ", rows, ">"), args);
-    return packed_call(cols > 0 ? str_cat("tg_sgemm::tile<", cols, ">") : "tg_sgemm::tile", args);
+    if (rows > 0) return packed_call(str_cat(geo_.v.ukernel("tile"), "<", cols > 0 ? cols : geo_.v.nr, ", ", rows, ">"), args);
+    return packed_call(cols > 0 ? str_cat(geo_.v.ukernel("tile"), "<", cols, ">") : geo_.v.ukernel("tile"), args);
   }
 
   // The micro-kernel call with `args` for column panel nb: the full panels'
   // and the last one's (last_panel_call) where they differ.
   Stmt column_panel_call(const Expr& nb, const std::vector<CallArg>& args, int64_t rows = 0) const {
-    const Stmt call = rows > 0 ? ukernel_call(str_cat("tg_sgemm::tile<", geo_.v.nr, ", ", rows, ">"), args)
-                               : ukernel_call("tg_sgemm::tile", args);
+    const Stmt call = rows > 0 ? ukernel_call(str_cat(geo_.v.ukernel("tile"), "<", geo_.v.nr, ", ", rows, ">"), args)
+                               : ukernel_call(geo_.v.ukernel("tile"), args);
     if (narrow_tail_cols() == 0 && !tail_b_) return call;
     if (geo_.col_panels == 1) return last_panel_call(args, rows);
     return split_full_panels(nb, call, last_panel_call(args, rows));
@@ -1165,7 +1199,7 @@ class FloatGemmLowering : KernelBuilder {
     std::vector<Expr> next = vars_as_themselves();
     next[static_cast<size_t>(vp)] = min(var(vp) + 1, int_imm(geo_.m.rows() / v.mr - 1) - var(vm) * grid_.row_panels);
     const Expr first = simplify(substitute_vars(tile_at((*read)->args[0], vi, vj, 0, 0), next), bounds_);
-    return make_call("tg_sgemm::prefetch_tile",
+    return make_call(geo_.v.ukernel("prefetch_tile"),
                      {{static_cast<int>((*read)->int_value), first}, {-1, int_imm(ld)}});
   }
 
@@ -1370,8 +1404,11 @@ class FloatGemmLowering : KernelBuilder {
   // and across output rows where input and output rows are as wide (a
   // stride-1 'same' conv), so every run reads one masked vector: clamped,
   // those runs that touched the padding or crossed a row (a quarter of
-  // ResNet-50's 3x3 convs over 56x56) gathered. Once per kernel: packings
-  // that share a column table must agree on its terms.
+  // ResNet-50's 3x3 convs over 56x56) gathered. Stride 2 stays clamped: a
+  // guarded widened_run needs a second bound in its mask (the run may start
+  // before the input), and ResNet-50's stride-2 convs ran 4-6% slower so,
+  // the stem too, whose runs at the padding it spared the gathers. Once per
+  // kernel: packings that share a column table must agree on its terms.
   bool guarded_b_packing() {
     if (guarded_b_) return *guarded_b_;
     guarded_b_ = false;

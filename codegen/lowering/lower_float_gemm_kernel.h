@@ -52,9 +52,10 @@ struct FloatGemmPacks {
 };
 
 // Packs each of the kernel's GEMM operands that reads only constants for
-// `variant` into a new float32 graph constant.
+// `variant` into a new float32 graph constant. `arch`: the one the kernel
+// is lowered for (it decides, with the packs, an A panel's rows).
 FloatGemmPacks prepack_float_gemm_operands(Graph& g, const scheduler::KernelSchedule& schedule,
-                                           const FloatGemmVariant& variant);
+                                           const FloatGemmVariant& variant, const scheduler::ArchSpec& arch);
 
 Kernel lower_float_gemm_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
                                const FloatGemmVariant& variant, const FloatGemmPacks& packed,

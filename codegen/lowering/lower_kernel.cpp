@@ -54,7 +54,7 @@ KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks
   if (ks.kind == scheduler::KernelKind::kIntGemm)
     packs.int_gemm = prepack_int_gemm_weights(g, ks, int_gemm_variant_for(arch));
   if (ks.kind == scheduler::KernelKind::kFloatGemm)
-    packs.float_gemm = prepack_float_gemm_operands(g, ks, float_gemm_variant_for(arch));
+    packs.float_gemm = prepack_float_gemm_operands(g, ks, float_gemm_variant_for(arch), arch);
   if (ks.kind == scheduler::KernelKind::kWinogradConv)
     packs.winograd_u = prepack_winograd_filters(g, ks, float_gemm_variant_for(arch));
   return packs;

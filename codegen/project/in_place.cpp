@@ -24,7 +24,8 @@ bool in_place(const Stmt& s, int in, int out) {
       return reads_only_at(s->value, in, s->index);
     case StmtKind::kCall:
       for (const CallArg& a : s->args) {
-        if (a.buffer == in && s->callee != "tg_sgemm::prefetch_tile") return false;
+        if (a.buffer == in && s->callee != "tg_sgemm::prefetch_tile" && s->callee != "tg_sgemm::wide::prefetch_tile")
+          return false;
         if (reads(a.value, in)) return false;
       }
       break;

@@ -22,8 +22,16 @@
 //   * The accumulators start at zero or, to continue a sum over an earlier
 //     k block, at c (loaded once); they are stored once, after the k loop.
 // Same shape as the int8 qgemm_avx512vnni.h, so that a mixed model packs
-// alike; 12 x 32 would reuse B more but wastes more rows in M tails (a 7 x 7
-// feature map: 49 rows).
+// alike.
+//
+// Wide panels (tg_sgemm::wide, kMR 12): the same tile over A panels of 12
+// rows, 24 accumulators. B, read once per 12 rows instead of 8, streams at
+// two thirds of the rate: on a 48 KiB-L1 Xeon, ResNet-50's 1x1 and 3x3
+// convs with K >= 128 ran 5-15% faster, BERT's projections 3-6%. It wastes
+// more rows in M tails (a 7 x 7 feature map: 49 rows, 11 computed for
+// nothing) and a K of a few dozen leaves the tile's setup and store a
+// larger share: the generated code picks the panel height per GEMM
+// (codegen/lowering/lower_float_gemm_kernel.cpp, wide_rows).
 //
 // Include with -mavx512f (or -march=skylake-avx512 or newer). A translation
 // unit that enables the ISA for this header alone with `#pragma GCC target`
@@ -54,7 +62,7 @@ __attribute__((always_inline)) inline void fma_step(__m512 (&acc)[kRows][kVecs],
   __m512 bv[kVecs];
 #pragma GCC unroll 2
   for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) {
     const __m512 ar = _mm512_set1_ps(a[r]);
 #pragma GCC unroll 2
@@ -65,7 +73,7 @@ __attribute__((always_inline)) inline void fma_step(__m512 (&acc)[kRows][kVecs],
 // The accumulators at c's tile (rows kNR apart) or at zero.
 template <int kRows, int kVecs>
 __attribute__((always_inline)) inline void load_tile(__m512 (&acc)[kRows][kVecs], const float* c, bool accumulate) {
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * kNR + 16 * v) : _mm512_setzero_ps();
@@ -73,7 +81,7 @@ __attribute__((always_inline)) inline void load_tile(__m512 (&acc)[kRows][kVecs]
 
 template <int kRows, int kVecs>
 __attribute__((always_inline)) inline void store_tile(const __m512 (&acc)[kRows][kVecs], float* c) {
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
@@ -87,32 +95,32 @@ __attribute__((always_inline)) inline void prefetch_next_columns(const float* b)
   __builtin_prefetch(b + kNR + 16, 0, 3);
 }
 
-// The tile transposed: c[j * kMR + r] (tile_ct). Through a row-major copy
+// The tile transposed: c[j * kPanel + r] (tile_ct). Through a row-major copy
 // on the stack, once per call (against k steps of 2 x kRows FMAs).
-template <int kRows, int kVecs>
+template <int kRows, int kVecs, int kPanel>
 __attribute__((always_inline)) inline void load_tile_transposed(__m512 (&acc)[kRows][kVecs], const float* c,
                                                                 bool accumulate) {
   alignas(64) float rows[kRows][kVecs * 16];
   if (accumulate)
     for (int j = 0; j < kVecs * 16; ++j)
-#pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r) rows[r][j] = c[j * kMR + r];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
+      for (int r = 0; r < kRows; ++r) rows[r][j] = c[j * kPanel + r];
+#pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm512_load_ps(rows[r] + 16 * v) : _mm512_setzero_ps();
 }
 
-template <int kRows, int kVecs>
+template <int kRows, int kVecs, int kPanel>
 __attribute__((always_inline)) inline void store_tile_transposed(const __m512 (&acc)[kRows][kVecs], float* c) {
   alignas(64) float rows[kRows][kVecs * 16];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) _mm512_store_ps(rows[r] + 16 * v, acc[r][v]);
   for (int j = 0; j < kVecs * 16; ++j)
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) c[j * kMR + r] = rows[r][j];
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) c[j * kPanel + r] = rows[r][j];
 }
 
 }  // namespace detail
@@ -124,25 +132,27 @@ __attribute__((always_inline)) inline void store_tile_transposed(const __m512 (&
 //   b: B(k', j) at b[k' * kNR + j]
 // Rows r < kRows only (tile<kCols, kRows>: the last row panel of an M
 // whose tail is kRows rows, M mod kMR; c's other rows are not touched).
+// kPanel: the A panel's rows (its k steps kPanel floats apart): kMR, or
+// wide::kMR through the wide:: functions.
 // Not inlined: inside a big generated loop nest GCC 12 shuffles the
 // accumulators between registers every iteration; alone it keeps them put.
 // kTransposedC: tile_ct.
-template <int kCols = kNR, int kRows = kMR, bool kTransposedC = false>
+template <int kCols = kNR, int kRows = kMR, bool kTransposedC = false, int kPanel = kMR>
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole zmm of a B panel's row");
-  static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
+  static_assert(kRows > 0 && kRows <= kPanel, "tile<kCols, kRows>: rows of the A panel");
   constexpr int kVecs = kCols / 16;  // zmm per row
   __m512 acc[kRows][kVecs];
   if constexpr (kTransposedC)
-    detail::load_tile_transposed(acc, c, accumulate);
+    detail::load_tile_transposed<kRows, kVecs, kPanel>(acc, c, accumulate);
   else
     detail::load_tile(acc, c, accumulate);
 
   // One k step: the outer product of MR A values and NR B values.
   auto step = [&]() __attribute__((always_inline)) {
     detail::fma_step(acc, a, b);
-    a += kMR;
+    a += kPanel;
     b += kNR;
   };
   // `next` (the next B block, README.md) one 64-byte line every `every` k
@@ -170,7 +180,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   }
   for (; kk < k; ++kk) step();
   if constexpr (kTransposedC)
-    detail::store_tile_transposed(acc, c);
+    detail::store_tile_transposed<kRows, kVecs, kPanel>(acc, c);
   else
     detail::store_tile(acc, c);
 }
@@ -182,10 +192,10 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
 // the row-major tile it stored every value H x W floats from the last
 // (GCC left those stores scalar: the epilogue was a quarter of ResNet-50's
 // 14 x 14 conv3 + Add + Relu kernels).
-template <int kCols = kNR, int kRows = kMR>
+template <int kCols = kNR, int kRows = kMR, int kPanel = kMR>
 inline void tile_ct(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                     const float* next = nullptr, int64_t next_floats = 0) {
-  tile<kCols, kRows, true>(k, a, b, c, accumulate, next, next_floats);
+  tile<kCols, kRows, true, kPanel>(k, a, b, c, accumulate, next, next_floats);
 }
 
 // B read where it lies (codegen/ukernels/README.md): B(k', j) at
@@ -197,17 +207,17 @@ inline void tile_ct(int64_t k, const float* a, const float* b, float* c, bool ac
 // Each k step also brings that row's next kNR floats (the next column
 // panel: prefetch_next_columns) into the L1: rows H x W floats apart are more streams than the hardware prefetchers
 // follow, and the next panel's first call would wait on every row.
-template <int kCols = kNR, int kRows = kMR>
+template <int kCols = kNR, int kRows = kMR, int kPanel = kMR>
 __attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                                                bool accumulate) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile_ldb<kCols>: whole zmm of a B row");
-  static_assert(kRows > 0 && kRows <= kMR, "tile_ldb<kCols, kRows>: rows of the A panel");
+  static_assert(kRows > 0 && kRows <= kPanel, "tile_ldb<kCols, kRows>: rows of the A panel");
   __m512 acc[kRows][kCols / 16];
   detail::load_tile(acc, c, accumulate);
   for (int64_t kk = 0; kk < k; ++kk) {
     detail::prefetch_next_columns(b);
     detail::fma_step(acc, a, b);
-    a += kMR;
+    a += kPanel;
     b += ldb;
   }
   detail::store_tile(acc, c);
@@ -217,21 +227,21 @@ namespace detail {
 // tile_bias_clamp (B packed, ldb = kNR) and tile_bias_clamp_ldb (B in
 // place, prefetching as tile_ldb): one body, the loop's stride and the
 // prefetch apart.
-template <bool kInPlace>
+template <bool kInPlace, int kPanel>
 __attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                                                       int64_t ldc, const float* bias, float lo, float hi) {
   constexpr int kVecs = kNR / 16;
-  __m512 acc[kMR][kVecs];
+  __m512 acc[kPanel][kVecs];
   load_tile(acc, c, false);
   for (int64_t kk = 0; kk < k; ++kk) {
     if constexpr (kInPlace) prefetch_next_columns(b);
     fma_step(acc, a, b);
-    a += kMR;
+    a += kPanel;
     b += ldb;
   }
   const __m512 low = _mm512_set1_ps(lo), high = _mm512_set1_ps(hi);
-#pragma GCC unroll 8
-  for (int r = 0; r < kMR; ++r) {
+#pragma GCC unroll 16
+  for (int r = 0; r < kPanel; ++r) {
     const __m512 bias_r = _mm512_set1_ps(bias[r]);
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) {
@@ -250,23 +260,26 @@ __attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a,
 // vmaxps / vminps return their second operand where one is NaN: with the
 // bound first, max(x, lo) and min(x, hi) keep a NaN x like the epilogue's
 // x < lo ? lo : x and hi < x ? hi : x.
+template <int kPanel = kMR>
 inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
                             float lo, float hi) {
-  detail::bias_clamp_tile<false>(k, a, b, kNR, c, ldc, bias, lo, hi);
+  detail::bias_clamp_tile<false, kPanel>(k, a, b, kNR, c, ldc, bias, lo, hi);
 }
 
 // tile_bias_clamp with B read where it lies, as tile_ldb.
+template <int kPanel = kMR>
 inline void tile_bias_clamp_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
                                 const float* bias, float lo, float hi) {
-  detail::bias_clamp_tile<true>(k, a, b, ldb, c, ldc, bias, lo, hi);
+  detail::bias_clamp_tile<true, kPanel>(k, a, b, ldb, c, ldc, bias, lo, hi);
 }
 
 // Brings the kMR x kNR tile at p (row r at p + r * ld) toward the L1: a
 // hint with no effect on results (README.md), for the generated epilogue's
 // next read of an activation (a residual add).
+template <int kPanel = kMR>
 inline void prefetch_tile(const float* p, int64_t ld) {
 #if defined(__GNUC__)
-  for (int r = 0; r < kMR; ++r)
+  for (int r = 0; r < kPanel; ++r)
     for (int j = 0; j < kNR; j += 16) __builtin_prefetch(p + r * ld + j, 0, 3);
 #else
   (void)p;
@@ -315,6 +328,35 @@ __attribute__((always_inline)) inline void transpose_rows8(int64_t k, float* out
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) out[(kk + t) * ld_out + i] = rows[i][kk + t];
 }
+
+// transpose_rows8 for four rows (a wide panel's last four): out[k' * ld_out
+// + i] = rows[i][k'] for i < 4, as 4 x 8 blocks, one 16-byte store per k.
+__attribute__((always_inline)) inline void transpose_rows4(int64_t k, float* out, int64_t ld_out,
+                                                           const float* const* rows) {
+  int64_t kk = 0;
+  for (; kk + 8 <= k; kk += 8) {
+    __m256 r[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) r[i] = _mm256_loadu_ps(rows[i] + kk);
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    // s[j]: the four rows at k' = j (low half) and j + 4 (high half)
+    const __m256 s[4] = {_mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2)),
+                         _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2))};
+    float* o = out + kk * ld_out;
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      _mm_storeu_ps(o + j * ld_out, _mm256_castps256_ps128(s[j]));
+      _mm_storeu_ps(o + (j + 4) * ld_out, _mm256_extractf128_ps(s[j], 1));
+    }
+  }
+  const int64_t tail = k - kk;
+  for (int64_t t = 0; t < tail; ++t)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) out[(kk + t) * ld_out + i] = rows[i][kk + t];
+}
 }  // namespace detail
 
 // a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
@@ -322,9 +364,12 @@ __attribute__((always_inline)) inline void transpose_rows8(int64_t k, float* out
 // times the weights: every x @ W, attention's attn @ V), where the generated
 // loop stored each value kMR floats apart (README.md). Rows may repeat (M's
 // last row for the panel's padding rows).
+// kPanel: 8 (kMR) or 12 (wide::kMR, a 4-row transpose after the 8).
+template <int kPanel = kMR>
 __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
-  static_assert(kMR == 8, "one 8 x 8 transpose per eight k");
-  detail::transpose_rows8(k, a, kMR, rows);
+  static_assert(kPanel == 8 || kPanel == 12, "8 or 8 + 4 rows per eight k");
+  detail::transpose_rows8(k, a, kPanel, rows);
+  if constexpr (kPanel == 12) detail::transpose_rows4(k, a + 8, kPanel, rows + 8);
 }
 
 // b[k' * kNR + j] = B(k', j) = first[j * ld + k'] for k' < k: a B panel
@@ -351,8 +396,51 @@ template <class... Rows>
 inline void pack_a_rows(int64_t k, float* a, Rows... rows) {
   static_assert(sizeof...(Rows) == kMR, "pack_a_rows: one pointer per row of the panel");
   const float* const r[kMR] = {rows...};
-  pack_a_rows_from(k, a, r);
+  pack_a_rows_from<kMR>(k, a, r);
 }
+
+// The micro-kernel over wide A panels (12 rows, see the top): the same
+// calls as above under tg_sgemm::wide::, for the GEMMs the generated code
+// packs in 12-row panels. B panels and C tiles (kNR columns) are as above.
+namespace wide {
+constexpr int kMR = 12;
+
+template <int kCols = kNR, int kRows = kMR>
+inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate, const float* next = nullptr,
+                 int64_t next_floats = 0) {
+  avx512::tile<kCols, kRows, false, kMR>(k, a, b, c, accumulate, next, next_floats);
+}
+
+template <int kCols = kNR, int kRows = kMR>
+inline void tile_ct(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                    const float* next = nullptr, int64_t next_floats = 0) {
+  avx512::tile<kCols, kRows, true, kMR>(k, a, b, c, accumulate, next, next_floats);
+}
+
+template <int kCols = kNR, int kRows = kMR>
+inline void tile_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c, bool accumulate) {
+  avx512::tile_ldb<kCols, kRows, kMR>(k, a, b, ldb, c, accumulate);
+}
+
+inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
+                            float lo, float hi) {
+  avx512::tile_bias_clamp<kMR>(k, a, b, c, ldc, bias, lo, hi);
+}
+
+inline void tile_bias_clamp_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                const float* bias, float lo, float hi) {
+  avx512::tile_bias_clamp_ldb<kMR>(k, a, b, ldb, c, ldc, bias, lo, hi);
+}
+
+inline void prefetch_tile(const float* p, int64_t ld) { avx512::prefetch_tile<kMR>(p, ld); }
+
+template <class... Rows>
+inline void pack_a_rows(int64_t k, float* a, Rows... rows) {
+  static_assert(sizeof...(Rows) == kMR, "wide::pack_a_rows: one pointer per row of the panel");
+  const float* const r[kMR] = {rows...};
+  avx512::pack_a_rows_from<kMR>(k, a, r);
+}
+}  // namespace wide
 
 }  // namespace avx512
 }  // namespace tg_sgemm

@@ -644,3 +644,49 @@ def test_depthwise_conv1d_packs_its_interior_panels_without_padding_tests(varian
     assert "tg_select" in source.split("kbi0")[-1], "the border panels keep the padding select"
     acc = _matches_onnxruntime(prefix, _env(variant), "--threads", "1")
     assert "PASS" in acc, acc
+
+
+def wide_panels(path):
+    # AVX-512's 12-row A panels (tg_sgemm::wide): x @ W with 100 tokens (8 panels of 12 and a
+    # 4-row tail), K = 160, bias + Relu, A packed at run time (wide::pack_a_rows); a 1x1 conv
+    # with 96 filters (whole wide panels) over 40 channels with bias + Relu (wide::
+    # tile_bias_clamp) on a 20 x 20 map; and two that keep 8 rows: 50 tokens (too few rows)
+    # and a 1x1 conv over 24 channels (K too short).
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 100, 160])
+    t = helper.make_tensor_value_info("t", TensorProto.FLOAT, [1, 50, 160])
+    img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 40, 20, 20])
+    small = helper.make_tensor_value_info("small", TensorProto.FLOAT, [1, 24, 20, 20])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "c", "d")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="tokens"),
+             helper.make_node("Add", ["m", "b"], ["h"]),
+             helper.make_node("Relu", ["h"], ["y"]),
+             helper.make_node("MatMul", ["t", "w"], ["z"], name="few_tokens"),
+             helper.make_node("Conv", ["img", "wc", "bc"], ["c0"], name="filters"),
+             helper.make_node("Relu", ["c0"], ["c"]),
+             helper.make_node("Conv", ["small", "ws"], ["d"], name="short_k")]
+    _save(path, nodes, [x, t, img, small], outs,
+          [_w("w", 160, 70), _w("b", 70), _w("wc", 96, 40, 1, 1), _w("bc", 96), _w("ws", 96, 24, 1, 1)])
+
+
+@pytest.mark.skipif("avx512" not in VARIANTS, reason="no AVX-512F on this CPU")
+@pytest.mark.parametrize("wide", [True, False])
+def test_wide_panels_take_twelve_rows_where_they_pay(wide, tmp_path):
+    """GEMMs of >= 64 rows and K >= 128 (or whole 12-row panels and K >= 32) pack A in 12-row
+    panels on AVX-512 (manifest mr 12, tg_sgemm::wide:: calls); others keep 8;
+    TILEGRAPH_WIDE_PANELS=off keeps every GEMM in 8. Both match onnxruntime."""
+    prefix = tmp_path / "wide_panels"
+    wide_panels(prefix)
+    env = _env("avx512")
+    if not wide:
+        env["TILEGRAPH_WIDE_PANELS"] = "off"
+    _tune(prefix, env)
+    kernels = {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
+    rows = {n: kernels[n]["ukernel_params"]["mr"] for n in ("tokens", "few_tokens", "filters", "short_k")}
+    expected = {"tokens": 12, "few_tokens": 8, "filters": 12, "short_k": 8} if wide else \
+        {"tokens": 8, "few_tokens": 8, "filters": 8, "short_k": 8}
+    assert rows == expected
+    source = _kernel_source(prefix)
+    for call in ("tg_sgemm::wide::tile<32, 4>(", "tg_sgemm::wide::pack_a_rows(", "tg_sgemm::wide::tile_bias_clamp"):
+        assert (call in source) == wide, call
+    acc = _matches_onnxruntime(prefix, env, "--threads", "2")
+    assert "PASS" in acc, acc

@@ -112,7 +112,7 @@ codegen::Kernel lower(Graph& g, const Case& c) {
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
   EXPECT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1) << case_name(c);
   const codegen::FloatGemmVariant v = codegen::float_gemm_variant_named(c.variant);
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), v);
+  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), v, c.arch);
   codegen::Kernel k = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), v, packs, c.arch);
   codegen::verify(k);
   return k;

@@ -70,7 +70,7 @@ LoweredGemm lower_the_gemm(Graph& g, const std::string& variant = "scalar",
   LoweredGemm r;
   r.kernels = s.kernels.size();
   r.variant = codegen::float_gemm_variant_named(variant);
-  if (prepack) r.packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), r.variant);
+  if (prepack) r.packs = codegen::prepack_float_gemm_operands(g, s.kernels.at(0), r.variant, arch);
   r.kernel = codegen::lower_float_gemm_kernel(g, s.kernels.at(0), r.variant, r.packs, arch);
   return r;
 }
@@ -835,7 +835,8 @@ TEST(FloatGemm, WeightsBeyondTheL2SplitByColumnsNotRows) {
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
   ASSERT_EQ(scheduler::use_gemm_ukernels(g, s, true).float_gemms, 1);
   const codegen::FloatGemmVariant variant = codegen::float_gemm_variant_named("scalar");
-  const codegen::FloatGemmPacks packs = codegen::prepack_float_gemm_operands(g, s.kernels[0], variant);
+  const codegen::FloatGemmPacks packs =
+      codegen::prepack_float_gemm_operands(g, s.kernels[0], variant, scheduler::host_arch());
   ASSERT_GE(packs.b, 0);
   const int64_t row_panels = (32 + variant.mr - 1) / variant.mr, col_panels = (256 + variant.nr - 1) / variant.nr;
   scheduler::ArchSpec arch = scheduler::host_arch();
