@@ -9,7 +9,13 @@ of the same tiling problem once: the distinct problems are the rows). Per
 problem: the cost model's first choice's measured time / the fastest measured
 one (1.0: the model picked the best). With --repeats N the profile is taken N
 times (profile_cache.json removed in between) and each candidate's median is
-used, since a shared machine is noisy. --threads N runs the candidates on N
+used, since a shared machine is noisy.
+
+The fastest of K noisy medians is biased low (the winner's curse: on this VM
+more repeats gave worse scores, docs/cost_model_accuracy.md), so with
+--repeats of 2 or more each row also has a held-out ratio: the best candidate
+chosen on the odd-numbered repeats, both it and the top-1 timed on the even
+ones (their medians); "held out" in the summary. --threads N runs the candidates on N
 OpenMP threads (OMP_NUM_THREADS; pair it with a spec of N cores,
 `tilegraph calibrate --cores N -o FILE` and --arch-file FILE): on a machine
 with more runnable processes than cores, every parallel region of two or more
@@ -96,6 +102,19 @@ def top1_over_best(times: list[float]) -> float | None:
     return times[0] / min(measured)
 
 
+def held_out_ratio(per_run: list[list[float]]) -> float | None:
+    """Top-1 / best where the best is chosen on repeats 0, 2, 4, ... and both are
+    timed on repeats 1, 3, 5, ... (medians); None with fewer than two repeats."""
+    if len(per_run) < 2:
+        return None
+    choose = [statistics.median(ts) for ts in zip(*per_run[0::2])]
+    timed = [statistics.median(ts) for ts in zip(*per_run[1::2])]
+    best = min(range(len(choose)), key=lambda c: choose[c] if choose[c] > 0 else math.inf)
+    if timed[0] <= 0 or timed[best] <= 0:
+        return None
+    return timed[0] / timed[best]
+
+
 def summary(ratios: list[float]) -> str:
     if not ratios:
         return "no profiled kernels"
@@ -116,11 +135,11 @@ def main() -> None:
     args = ap.parse_args()
     tg = tilegraph_bin()
     work = Path(args.work)
-    everything, report = [], {}
+    everything, everything_held_out, report = [], [], {}
     for model in args.models.split(","):
         prefix = prepare(model, work)
         runs = [profiled_problems(tune_once(tg, prefix, args.topk, args.arch_file, args.threads)) for _ in range(args.repeats)]
-        ratios, rows = [], []
+        ratios, held_out, rows = [], [], []
         for name, (configs, times) in runs[0].items():
             # The same problem in every repeat: the same kernel name and candidates
             # (they depend on the cost model only; a repeat that fused differently
@@ -131,15 +150,24 @@ def main() -> None:
             if ratio is None:
                 continue
             ratios.append(ratio)
+            held = held_out_ratio(per_run)
+            if held is not None:
+                held_out.append(held)
             best = min(range(len(median)), key=lambda c: median[c] if median[c] > 0 else math.inf)
-            rows.append({"kernel": name, "top1_over_best": ratio, "best_rank": best, "configs": list(configs),
-                         "measured_ms": median, "repeats": len(per_run)})
+            rows.append({"kernel": name, "top1_over_best": ratio, "held_out": held, "best_rank": best,
+                         "configs": list(configs), "measured_ms": median, "repeats": len(per_run)})
         everything += ratios
+        everything_held_out += held_out
         report[model] = rows
         print(f"\n{model}: {summary(ratios)}")
+        if held_out:
+            print(f"  held out: {summary(held_out)}")
         for row in sorted(rows, key=lambda r: -r["top1_over_best"]):
-            print(f"  {row['top1_over_best']:6.3f}  best is #{row['best_rank']:<2d} {row['kernel'][:70]}")
+            held = f"{row['held_out']:6.3f}" if row["held_out"] is not None else "     -"
+            print(f"  {row['top1_over_best']:6.3f} {held}  best is #{row['best_rank']:<2d} {row['kernel'][:70]}")
     print(f"\nall: {summary(everything)}")
+    if everything_held_out:
+        print(f"all, held out: {summary(everything_held_out)}")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
 

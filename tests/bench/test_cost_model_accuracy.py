@@ -1,0 +1,42 @@
+"""benchmarks/cost_model_accuracy.py's ratios on hand-made profiles: the plain top-1 / best over
+all repeats, and the held-out one (the best chosen on some repeats, timed on the others)."""
+import importlib.util
+import statistics
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "cost_model_accuracy.py"
+spec = importlib.util.spec_from_file_location("cost_model_accuracy", SCRIPT)
+cma = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cma)
+
+
+def test_top1_over_best_divides_by_the_fastest_measured():
+    assert cma.top1_over_best([2.0, 1.0, 4.0]) == pytest.approx(2.0)
+    assert cma.top1_over_best([1.0, 0.0, 3.0]) == pytest.approx(1.0)  # 0: not measured
+    assert cma.top1_over_best([0.0, 1.0]) is None
+
+
+def test_held_out_ratio_chooses_on_even_repeats_and_times_on_odd_ones():
+    # Candidate 1 is fast on repeats 0 and 2 only (noise); on repeats 1 and 3 the top-1 is
+    # as fast as any. Over all four repeats its median still wins (the winner's curse).
+    per_run = [[1.0, 0.80, 1.20],
+               [1.0, 1.10, 0.90],
+               [1.0, 0.80, 1.30],
+               [1.0, 1.05, 0.95]]
+    plain = cma.top1_over_best([statistics.median(ts) for ts in zip(*per_run)])
+    assert plain == pytest.approx(1.0 / 0.925)
+    # chosen on repeats 0, 2: candidate 1 (0.8); timed on 1, 3: 1.0 / 1.075
+    assert cma.held_out_ratio(per_run) == pytest.approx(1.0 / 1.075)
+
+
+def test_held_out_ratio_needs_two_repeats():
+    assert cma.held_out_ratio([[1.0, 0.5]]) is None
+    # two repeats: chosen on the first, timed on the second
+    assert cma.held_out_ratio([[1.0, 0.5, 0.7], [1.0, 0.9, 0.6]]) == pytest.approx(1.0 / 0.9)
+
+
+def test_summary_counts_the_ratios_within_ten_percent():
+    assert cma.summary([1.0, 1.05, 1.2, 1.5]) == "4 kernels, geomean top-1/best 1.173, within 10%: 50%"
+    assert cma.summary([]) == "no profiled kernels"
