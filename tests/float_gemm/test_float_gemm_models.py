@@ -690,3 +690,41 @@ def test_wide_panels_take_twelve_rows_where_they_pay(wide, tmp_path):
         assert (call in source) == wide, call
     acc = _matches_onnxruntime(prefix, env, "--threads", "2")
     assert "PASS" in acc, acc
+
+
+def wide_k_blocks(path):
+    # Wide panels across k blocks (the accumulating calls): x @ W with 100 rows and K = 130
+    # (bias + Relu); a padded 3x3 conv with 64 filters over 15 channels (K = 135, the packing's
+    # runs under the padding test) and a residual; q @ k^T of two activations with 72 rows and
+    # K = 130 (A by pack_a_rows, B by pack_b_columns).
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 100, 130])
+    img = helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 15, 10, 11])
+    res = helper.make_tensor_value_info("res", TensorProto.FLOAT, [1, 64, 10, 11])
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [2, 72, 130])
+    k = helper.make_tensor_value_info("k", TensorProto.FLOAT, [2, 40, 130])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "c", "s")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="tokens"),
+             helper.make_node("Add", ["m", "b"], ["h"]),
+             helper.make_node("Relu", ["h"], ["y"]),
+             helper.make_node("Conv", ["img", "wc"], ["c0"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c0", "res"], ["c"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["s"], name="scores")]
+    _save(path, nodes, [x, img, res, q, k], outs, [_w("w", 130, 40), _w("b", 40), _w("wc", 64, 15, 3, 3)])
+
+
+@pytest.mark.skipif("avx512" not in VARIANTS, reason="no AVX-512F on this CPU")
+def test_wide_panels_accumulate_across_k_blocks(tmp_path):
+    prefix = tmp_path / "wide_k_blocks"
+    wide_k_blocks(prefix)
+    spec = _small_l1_spec(tmp_path / "small_l1.json", "avx512")
+    env = _env("avx512")
+    _tune(prefix, env, "--arch-file", str(spec))
+    kernels = {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
+    for node in ("tokens", "conv", "scores"):
+        params = kernels[node]["ukernel_params"]
+        assert params["mr"] == 12 and params["k_blocks"] > 1, (node, params)
+    source = _kernel_source(prefix)
+    assert "tg_sgemm::wide::pack_a_rows(" in source and "tg_sgemm::pack_b_columns(" in source
+    acc = _matches_onnxruntime(prefix, env)
+    assert acc.count("  ok ") == 3, acc
