@@ -289,6 +289,19 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 
 
 namespace detail {
+// The transposes' last k - kk columns (k - kk < 8), one value at a time,
+// counted from 0 to the remainder: with k a multiple of 8 known at the
+// call, GCC warned that the dead `kk < k` loop's 2^62-th iteration
+// overflows the index.
+template <int kRows>
+__attribute__((always_inline)) inline void transpose_tail(int64_t kk, int64_t k, float* out, int64_t ld_out,
+                                                          const float* const* rows) {
+  const int64_t tail = k - kk;
+  for (int64_t t = 0; t < tail; ++t)
+#pragma GCC unroll 8
+    for (int i = 0; i < kRows; ++i) out[(kk + t) * ld_out + i] = rows[i][kk + t];
+}
+
 // out[k' * ld_out + i] = rows[i][k'] for k' < k, i < 8: eight runs that are
 // each contiguous along k, transposed eight k at a time as 8 x 8 blocks in
 // ymm registers (eight loads, eight contiguous stores). pack_a_rows_from's
@@ -320,13 +333,7 @@ __attribute__((always_inline)) inline void transpose_rows8(int64_t k, float* out
       _mm256_storeu_ps(o + (j + 4) * ld_out, _mm256_permute2f128_ps(s[j], s[j + 4], 0x31));
     }
   }
-  // The last k % 8 columns, counted from 0 to the remainder: with k a
-  // multiple of 8 known at the call, GCC warned that the dead `kk < k`
-  // loop's 2^62-th iteration overflows the index.
-  const int64_t tail = k - kk;
-  for (int64_t t = 0; t < tail; ++t)
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) out[(kk + t) * ld_out + i] = rows[i][kk + t];
+  transpose_tail<8>(kk, k, out, ld_out, rows);
 }
 
 // transpose_rows8 for four rows (a wide panel's last four): out[k' * ld_out
@@ -352,10 +359,7 @@ __attribute__((always_inline)) inline void transpose_rows4(int64_t k, float* out
       _mm_storeu_ps(o + (j + 4) * ld_out, _mm256_extractf128_ps(s[j], 1));
     }
   }
-  const int64_t tail = k - kk;
-  for (int64_t t = 0; t < tail; ++t)
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) out[(kk + t) * ld_out + i] = rows[i][kk + t];
+  transpose_tail<4>(kk, k, out, ld_out, rows);
 }
 }  // namespace detail
 

@@ -21,4 +21,21 @@ inline std::vector<float> random_values(size_t n, uint32_t seed) {
   return v;
 }
 
+// A packed A panel of `rows` rows (a[k' * rows + r]) and a B of k rows,
+// ldb floats apart, whose panel starts `col` floats into each row (the rest
+// of each row: other panels' columns); sum(r, j): C(r, j) in double.
+struct PanelOperands {
+  int64_t rows, k, ldb, col;
+  std::vector<float> a, b;
+  PanelOperands(int64_t rows_, int64_t k_, int64_t ldb_, int64_t col_, uint32_t seed)
+      : rows(rows_), k(k_), ldb(ldb_), col(col_), a(random_values(size_t(k * rows), seed)),
+        b(random_values(size_t(k * ldb), seed + 1)) {}
+  const float* panel() const { return b.data() + col; }
+  double sum(int64_t r, int64_t j) const {
+    double s = 0;
+    for (int64_t kk = 0; kk < k; ++kk) s += double(a[size_t(kk * rows + r)]) * b[size_t(kk * ldb + col + j)];
+    return s;
+  }
+};
+
 }  // namespace tilegraph::testing

@@ -51,20 +51,9 @@ constexpr int64_t kMR = 8, kNR = 32;
 
 using tilegraph::testing::random_values;
 
-// A packed A panel (kMR x k) and a B of k rows, ldb floats apart, whose
-// panel starts `col` floats into each row (the rest of each row: other
-// panels' columns).
-struct Operands {
-  int64_t k, ldb, col;
-  std::vector<float> a, b;
-  Operands(int64_t k_, int64_t ldb_, int64_t col_)
-      : k(k_), ldb(ldb_), col(col_), a(random_values(size_t(k * kMR), 1)), b(random_values(size_t(k * ldb), 2)) {}
-  const float* panel() const { return b.data() + col; }
-  double sum(int64_t r, int64_t j) const {
-    double s = 0;
-    for (int64_t kk = 0; kk < k; ++kk) s += double(a[size_t(kk * kMR + r)]) * b[size_t(kk * ldb + col + j)];
-    return s;
-  }
+// A packed A panel (kMR x k) and a B of k rows, ldb floats apart.
+struct Operands : tilegraph::testing::PanelOperands {
+  Operands(int64_t k, int64_t ldb, int64_t col) : PanelOperands(kMR, k, ldb, col, 1) {}
 };
 
 TEST(SgemmAvx512Ldb, TileReadsBRowsLdbApart) {

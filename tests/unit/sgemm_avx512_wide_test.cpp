@@ -69,17 +69,8 @@ using tilegraph::testing::random_values;
 
 // A packed wide A panel (12 x k: a[k' * 12 + r]) and a B of k rows, ldb
 // floats apart, whose panel starts `col` floats into each row.
-struct Operands {
-  int64_t k, ldb, col;
-  std::vector<float> a, b;
-  Operands(int64_t k_, int64_t ldb_, int64_t col_)
-      : k(k_), ldb(ldb_), col(col_), a(random_values(size_t(k * kWide), 11)), b(random_values(size_t(k * ldb), 12)) {}
-  const float* panel() const { return b.data() + col; }
-  double sum(int64_t r, int64_t j) const {
-    double s = 0;
-    for (int64_t kk = 0; kk < k; ++kk) s += double(a[size_t(kk * kWide + r)]) * b[size_t(kk * ldb + col + j)];
-    return s;
-  }
+struct Operands : tilegraph::testing::PanelOperands {
+  Operands(int64_t k, int64_t ldb, int64_t col) : PanelOperands(kWide, k, ldb, col, 11) {}
 };
 
 TEST(SgemmAvx512Wide, HeaderHasTwelveRowPanels) {
