@@ -75,8 +75,8 @@ std::string int_gemm_tile_assert(const IntGemmVariant& v) {
 }
 
 std::string float_gemm_tile_assert(const FloatGemmVariant& v) {
-  return str_cat("static_assert(tg_sgemm::kMR == ", v.mr, " && tg_sgemm::kNR == ", v.nr,
-                 v.wide_mr > 0 ? str_cat(" && tg_sgemm::wide::kMR == ", v.wide_mr) : std::string(), ",\n              \"",
+  const std::string wide = v.wide_mr > 0 ? str_cat(" && tg_sgemm::wide::kMR == ", v.wide_mr) : std::string();
+  return str_cat("static_assert(tg_sgemm::kMR == ", v.mr, " && tg_sgemm::kNR == ", v.nr, wide, ",\n              \"",
                  v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
                  v.wide_mr > 0 ? str_cat(", wide panels of ", v.wide_mr, " rows") : std::string(), ")\");\n");
 }

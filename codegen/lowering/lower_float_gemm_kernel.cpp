@@ -97,7 +97,7 @@ bool pixel_rows(const scheduler::Gemm& m) {
 // rows in 6-25 k blocks too; its 64-deep conv3s over 56 x 56 (M = 256)
 // 0-35% slower; its transposed-C convs and MobileNetV2's 7 x 7 ones 0-29%
 // slower; MobileNetV2's 1x1 convs with M = 96-576 rows (whole wide panels)
-// 3-12% faster from K = 32, its K = 24 and 27 ones 9-14% slower; BERT's
+// 3-15% faster from K = 32, its K = 24 and 27 ones 9-14% slower; BERT's
 // projections (M = 128 tokens) 3-6% faster.
 // TILEGRAPH_WIDE_PANELS=off keeps every GEMM in kMR rows (for comparison).
 constexpr int64_t kWideMinRows = 64;
@@ -128,7 +128,9 @@ struct FloatGeometry {
 
   FloatGeometry(const scheduler::Gemm& gemm, const FloatGemmVariant& variant, const scheduler::ArchSpec& arch,
                 scheduler::PackedOperands packed = {})
-      : m(gemm), v(panel_rows_for(gemm, variant, arch, packed)), blocking(scheduler::float_gemm_blocking(gemm, v.mr, v.nr, arch, packed)) {
+      : m(gemm),
+        v(panel_rows_for(gemm, variant, arch, packed)),
+        blocking(scheduler::float_gemm_blocking(gemm, v.mr, v.nr, arch, packed)) {
     col_panels = (m.cols() + v.nr - 1) / v.nr;
     panels = (m.rows() + v.mr - 1) / v.mr;
     a_panel = round_up(m.k * v.mr, kPanelAlign);
@@ -1136,8 +1138,9 @@ class FloatGemmLowering : KernelBuilder {
   Stmt last_panel_call(std::vector<CallArg> args, int64_t rows = 0) const {
     if (tail_b_) args[2] = *tail_b_;  // B read in place but for this panel
     const int64_t cols = narrow_tail_cols();
-    if (rows > 0) return packed_call(str_cat(geo_.v.ukernel("tile"), "<", cols > 0 ? cols : geo_.v.nr, ", ", rows, ">"), args);
-    return packed_call(cols > 0 ? str_cat(geo_.v.ukernel("tile"), "<", cols, ">") : geo_.v.ukernel("tile"), args);
+    const std::string tile = geo_.v.ukernel("tile");
+    if (rows > 0) return packed_call(str_cat(tile, "<", cols > 0 ? cols : geo_.v.nr, ", ", rows, ">"), args);
+    return packed_call(cols > 0 ? str_cat(tile, "<", cols, ">") : tile, args);
   }
 
   // The micro-kernel call with `args` for column panel nb: the full panels'

@@ -8,6 +8,15 @@ bool reads(const Expr& e, int buffer) {
   return e && any_node(e, [&](const Expr& n) { return n->kind == ExprKind::kLoad && n->int_value == buffer; });
 }
 
+// The float micro-kernel's prefetch hint (tg_sgemm::prefetch_tile, or its
+// wide-panel form tg_sgemm::wide::prefetch_tile): it only brings lines
+// toward the L1, so passing it the input is no read.
+bool is_prefetch_hint(const std::string& callee) {
+  const std::string prefix = "tg_sgemm::", name = "prefetch_tile";
+  return callee.rfind(prefix, 0) == 0 && callee.size() >= prefix.size() + name.size() &&
+         callee.compare(callee.size() - name.size(), name.size(), name) == 0;
+}
+
 // Every load of `in` in e is at `index` (one index per load: a flat buffer).
 bool reads_only_at(const Expr& e, int in, const Expr& index) {
   return !any_node(e, [&](const Expr& n) {
@@ -24,8 +33,7 @@ bool in_place(const Stmt& s, int in, int out) {
       return reads_only_at(s->value, in, s->index);
     case StmtKind::kCall:
       for (const CallArg& a : s->args) {
-        if (a.buffer == in && s->callee != "tg_sgemm::prefetch_tile" && s->callee != "tg_sgemm::wide::prefetch_tile")
-          return false;
+        if (a.buffer == in && !is_prefetch_hint(s->callee)) return false;
         if (reads(a.value, in)) return false;
       }
       break;

@@ -396,11 +396,19 @@ __attribute__((noinline)) inline void pack_b_columns(int64_t k, float* b, const 
 }
 
 // The generated code's form: the kMR row pointers as arguments.
+namespace detail {
+// pack_a_rows_from<kPanel> with the row pointers as arguments.
+template <int kPanel, class... Rows>
+inline void pack_a_row_pointers(int64_t k, float* a, Rows... rows) {
+  static_assert(sizeof...(Rows) == kPanel, "pack_a_rows: one pointer per row of the panel");
+  const float* const r[kPanel] = {rows...};
+  pack_a_rows_from<kPanel>(k, a, r);
+}
+}  // namespace detail
+
 template <class... Rows>
 inline void pack_a_rows(int64_t k, float* a, Rows... rows) {
-  static_assert(sizeof...(Rows) == kMR, "pack_a_rows: one pointer per row of the panel");
-  const float* const r[kMR] = {rows...};
-  pack_a_rows_from<kMR>(k, a, r);
+  detail::pack_a_row_pointers<kMR>(k, a, rows...);
 }
 
 // The micro-kernel over wide A panels (12 rows, see the top): the same
@@ -440,9 +448,7 @@ inline void prefetch_tile(const float* p, int64_t ld) { avx512::prefetch_tile<kM
 
 template <class... Rows>
 inline void pack_a_rows(int64_t k, float* a, Rows... rows) {
-  static_assert(sizeof...(Rows) == kMR, "wide::pack_a_rows: one pointer per row of the panel");
-  const float* const r[kMR] = {rows...};
-  avx512::pack_a_rows_from<kMR>(k, a, r);
+  detail::pack_a_row_pointers<kMR>(k, a, rows...);
 }
 }  // namespace wide
 

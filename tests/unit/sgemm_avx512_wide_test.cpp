@@ -174,7 +174,8 @@ TEST(SgemmAvx512Wide, PackARowsTransposesTwelveRows) {
     std::vector<float> a(size_t(k * kWide + 16), -7.0f);
     wide_pack(k, a.data(), rows);
     for (int64_t kk = 0; kk < k; ++kk)
-      for (int r = 0; r < 12; ++r) ASSERT_EQ(a[size_t(kk * kWide + r)], rows[r][kk]) << "k " << k << " " << kk << " " << r;
+      for (int r = 0; r < 12; ++r)
+        ASSERT_EQ(a[size_t(kk * kWide + r)], rows[r][kk]) << "k " << k << " " << kk << " " << r;
     for (size_t i = size_t(k * kWide); i < a.size(); ++i) ASSERT_EQ(a[i], -7.0f) << "past the panel";
   }
 }
