@@ -273,6 +273,7 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
   tg_options.fusion = options.fusion;
   tg_options.log_merges = options.verbose;
   tg_options.library_gemms = options.skip_dot;
+  tg_options.float_gemm_epilogues = options.float_ukernels;
   scheduler::TileGraphOptions unfused_options = tg_options;
   unfused_options.fusion = scheduler::FusionLevel::kNone;
   s.schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);

@@ -46,6 +46,9 @@ struct TileGraphOptions {
   int search_budget = 48;      // configs per final tiling search
   int trial_budget = 16;       // configs per trial merge
   bool log_merges = false;     // print every shared-level merge decision to stderr (tune -v)
+  // CPU: float contractions run on the GEMM micro-kernels, whose store
+  // takes their elementwise consumers (tune --no-float-ukernels: false).
+  bool float_gemm_epilogues = true;
 };
 
 // Content-addressed memo of tiling searches; load/save as JSON.

@@ -145,6 +145,11 @@ FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch) {
   return float_gemm_variant_named("scalar");
 }
 
+bool wide_panels_allowed() {
+  const char* off = std::getenv("TILEGRAPH_WIDE_PANELS");
+  return !(off && std::string(off) == "off");
+}
+
 std::string depthwise_variant_for(const scheduler::ArchSpec& arch) {
   if (const char* forced = std::getenv("TILEGRAPH_DWCONV_VARIANT"); forced && std::string(forced) == "none") return "";
   return float_gemm_variant_for(arch).name == "avx512" ? "avx512" : "";

@@ -106,8 +106,7 @@ constexpr int64_t kWideMinWholeK = 32;
 
 FloatGemmVariant panel_rows_for(const scheduler::Gemm& m, FloatGemmVariant v, const scheduler::ArchSpec& arch,
                                 scheduler::PackedOperands packed) {
-  if (const char* off = std::getenv("TILEGRAPH_WIDE_PANELS"); off && std::string(off) == "off") return v;
-  if (v.wide_mr == 0 || m.rows() < kWideMinRows) return v;
+  if (!wide_panels_allowed() || v.wide_mr == 0 || m.rows() < kWideMinRows) return v;
   if (pixel_rows(m) &&
       scheduler::float_gemm_blocking(m, v.mr, v.nr, arch, packed).k_blocks <= kMaxTransposedCKBlocks)
     return v;

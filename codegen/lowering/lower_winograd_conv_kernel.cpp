@@ -1,6 +1,7 @@
 #include "codegen/lowering/lower_winograd_conv_kernel.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,17 @@ scheduler::WinogradConv winograd_conv_of(const Graph& g, const Op& conv, const F
   return *c;
 }
 
+// The filters of a row panel: the wide panels' 12 (tg_sgemm::wide) where
+// the variant has them, for 64 filters and more: each V_t panel is then read
+// once per 12 filters instead of 8. A last panel may hold fewer (64 = 5 x
+// 12 + 4). Measured below (lower_winograd_conv_kernel.h).
+// TILEGRAPH_WIDE_PANELS=off keeps mr.
+constexpr int64_t kWinogradWideMinFilters = 64;
+int64_t winograd_panel_rows(const scheduler::WinogradConv& c, const FloatGemmVariant& variant) {
+  if (variant.wide_mr > 0 && wide_panels_allowed() && c.filters >= kWinogradWideMinFilters) return variant.wide_mr;
+  return variant.mr;
+}
+
 }  // namespace
 
 TensorId prepack_winograd_filters(Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& variant) {
@@ -37,25 +49,31 @@ TensorId prepack_winograd_filters(Graph& g, const scheduler::KernelSchedule& ks,
   gt.data = std::make_shared<const std::vector<uint8_t>>(reinterpret_cast<const uint8_t*>(&kG[0][0]),
                                                           reinterpret_cast<const uint8_t*>(&kG[0][0]) + sizeof(kG));
   const TensorId g_id = g.add_tensor(gt);
-  // u[e], e = ((p * 16 + t) * C + ch) * MR + r, = sum over the 3 x 3 taps (i, j)
-  // of G[t / 4][i] * G[t % 4][j] * W'(p * MR + r, ch, i, j).
+  // u[e], e = ((p * 16 + t) * C + ch) * P + r, = sum over the 3 x 3 taps (i, j)
+  // of G[t / 4][i] * G[t % 4][j] * W'(p * P + r, ch, i, j), P the panel's
+  // rows (winograd_panel_rows); 0 past the last filter.
   Op pack;
   pack.name = conv.name + "_winograd_u";
   pack.inputs = conv.inputs;
   pack.inputs.push_back(g_id);
   const int g_slot = static_cast<int>(pack.inputs.size()) - 1;
   const Expr e = var(0), i = var(1), j = var(2);
-  const int64_t mr = variant.mr;
+  const int64_t mr = winograd_panel_rows(c, variant);
+  const int64_t panels = (c.filters + mr - 1) / mr;
   const Expr r = floormod(e, mr), ch = floormod(floordiv(e, mr), c.channels);
   const Expr t = floormod(floordiv(e, mr * c.channels), kWinogradPositions);
   const Expr p = floordiv(e, mr * c.channels * kWinogradPositions);
-  const Expr weight = substitute_vars(c.weight, {int_imm(0), p * mr + r, int_imm(0), int_imm(0), ch, i, j});
-  pack.body = load(g_slot, DType::kF32, {floordiv(t, 4), i}) * load(g_slot, DType::kF32, {floormod(t, 4), j}) * weight;
+  const Expr filter = p * mr + r;
+  const Expr weight =
+      substitute_vars(c.weight, {int_imm(0), min(filter, int_imm(c.filters - 1)), int_imm(0), int_imm(0), ch, i, j});
+  const Expr product =
+      load(g_slot, DType::kF32, {floordiv(t, 4), i}) * load(g_slot, DType::kF32, {floormod(t, 4), j}) * weight;
+  pack.body = c.filters % mr == 0 ? product : select(lt(filter, int_imm(c.filters)), product, float_imm(0));
   pack.reduction = Reduction::kSum;
   pack.reduce_extents = {3, 3};
   Tensor packed;
   packed.name = pack.name;
-  packed.shape = {c.filters * kWinogradPositions * c.channels};
+  packed.shape = {panels * mr * kWinogradPositions * c.channels};
   packed.kind = TensorKind::kConstant;
   pack.output = g.add_tensor(packed);
   drop_unused_inputs(pack);
@@ -76,12 +94,24 @@ class WinogradConvLowering : KernelBuilder {
     u_ = add_global(u, false);
     output_ = add_global(phases_.back().output, true);
     shape_ = g.tensor(phases_.front().output).shape;
-    row_panels_ = conv_.filters / variant_.mr;
+    mr_ = winograd_panel_rows(conv_, variant_);
+    row_panels_ = (conv_.filters + mr_ - 1) / mr_;
     cols_ = conv_.panel_tiles(variant_.nr);
     col_panels_ = (conv_.tiles() + cols_ - 1) / cols_;
+    // U, 16 x C x filters floats, read whole by each task. Where it
+    // overflows half the L2 a task takes several column panels (their V in
+    // the other half), so that each row panel's U comes from the L3 once and
+    // then from the L2: ResNet-50's layer-3 convs (4 MiB of U, 2 panels of
+    // 512 KiB of V) streamed all of U from the L3 per panel, and their GEMMs
+    // ran at half the micro-kernel's rate.
+    const int64_t half_l2 = std::max<int64_t>(arch.l2_bytes, 1 << 18) / 2;
+    const int64_t u_bytes = kWinogradPositions * conv_.channels * row_panels_ * mr_ * 4;
+    const int64_t v_bytes = kWinogradPositions * conv_.channels * variant_.nr * 4;
+    panels_per_task_ = u_bytes > half_l2 ? std::clamp<int64_t>(half_l2 / v_bytes, 1, col_panels_) : 1;
+    task_panels_ = (col_panels_ + panels_per_task_ - 1) / panels_per_task_;
     // Row panels split into groups until there is a task per core (each
     // group's task transforms its inputs again), in a divisor of the panels.
-    const int64_t tasks = conv_.batch * col_panels_;
+    const int64_t tasks = conv_.batch * task_panels_;
     groups_ = 1;
     while (tasks * groups_ < std::max(arch.cores, 1) && groups_ < row_panels_) {
       ++groups_;
@@ -90,32 +120,59 @@ class WinogradConvLowering : KernelBuilder {
   }
 
   Kernel build() {
-    const int64_t mr = variant_.mr, nr = variant_.nr, c = conv_.channels, h = conv_.height, w = conv_.width;
+    const int64_t mr = mr_, nr = variant_.nr, c = conv_.channels, h = conv_.height, w = conv_.width;
     const bool half = cols_ < nr;
-    const int vn = new_var("n", conv_.batch), vg = new_var("g", groups_), vq = new_var("q", col_panels_);
+    const int vn = new_var("n", conv_.batch), vg = new_var("g", groups_), vq = new_var("q", task_panels_);
     // One scratch buffer (a task has one arena) for the 16 transformed input
-    // planes (v) and, after them, the 16 accumulator tiles (m).
-    const int64_t m_at = kWinogradPositions * c * nr;
+    // planes (v) of each of the task's column panels and, after them, the 16
+    // accumulator tiles (m).
+    const int64_t panel_v = kWinogradPositions * c * nr, m_at = panels_per_task_ * panel_v;
     const int v = add_local("v", DType::kF32, m_at + kWinogradPositions * mr * nr, 64);
     kernel_.buffers[static_cast<size_t>(v)].scratch = true;
     const int y = add_local("y", DType::kF32, 4 * mr * nr, 64);
     const int64_t per_group = row_panels_ / groups_;
     const int vp = new_var("pp", per_group);
     const Expr p = var(vg) * per_group + var(vp);
+    // The task's column panels: panel q = vq * panels_per_task_ + the loop's var. A
+    // last task may have fewer.
+    auto task_panels = [&](const char* name, const std::function<std::vector<Stmt>(const Expr&, const Expr&)>& body) {
+      const int vs = new_var(name, panels_per_task_);
+      const Expr q = var(vq) * panels_per_task_ + var(vs);
+      std::vector<Stmt> inner = body(q, var(vs) * panel_v);
+      if (col_panels_ % panels_per_task_ != 0) inner = {make_if(lt(q, int_imm(col_panels_)), std::move(inner))};
+      return make_for(vs, int_imm(panels_per_task_), LoopKind::kSerial, std::move(inner));
+    };
     // A task: the transformed planes of each source's channels (several
     // for a Concat along them) into their rows of v, then the row panels.
     std::vector<Stmt> task_body;
-    for (const scheduler::WinogradSource& src : conv_.sources) {
-      const int64_t channels = src.end - src.begin;
-      task_body.push_back(make_call(str_cat("tg_winograd::input_tiles<", channels, ", ", h, ", ", w, ", ",
-                                            half ? "true" : "false", ", ", c, ">"),
-                                    {{src.input_slot, var(vn) * (channels * h * w)},
-                                     {v, int_imm(src.begin * nr)},
-                                     {-1, var(vq) * cols_}}));
-    }
-    const Stmt gemms = make_call(str_cat("tg_winograd::row_panel<", c, ", ", half ? "true" : "false", ">"),
-                                 {{u_, p * (kWinogradPositions * c * mr)}, {v, int_imm(0)}, {v, int_imm(m_at)}, {y, int_imm(0)}});
-    const Stmt panel = make_for(vp, int_imm(per_group), LoopKind::kSerial, {gemms, store_outputs(vn, vq, p, y)});
+    task_body.push_back(task_panels("qv", [&](const Expr& q, const Expr& at) {
+      std::vector<Stmt> transforms;
+      for (const scheduler::WinogradSource& src : conv_.sources) {
+        const int64_t channels = src.end - src.begin;
+        transforms.push_back(make_call(str_cat("tg_winograd::input_tiles<", channels, ", ", h, ", ", w, ", ",
+                                               half ? "true" : "false", ", ", c, ">"),
+                                       {{src.input_slot, var(vn) * (channels * h * w)},
+                                        {v, at + int_imm(src.begin * nr)},
+                                        {-1, q * cols_}}));
+      }
+      return transforms;
+    }));
+    Expr panel_v_at;  // the V of the column panel row_panel reads (set by the loop below)
+    auto row_panel = [&](int64_t rows) {
+      return make_call(str_cat("tg_winograd::row_panel<", c, ", ", half ? "true" : "false", ", ", mr, ", ", rows, ">"),
+                       {{u_, p * (kWinogradPositions * c * mr)}, {v, panel_v_at}, {v, int_imm(m_at)}, {y, int_imm(0)}});
+    };
+    // The last panel's filters, when they do not fill it.
+    const int64_t tail = conv_.filters - (row_panels_ - 1) * mr;
+    const Stmt panel = make_for(vp, int_imm(per_group), LoopKind::kSerial,
+                                {task_panels("qs", [&](const Expr& q, const Expr& at) {
+                                  panel_v_at = at;
+                                  const Stmt gemms =
+                                      tail == mr ? row_panel(mr)
+                                                 : make_seq({make_if(lt(p, int_imm(row_panels_ - 1)), {row_panel(mr)}),
+                                                             make_if(lt(int_imm(row_panels_ - 2), p), {row_panel(tail)})});
+                                  return std::vector<Stmt>{gemms, store_outputs(vn, q, p, y)};
+                                })});
     task_body.push_back(panel);
     const Stmt task = make_allocate(v, {make_allocate(y, std::move(task_body))});
     // Groups outside the column panels: a static split then gives each
@@ -123,10 +180,14 @@ class WinogradConvLowering : KernelBuilder {
     // 14 x 14 map: 32 and 17 tiles) would otherwise land on one thread.
     kernel_.body = make_for(vn, int_imm(conv_.batch), LoopKind::kParallel,
                             {make_for(vg, int_imm(groups_), LoopKind::kSerial,
-                                      {make_for(vq, int_imm(col_panels_), LoopKind::kSerial, {task})})},
+                                      {make_for(vq, int_imm(task_panels_), LoopKind::kSerial, {task})})},
                             3);
     kernel_.flops = 2 * kWinogradPositions * conv_.batch * conv_.tiles() * c * conv_.filters;
-    kernel_.ukernel_params = {{"mr", mr}, {"nr", nr}, {"panel_tiles", cols_}, {"row_panel_groups", groups_}};
+    kernel_.ukernel_params = {{"mr", mr},
+                              {"nr", nr},
+                              {"panel_tiles", cols_},
+                              {"row_panel_groups", groups_},
+                              {"panels_per_task", panels_per_task_}};
     return std::move(kernel_);
   }
 
@@ -137,11 +198,11 @@ class WinogradConvLowering : KernelBuilder {
   // (panel tiles - 1) / tiles_w + 2), their two output rows each, and in each the
   // panel's run of tiles on that row [begin, end) as one vectorized loop:
   // the run is contiguous in y as in the output.
-  Stmt store_outputs(int vn, int vq, const Expr& p, int y) {
-    const int64_t mr = variant_.mr, nr = variant_.nr, tw = conv_.tiles_w(), cols = cols_;
+  Stmt store_outputs(int vn, const Expr& q, const Expr& p, int y) {
+    const int64_t mr = mr_, nr = variant_.nr, tw = conv_.tiles_w(), cols = cols_;
     const int64_t span = std::min((cols - 1) / tw + 2, conv_.tiles_h());
     const int vr = new_var("r", mr), vt = new_var("tr", span), vy = new_var("dy", 2);
-    const Expr first = var(vq) * cols;
+    const Expr first = q * cols;
     const Expr tile_row = floordiv(first, tw) + var(vt);
     const Expr begin = max(first, tile_row * tw);
     const Expr end = min(min(first + cols, tile_row * tw + tw), int_imm(conv_.tiles()));
@@ -156,9 +217,9 @@ class WinogradConvLowering : KernelBuilder {
     Stmt row = make_for(vx, run, LoopKind::kVectorized,
                         {epilogue_output_store(g_, phases_, shape_, epilogue_buffers_, output_, bounds_, coords, acc)});
     if (conv_.height % 2 != 0) row = make_if(lt(oy, int_imm(conv_.height)), {row});
-    return make_for(vr, int_imm(mr), LoopKind::kSerial,
-                    {make_for(vt, int_imm(span), LoopKind::kSerial,
-                              {make_for(vy, int_imm(2), LoopKind::kSerial, {row})})});
+    Stmt filter_rows = make_for(vt, int_imm(span), LoopKind::kSerial, {make_for(vy, int_imm(2), LoopKind::kSerial, {row})});
+    if (conv_.filters % mr != 0) filter_rows = make_if(lt(p * mr + var(vr), int_imm(conv_.filters)), {filter_rows});
+    return make_for(vr, int_imm(mr), LoopKind::kSerial, {filter_rows});
   }
 
   std::vector<Op> phases_;
@@ -166,6 +227,8 @@ class WinogradConvLowering : KernelBuilder {
   scheduler::WinogradConv conv_;
   std::vector<int> epilogue_buffers_;
   int u_ = -1, output_ = -1;
+  int64_t mr_ = 0;  // filters per row panel (winograd_panel_rows)
+  int64_t panels_per_task_ = 1, task_panels_ = 0;  // column panels per task; tasks per image
   Shape shape_;
   int64_t row_panels_ = 0, col_panels_ = 0, groups_ = 1;
   int64_t cols_ = 0;  // tiles per column panel (WinogradConv::panel_tiles)

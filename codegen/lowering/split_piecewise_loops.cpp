@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/interval.h"
 #include "compiler/ir/simplify.h"
 
 namespace tilegraph::codegen {
@@ -83,6 +84,65 @@ class CutPoints {
   std::set<int64_t> cuts_;
 };
 
+// Where a vectorized loop's first or last few iterations clamp an index:
+// max(2 * v + r - 1, 0) of a stride-2, padded window (ResNet's max pool)
+// is inactive from v = 1 on, whatever the outer r. Every lane evaluates the
+// clamp, so the index is not affine in v and the compiler gathers. Peeling
+// the iterations where it may act leaves a loop the simplifier proves
+// clamp-free: one strided (permuted) load per vector. The peel points are
+// found by interval bounds at single values of v, so any expression of v
+// and outer vars qualifies; a wrong guess only costs a split.
+class ClampPeels {
+ public:
+  ClampPeels(int v, int64_t extent, const std::vector<Interval>& bounds) : v_(v), extent_(extent), bounds_(bounds) {}
+
+  void scan(const Stmt& s) {
+    visit_stmt_exprs(s, [&](const Expr& e) {
+      visit(e, [&](const Expr& n) {
+        if (n->kind == ExprKind::kBinary && n->args.size() == 2 && is_integer(n->args[0]->dtype) &&
+            (n->binary_op == BinaryOp::kMin || n->binary_op == BinaryOp::kMax))
+          add(n);
+      });
+    });
+  }
+  int64_t front() const { return front_; }  // iterations [0, front) peeled
+  int64_t back() const { return back_; }    // iterations [extent - back, extent) peeled
+
+ private:
+  void add(const Expr& e) {
+    int64_t k = 0;
+    Expr x = e->args[0];
+    if (!is_const_int(e->args[1], &k)) {
+      if (!is_const_int(e->args[0], &k)) return;
+      x = e->args[1];
+    }
+    if (!uses_var(x, v_) || has_load(x)) return;
+    // The clamp is inactive at v when every value of x there is on x's side.
+    const bool is_max = e->binary_op == BinaryOp::kMax;
+    auto inactive = [&](int64_t at) {
+      const Interval b = bound_of(with_var(x, v_, int_imm(at)), bounds_);
+      return is_max ? b.lo >= k : b.hi <= k;
+    };
+    // Peel at most kMinPieceRun - 1 iterations at one end; the rest must be
+    // clamp-free at both of its ends (an index monotonic in v).
+    for (int64_t n = 1; n < kMinPieceRun && n < extent_; ++n) {
+      if (!inactive(0) && inactive(n) && inactive(extent_ - 1)) {
+        front_ = std::max(front_, n);
+        return;
+      }
+      if (!inactive(extent_ - 1) && inactive(extent_ - 1 - n) && inactive(0)) {
+        back_ = std::max(back_, n);
+        return;
+      }
+    }
+  }
+
+  int v_;
+  int64_t extent_;
+  const std::vector<Interval>& bounds_;
+  int64_t front_ = 0, back_ = 0;
+};
+
 class Splitter {
  public:
   explicit Splitter(Kernel& k) : k_(k), bounds_(k.var_names.size()) {}
@@ -115,23 +175,16 @@ class Splitter {
   Stmt try_split(const Stmt& s) {
     if (s->kind != StmtKind::kFor || (s->loop != LoopKind::kVectorized && s->loop != LoopKind::kReduce)) return nullptr;
     int64_t extent = 0;
-    if (!is_const_int(s->extent, &extent) || extent < 2 * kMinPieceRun) return nullptr;
-    CutPoints points(s->var, extent);
-    for (const Stmt& c : s->body) points.scan(c);
-    if (points.cuts().empty()) return nullptr;
-    std::vector<int64_t> starts = {0};
-    starts.insert(starts.end(), points.cuts().begin(), points.cuts().end());
-    if (static_cast<int64_t>(starts.size()) > kMaxPieces) return nullptr;
-    for (size_t i = 0; i < starts.size(); ++i) {
-      const int64_t end = i + 1 < starts.size() ? starts[i + 1] : extent;
-      if (end - starts[i] < kMinPieceRun) return nullptr;
-    }
+    if (!is_const_int(s->extent, &extent)) return nullptr;
+    std::vector<int64_t> starts = piece_starts(s, extent);
+    if (starts.size() < 2) starts = peel_starts(s, extent);
+    if (starts.size() < 2) return nullptr;
     const std::string name = k_.var_names[static_cast<size_t>(s->var)];  // a copy: push_back below may move the names
     std::vector<Stmt> pieces;
     for (size_t i = 0; i < starts.size(); ++i) {
       const int64_t end = i + 1 < starts.size() ? starts[i + 1] : extent;
       const int piece = static_cast<int>(k_.var_names.size());
-      k_.var_names.push_back(name + "_s" + std::to_string(i));
+      k_.var_names.push_back(unique_name(name + "_s" + std::to_string(i)));
       bound(piece) = Interval::range(end - starts[i]);
       const Expr value = starts[i] == 0 ? var(piece) : var(piece) + int_imm(starts[i]);
       std::vector<Stmt> body;
@@ -142,6 +195,47 @@ class Splitter {
       pieces.push_back(make_for(piece, int_imm(end - starts[i]), s->loop, std::move(body)));
     }
     return make_seq(std::move(pieces));
+  }
+
+  // `base`, or base_2, base_3, ... where the kernel has it already (a loop
+  // split in each branch of an If: the same var name twice).
+  std::string unique_name(const std::string& base) const {
+    auto taken = [&](const std::string& n) {
+      return std::find(k_.var_names.begin(), k_.var_names.end(), n) != k_.var_names.end();
+    };
+    std::string name = base;
+    for (int i = 2; taken(name); ++i) name = base + "_" + std::to_string(i);
+    return name;
+  }
+
+  // The pieces' starts where s's body switches between Concat pieces
+  // (CutPoints), each at least kMinPieceRun long; {0} when none.
+  std::vector<int64_t> piece_starts(const Stmt& s, int64_t extent) const {
+    if (extent < 2 * kMinPieceRun) return {0};
+    CutPoints points(s->var, extent);
+    for (const Stmt& c : s->body) points.scan(c);
+    std::vector<int64_t> starts = {0};
+    starts.insert(starts.end(), points.cuts().begin(), points.cuts().end());
+    if (static_cast<int64_t>(starts.size()) > kMaxPieces) return {0};
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t end = i + 1 < starts.size() ? starts[i + 1] : extent;
+      if (end - starts[i] < kMinPieceRun) return {0};
+    }
+    return starts;
+  }
+
+  // Vectorized loops only: the starts of a clamped head, the clamp-free
+  // middle (at least kMinPieceRun long) and a clamped tail (ClampPeels);
+  // {0} when nothing is peeled.
+  std::vector<int64_t> peel_starts(const Stmt& s, int64_t extent) const {
+    if (s->loop != LoopKind::kVectorized) return {0};
+    ClampPeels peels(s->var, extent, bounds_);
+    for (const Stmt& c : s->body) peels.scan(c);
+    if (extent - peels.front() - peels.back() < kMinPieceRun) return {0};
+    std::vector<int64_t> starts = {0};
+    if (peels.front() > 0) starts.push_back(peels.front());
+    if (peels.back() > 0) starts.push_back(extent - peels.back());
+    return starts;
   }
 
   // s with its expressions simplified under the loop bounds (its own loops'

@@ -95,30 +95,30 @@ inline void input_tiles(const float* x, float* v, int64_t first) {
   }
 }
 
-// One row panel of kMR filters over one column panel of tiles: the 16 GEMMs
-// m_t = U_t x V_t (u: the panel's 16 packed U_t, C * kMR floats each; v:
-// input_tiles' output; m: 16 accumulator tiles of kMR x kNR), then the
-// output transform A^T m A into y, by output row:
-//   y[(dy * kMR + r) * 2 * kNR + 2 * j + dx] = output (dy, dx) of tile j, filter r,
+// One row panel of kPanel filters over one column panel of tiles: the 16
+// GEMMs m_t = U_t x V_t (u: the panel's 16 packed U_t, C * kPanel floats
+// each; v: input_tiles' output; m: 16 accumulator tiles of kPanel x kNR),
+// then the output transform A^T m A into y, by output row:
+//   y[(dy * kPanel + r) * 2 * kNR + 2 * j + dx] = output (dy, dx) of tile j, filter r,
 // so a row of tiles' outputs lie in y in the order they lie in the plane,
 // and the stores of a tile row are contiguous (the generated code's, through
 // the fused epilogue). kHalf: the panel holds at most kNR / 2 tiles, and
-// only those columns are computed.
-template <int64_t C, bool kHalf>
+// only those columns are computed. kPanel: tg_sgemm::kMR, or the 12 rows of
+// tg_sgemm::wide (B read once per 12 filters); kRows: the filters of a
+// last, partial panel (its U rows past them are zeros, never computed).
+template <int64_t C, bool kHalf, int kPanel = tg_sgemm::kMR, int kRows = kPanel>
 inline void row_panel(const float* u, const float* v, float* m, float* y) {
-  constexpr int kTile = tg_sgemm::kMR * tg_sgemm::kNR;
-  for (int t = 0; t < kPositions; ++t) {
-    if (kHalf)
-      tg_sgemm::tile<tg_sgemm::kNR / 2>(C, u + t * C * tg_sgemm::kMR, v + t * C * tg_sgemm::kNR, m + t * kTile, false);
-    else
-      tg_sgemm::tile(C, u + t * C * tg_sgemm::kMR, v + t * C * tg_sgemm::kNR, m + t * kTile, false);
-  }
+  constexpr int kTile = kPanel * tg_sgemm::kNR;
+  constexpr int kCols = kHalf ? tg_sgemm::kNR / 2 : tg_sgemm::kNR;
+  for (int t = 0; t < kPositions; ++t)
+    tg_sgemm::tile<kCols, kRows, false, kPanel>(C, u + t * C * kPanel, v + t * C * tg_sgemm::kNR, m + t * kTile,
+                                                false);
   // In intrinsics, 16 tiles per zmm, for the reason input_tiles is; the
   // permutes interleave a tile row's left (dx = 0) and right (dx = 1) outputs.
   const __m512i first8 = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const __m512i last8 = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
   constexpr int kVecs = (kHalf ? tg_sgemm::kNR / 2 : tg_sgemm::kNR) / 16;
-  for (int r = 0; r < tg_sgemm::kMR; ++r)
+  for (int r = 0; r < kRows; ++r)
     for (int h = 0; h < kVecs; ++h) {
       __m512 s[4][4];
       for (int t = 0; t < kPositions; ++t) s[t / 4][t % 4] = _mm512_loadu_ps(m + t * kTile + r * tg_sgemm::kNR + 16 * h);
@@ -130,7 +130,7 @@ inline void row_panel(const float* u, const float* v, float* m, float* y) {
       for (int dy = 0; dy < 2; ++dy) {  // (A^T s) A
         const __m512 left = _mm512_add_ps(_mm512_add_ps(a[dy][0], a[dy][1]), a[dy][2]);
         const __m512 right = _mm512_sub_ps(_mm512_sub_ps(a[dy][1], a[dy][2]), a[dy][3]);
-        float* row = y + (dy * tg_sgemm::kMR + r) * 2 * tg_sgemm::kNR + 32 * h;
+        float* row = y + (dy * kPanel + r) * 2 * tg_sgemm::kNR + 32 * h;
         _mm512_storeu_ps(row, _mm512_permutex2var_ps(left, first8, right));
         _mm512_storeu_ps(row + 16, _mm512_permutex2var_ps(left, last8, right));
       }

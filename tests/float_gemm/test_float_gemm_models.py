@@ -728,3 +728,35 @@ def test_wide_panels_accumulate_across_k_blocks(tmp_path):
     assert "tg_sgemm::wide::pack_a_rows(" in source and "tg_sgemm::pack_b_columns(" in source
     acc = _matches_onnxruntime(prefix, env)
     assert acc.count("  ok ") == 3, acc
+
+
+def stem_pool(path):
+    # ResNet's stem: a 7x7 stride-2 conv with bias, Relu, then a 3x3 stride-2 max pool with
+    # padding (its windows overlap), 3 -> 16 channels on 45 x 43
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 45, 43])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[3, 3, 3, 3], strides=[2, 2], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2],
+                              name="pool")]
+    _save(path, nodes, [x], [y], [_w("w", 16, 3, 7, 7), _w("b", 16)])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_a_pools_overlapping_windows_leave_the_conv_its_epilogue(variant, tmp_path):
+    """The conv's bias and Relu run in the micro-kernel's store (graph_connecting's
+    steals_gemm_epilogue), not staged in the max pool's tile; the pool's simd loop has its
+    padded first column peeled (split_piecewise_loops), so the rest indexes without a clamp."""
+    prefix = tmp_path / "stem_pool"
+    kernels = _tuned_kernels_by_node(stem_pool, prefix, variant)
+    assert kernels["conv"].get("ukernel") == f"sgemm_{variant}", kernels["conv"]
+    assert kernels["relu"] is kernels["conv"], "the bias and Relu: the GEMM's epilogue"
+    assert kernels["pool"]["onnx_nodes"] == ["pool"], kernels["pool"]
+    source = _kernel_source(prefix)
+    pool = source[source.index(f"void {kernels['pool']['name']}("):]
+    pool = pool[:pool.index("\n}\n")]
+    assert "shared" not in pool and "tg_block_scratch" not in pool, "the pool stages no tile"
+    assert re.search(r"for \(int64_t \w+_s1 = 0; \w+_s1 < INT64_C\(\d+\)", pool), \
+        "the window's padded first column peeled off its simd loop"
+    acc = _matches_onnxruntime(prefix, _env(variant), "--threads", "1")
+    assert "PASS" in acc, acc

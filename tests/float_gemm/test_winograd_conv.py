@@ -15,6 +15,11 @@ with AVX-512:
   kMinWinogradChannels), 36 filters (not a multiple of the micro-kernel's 8
   rows), a 1x1 conv, and 384 -> 384 channels on 7 x 7 (transformed filters
   over kStreamedWinogradFilters for only 16 tiles: winograd_conv_pays);
+* 160 -> 104 filters on 22 x 20 (110 tiles, four column panels): 12-filter
+  row panels (tg_sgemm::wide), the last of 8; its transformed filters (1.1
+  MB) overflow half this machine's L2, so a task takes several column
+  panels (as many as half the L2 holds: 3 of 4 with a 2 MiB L2, the
+  second task one);
 * each Winograd conv is one kernel of kind `winograd_conv` (manifest.json),
   its epilogue in the same kernel, naming the micro-kernel `winograd_f23`,
   and the outputs match onnxruntime (test_acc); --no-winograd and
@@ -52,8 +57,9 @@ def build_model(path):
               helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 32, 2, 30]),
               helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 16, 20, 20]),
               helper.make_tensor_value_info("wide", TensorProto.FLOAT, [1, 528, 10, 14]),
-              helper.make_tensor_value_info("deep", TensorProto.FLOAT, [1, 384, 7, 7])]
-    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m")
+              helper.make_tensor_value_info("deep", TensorProto.FLOAT, [1, 384, 7, 7]),
+              helper.make_tensor_value_info("big", TensorProto.FLOAT, [1, 160, 22, 20])]
+    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n")
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names]
     same = dict(pads=[1, 1, 1, 1])
     nodes = [
@@ -86,6 +92,9 @@ def build_model(path):
         helper.make_node("Conv", ["x", "w10"], ["j"]),
         # left on the float GEMM: 16 x 384 x 384 transformed filters (9 MiB) for 16 tiles
         helper.make_node("Conv", ["deep", "w13"], ["m"], **same),
+        # Winograd in 12-filter panels (104 = 8 x 12 + 8), column panels grouped per task
+        helper.make_node("Conv", ["big", "w14", "b14"], ["c14"], **same),
+        helper.make_node("Relu", ["c14"], ["n"]),
     ]
     inits = [_w("w0", 40, 32, 3, 3), _w("b0", 40), _w("w1", 32, 40, 3, 3), _w("b1", 32),
              _w("w2", 64, 64, 3, 3), _pos("g2", 64), _w("be2", 64), _w("m2", 64), _pos("v2", 64),
@@ -93,7 +102,7 @@ def build_model(path):
              _w("w5", 32, 16, 3, 3), _w("w6", 32, 32, 3, 3),
              _w("w7", 32, 32, 3, 3), _w("w8", 32, 32, 3, 3), _w("w9", 36, 32, 3, 3), _w("w10", 32, 32, 1, 1),
              _w("w11", 48, 104, 3, 3), _w("b11", 48), _w("w12", 32, 528, 3, 3),
-             _w("w13", 384, 384, 3, 3)]
+             _w("w13", 384, 384, 3, 3), _w("w14", 104, 160, 3, 3), _w("b14", 104)]
     graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -101,8 +110,32 @@ def build_model(path):
     onnx.save(model, str(path / "model.onnx"))
 
 
-WINOGRAD_CONVS = 8  # w0, w1, w2, w3, w4, w6, w11, w12
-KERNELS = 14  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
+WINOGRAD_CONVS = 9  # w0, w1, w2, w3, w4, w6, w11, w12, w14
+KERNELS = 15  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
+
+
+def _host_l2_bytes():
+    """The per-core L2 the host arch reads (sysfs), or None."""
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for index in sorted(os.listdir(base)):
+            d = os.path.join(base, index)
+            if not index.startswith("index") or open(os.path.join(d, "level")).read().strip() != "2":
+                continue
+            size = open(os.path.join(d, "size")).read().strip()
+            return int(size[:-1]) * 1024 if size.endswith("K") else int(size)
+    except OSError:
+        return None
+    return None
+
+
+def _expected_panels_per_task(channels, filters, mr, col_panels):
+    """Column panels per task: several where the transformed filters
+    overflow half the L2 (lower_winograd_conv_kernel.cpp)."""
+    half_l2 = max(_host_l2_bytes() or (1 << 20), 1 << 18) // 2
+    u_bytes = 16 * channels * -(-filters // mr) * mr * 4
+    v_bytes = 16 * channels * 32 * 4
+    return min(max(half_l2 // v_bytes, 1), col_panels) if u_bytes > half_l2 else 1
 
 
 def _tune(exe, prefix, env, *flags):
@@ -132,6 +165,12 @@ def test_winograd_convs_match_onnxruntime(tmp_path):
     assert len(winograd) == WINOGRAD_CONVS, [(k["name"], k["schedule"]["kind"]) for k in manifest["kernels"]]
     assert all(k.get("ukernel") == "winograd_f23" for k in winograd), winograd
     assert len(manifest["kernels"]) == KERNELS, [k["onnx_nodes"] for k in manifest["kernels"]]
+    # 12-filter panels from 64 filters on; 8 below (w0's 40, w12's 32)
+    panels = {k["name"]: k["ukernel_params"] for k in winograd}
+    big = next(k for k in winograd if {"tensor": "n", "written": True} in k["params"])["ukernel_params"]
+    assert big["mr"] == 12 and big["nr"] == 32, big
+    assert big["panels_per_task"] == _expected_panels_per_task(160, 104, 12, 4), (big, _host_l2_bytes())
+    assert sorted(p["mr"] for p in panels.values()) == [8] * 7 + [12] * 2, panels
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout

@@ -1,6 +1,10 @@
 """Pooling fused behind a conv's bias + Relu, compiled for the host CPU and
 compared with onnxruntime (test_acc), on the paths of the block kernel's
-one-thread lowering (codegen/lowering/lower_block_kernel.cpp):
+one-thread lowering (codegen/lowering/lower_block_kernel.cpp). Tuned with
+--no-float-ukernels: on the float micro-kernels the bias and Relu stay in
+the conv's store where the pool's windows overlap (graph_connecting's
+steals_gemm_epilogue; tests/float_gemm's test_a_pools_overlapping_windows_...),
+and only the global average pools fuse them.
 
 * a reduction tile too large for L1 reduces row by row (build_row_reduction);
 * loops over a padded or haloed row peel the iterations that clamp or test
@@ -79,7 +83,8 @@ def test_pool_behind_conv_relu(name, tmp_path):
     prefix = tmp_path / name
     _stem(prefix, hw, pool)
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    tune = subprocess.run([str(exe), "tune", str(prefix), "--no-float-ukernels"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT,
                           text=True, env=env, timeout=900)
     assert tune.returncode == 0, tune.stdout[-3000:]
     if name == "max_stem":

@@ -1,11 +1,13 @@
 // split_piecewise_loops (codegen/lowering/split_piecewise_loops.h): a simd or
 // reduce loop reading a Concat along its var (selects on v < c, each piece's
 // index clamped with min/max) becomes one loop per piece, each free of the
-// selects and clamps. The tests check the loop structure, leave the loops it
+// selects and clamps; one whose first or last iterations clamp a strided
+// index (a padded window) has them peeled. The tests check the loop structure, leave the loops it
 // must not touch alone, and build and run the split kernel against values
 // computed here.
 #include "codegen/lowering/split_piecewise_loops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <vector>
@@ -113,6 +115,66 @@ TEST(SplitPiecewiseLoops, LeavesLoopsWithoutPiecesOrWithShortOnesAlone) {
   Kernel serial = concat_kernel({16, 16});
   serial.body = make_for(1, int_imm(32), LoopKind::kSerial, {make_store(2, var(1), concat_load({16, 16}, 0, 1))});
   EXPECT_EQ(split_piecewise_loops(serial).body, serial.body);
+}
+
+// A stride-2 window with padding, as a 3x3 stride-2 max pool reads its
+// input: for r < 3: for c < 32 (simd): out[r * 32 + c] =
+// in[max(2c + r - 1, 0)] + in[min(2c + r, 63)]. The first clamp acts at
+// c = 0 only, the second at c = 31 only (r = 2), whatever r.
+// Buffers: in (64), out (96). Vars: 0 r, 1 c.
+Kernel strided_window_kernel() {
+  Kernel k;
+  k.name = "strided_window";
+  k.buffers.push_back(testing::global_buffer("in", 64, 0, false));
+  k.buffers.push_back(testing::global_buffer("out", 96, 1, true));
+  k.var_names = {"r", "c"};
+  const Expr left = max(var(1) * int_imm(2) + var(0) - int_imm(1), int_imm(0));
+  const Expr right = min(var(1) * int_imm(2) + var(0), int_imm(63));
+  const Expr value = load(0, DType::kF32, {left}) + load(0, DType::kF32, {right});
+  k.body = make_for(0, int_imm(3), LoopKind::kSerial,
+                    {make_for(1, int_imm(32), LoopKind::kVectorized, {make_store(1, var(0) * 32 + var(1), value)})});
+  return k;
+}
+
+TEST(SplitPiecewiseLoops, PeelsTheIterationsWhereAStridedIndexIsClamped) {
+  const Kernel k = split_piecewise_loops(strided_window_kernel());
+  verify(k);
+  std::vector<std::pair<int64_t, LoopKind>> loops;
+  collect_loops(k.body, &loops);
+  const std::vector<std::pair<int64_t, LoopKind>> expected = {
+      {3, LoopKind::kSerial}, {1, LoopKind::kVectorized}, {30, LoopKind::kVectorized}, {1, LoopKind::kVectorized}};
+  ASSERT_EQ(loops, expected) << to_string(k);
+  // The middle loop indexes without a clamp: one strided load per vector.
+  const Stmt& middle = k.body->body[0]->body[1];
+  EXPECT_FALSE(selects_or_clamps(middle)) << to_string(k);
+  EXPECT_TRUE(selects_or_clamps(k.body->body[0]->body[0])) << to_string(k);
+  // A serial loop is not peeled.
+  Kernel serial = strided_window_kernel();
+  serial.body = make_for(0, int_imm(3), LoopKind::kSerial,
+                         {make_for(1, int_imm(32), LoopKind::kSerial, serial.body->body[0]->body)});
+  EXPECT_EQ(split_piecewise_loops(serial).body, serial.body);
+}
+
+TEST(SplitPiecewiseLoops, PeeledKernelComputesTheSameValues) {
+  const Kernel k = split_piecewise_loops(strided_window_kernel());
+  std::ostringstream src;
+  src << kernel_prelude(cpu_dialect()) << "namespace tg_kernels {\n" << print_kernel(k, cpu_dialect()) << "}\n"
+      << "#include <cstdio>\nint main() {\n"
+      << "  static float in[64], out[96];\n"
+      << "  for (int j = 0; j < 64; ++j) in[j] = std::sin((float)j);\n"
+      << "  tg_kernels::strided_window(in, out);\n"
+      << "  for (float v : out) std::printf(\"%.9g\\n\", v);\n  return 0;\n}\n";
+  std::string out;
+  ASSERT_TRUE(testing::run_cpu_test_program(testing::unit_temp_dir() / "split_strided_window", src.str(), &out));
+  std::istringstream printed(out);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t c = 0; c < 32; ++c) {
+      const int64_t left = std::max<int64_t>(2 * c + r - 1, 0), right = std::min<int64_t>(2 * c + r, 63);
+      float v = 0;
+      ASSERT_TRUE(printed >> v);
+      EXPECT_FLOAT_EQ(v, std::sin(static_cast<float>(left)) + std::sin(static_cast<float>(right)))
+          << "out[" << r << ", " << c << "]";
+    }
 }
 
 // Builds the split kernel into a program that fills in_i[j] = sin(j + 100 i)

@@ -38,6 +38,12 @@ void odd_map_inputs(const float* x0, const float* x1, float* v, int64_t first) {
 void odd_map_panel(const float* u, const float* v, float* m, float* y) { tg_winograd::row_panel<40, false>(u, v, m, y); }
 void half_map_inputs(const float* x, float* v, int64_t first) { tg_winograd::input_tiles<40, 6, 6, true>(x, v, first); }
 void half_map_panel(const float* u, const float* v, float* m, float* y) { tg_winograd::row_panel<40, true>(u, v, m, y); }
+// 12-filter panels (tg_sgemm::wide), a last one of 4 or 8 filters.
+void wide_map_panel(int64_t rows, const float* u, const float* v, float* m, float* y) {
+  if (rows == 12) tg_winograd::row_panel<40, false, 12>(u, v, m, y);
+  else if (rows == 8) tg_winograd::row_panel<40, false, 12, 8>(u, v, m, y);
+  else tg_winograd::row_panel<40, false, 12, 4>(u, v, m, y);
+}
 
 }  // namespace
 
@@ -45,24 +51,34 @@ void half_map_panel(const float* u, const float* v, float* m, float* y) { tg_win
 
 namespace {
 
-constexpr int64_t kC = 40, kFilters = 2 * kMR;
+constexpr int64_t kC = 40;
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
 using tilegraph::testing::random_values;
 
-// The lowering's filter pack: u[((p * 16 + t) * C + c) * MR + r] =
-// sum over (i, j) of G[t / 4][i] * G[t % 4][j] * w[p * MR + r][c][i][j].
-std::vector<float> transformed_filters(const std::vector<float>& w) {
-  std::vector<float> u(static_cast<size_t>(kFilters * 16 * kC));
-  for (int64_t p = 0; p < kFilters / kMR; ++p)
+// The filters' layout: `filters` of them in row panels of `rows` (the
+// last one may hold fewer), as the lowering packs them.
+struct Panels {
+  int64_t filters = 2 * kMR, rows = kMR;
+  int64_t count() const { return (filters + rows - 1) / rows; }
+  int64_t rows_of(int64_t p) const { return std::min(rows, filters - p * rows); }
+};
+
+// The lowering's filter pack: u[((p * 16 + t) * C + c) * P + r] =
+// sum over (i, j) of G[t / 4][i] * G[t % 4][j] * w[p * P + r][c][i][j], 0
+// past the last filter.
+std::vector<float> transformed_filters(const std::vector<float>& w, const Panels& panels) {
+  std::vector<float> u(static_cast<size_t>(panels.count() * panels.rows * 16 * kC), 0.0f);
+  for (int64_t p = 0; p < panels.count(); ++p)
     for (int64_t t = 0; t < 16; ++t)
       for (int64_t c = 0; c < kC; ++c)
-        for (int64_t r = 0; r < kMR; ++r) {
+        for (int64_t r = 0; r < panels.rows_of(p); ++r) {
           double s = 0;
           for (int i = 0; i < 3; ++i)
             for (int j = 0; j < 3; ++j)
-              s += kG[t / 4][i] * kG[t % 4][j] * w[static_cast<size_t>(((p * kMR + r) * kC + c) * 9 + i * 3 + j)];
-          u[static_cast<size_t>(((p * 16 + t) * kC + c) * kMR + r)] = static_cast<float>(s);
+              s += kG[t / 4][i] * kG[t % 4][j] *
+                   w[static_cast<size_t>(((p * panels.rows + r) * kC + c) * 9 + i * 3 + j)];
+          u[static_cast<size_t>(((p * 16 + t) * kC + c) * panels.rows + r)] = static_cast<float>(s);
         }
   return u;
 }
@@ -82,29 +98,30 @@ double direct_conv(const std::vector<float>& x, const std::vector<float>& w, int
 
 // Runs every column panel (`panel_tiles` tiles each) and row panel of an
 // h x wd map and compares each output inside the plane with the direct
-// conv; returns how many outputs were compared.
+// conv; returns how many outputs were compared. panel(rows, u, v, m, y)
+// runs a row panel of `rows` filters.
 template <typename Inputs, typename Panel>
-int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, Inputs inputs, Panel panel) {
+int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, const Panels& panels, Inputs inputs, Panel panel) {
   const std::vector<float> x = random_values(static_cast<size_t>(kC * h * wd), 1);
-  const std::vector<float> w = random_values(static_cast<size_t>(kFilters * kC * 9), 2);
-  const std::vector<float> u = transformed_filters(w);
-  const int64_t tiles_w = (wd + 1) / 2, tiles = (h + 1) / 2 * tiles_w;
-  alignas(64) static float v[16 * kC * kNR], m[16 * kMR * kNR], y[4 * kMR * kNR];
+  const std::vector<float> w = random_values(static_cast<size_t>(panels.filters * kC * 9), 2);
+  const std::vector<float> u = transformed_filters(w, panels);
+  const int64_t tiles_w = (wd + 1) / 2, tiles = (h + 1) / 2 * tiles_w, mr = panels.rows;
+  alignas(64) static float v[16 * kC * kNR], m[16 * 12 * kNR], y[4 * 12 * kNR];
   int64_t compared = 0;
   for (int64_t first = 0; first < tiles; first += panel_tiles) {
     inputs(x.data(), v, first);
-    for (int64_t p = 0; p < kFilters / kMR; ++p) {
-      panel(u.data() + p * 16 * kC * kMR, v, m, y);
+    for (int64_t p = 0; p < panels.count(); ++p) {
+      panel(panels.rows_of(p), u.data() + p * 16 * kC * mr, v, m, y);
       for (int64_t j = 0; j < panel_tiles && first + j < tiles; ++j)
-        for (int64_t r = 0; r < kMR; ++r)
+        for (int64_t r = 0; r < panels.rows_of(p); ++r)
           for (int64_t dy = 0; dy < 2; ++dy)
             for (int64_t dx = 0; dx < 2; ++dx) {
               const int64_t tile = first + j, oy = tile / tiles_w * 2 + dy, ox = tile % tiles_w * 2 + dx;
               if (oy >= h || ox >= wd) continue;
-              const double want = direct_conv(x, w, h, wd, p * kMR + r, oy, ox);
-              const float got = y[(dy * kMR + r) * 2 * kNR + 2 * j + dx];
+              const double want = direct_conv(x, w, h, wd, p * mr + r, oy, ox);
+              const float got = y[(dy * mr + r) * 2 * kNR + 2 * j + dx];
               if (std::fabs(got - want) > 1e-4 * std::max(1.0, std::fabs(want))) {
-                ADD_FAILURE() << "filter " << p * kMR + r << " output (" << oy << ", " << ox << ") of tile " << tile
+                ADD_FAILURE() << "filter " << p * mr + r << " output (" << oy << ", " << ox << ") of tile " << tile
                               << ": " << got << ", want " << want;
                 return compared;
               }
@@ -115,20 +132,42 @@ int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, Inputs inputs, Pan
   return compared;
 }
 
+// An 8-filter panel function as check_map calls it.
+template <void (*kPanel)(const float*, const float*, float*, float*)>
+void eight_rows(int64_t, const float* u, const float* v, float* m, float* y) {
+  kPanel(u, v, m, y);
+}
+
 TEST(WinogradF23, OddMapFromTwoSourcesMatchesTheDirectConv) {
   if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   const int64_t h = 11, wd = 13;
   // Both sources read from one [40, 11, 13] tensor: the first 24 channels and the last 16.
-  const int64_t compared = check_map(h, wd, kNR, [&](const float* x, float* v, int64_t first) {
+  const Panels panels;
+  const int64_t compared = check_map(h, wd, kNR, panels, [&](const float* x, float* v, int64_t first) {
     odd_map_inputs(x, x + 24 * h * wd, v, first);
-  }, odd_map_panel);
-  EXPECT_EQ(compared, kFilters * h * wd);
+  }, eight_rows<odd_map_panel>);
+  EXPECT_EQ(compared, panels.filters * h * wd);
+}
+
+// 12-filter panels: 28 filters (12, 12 and a last panel of 4) and 32 (a
+// last panel of 8), on the odd map's two column panels.
+TEST(WinogradF23, WidePanelsWithALastShortPanelMatchTheDirectConv) {
+  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const int64_t h = 11, wd = 13;
+  for (int64_t filters : {28, 32}) {
+    const Panels panels{filters, 12};
+    const int64_t compared = check_map(h, wd, kNR, panels, [&](const float* x, float* v, int64_t first) {
+      odd_map_inputs(x, x + 24 * h * wd, v, first);
+    }, wide_map_panel);
+    EXPECT_EQ(compared, filters * h * wd) << filters << " filters";
+  }
 }
 
 TEST(WinogradF23, HalfPanelMatchesTheDirectConv) {
   if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
-  const int64_t compared = check_map(6, 6, kNR / 2, half_map_inputs, half_map_panel);
-  EXPECT_EQ(compared, kFilters * 36);
+  const Panels panels;
+  const int64_t compared = check_map(6, 6, kNR / 2, panels, half_map_inputs, eight_rows<half_map_panel>);
+  EXPECT_EQ(compared, panels.filters * 36);
 }
 
 }  // namespace
