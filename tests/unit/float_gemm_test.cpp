@@ -403,11 +403,17 @@ TEST(FloatGemm, StrideTwoConvPacksRunsThatStepByTwo) {
   ASSERT_NE(wide, kernel.buffers.end());
   EXPECT_EQ(wide->elements, 32);
   EXPECT_EQ(input_reads[0]->int_value, wide - kernel.buffers.begin());
+  // Two fills: a plain load where the run's 32 values lie inside the input
+  // (tested once per run), the masked one near its end.
   std::vector<codegen::Stmt> fills;
   loops_named(kernel, kernel.body, "lw0", &fills);
-  ASSERT_EQ(fills.size(), 1u);
-  const Expr filled = fills[0]->body[0]->value;
+  ASSERT_EQ(fills.size(), 2u) << codegen::to_string(kernel);
+  const Expr plain = fills[0]->body[0]->value;
+  ASSERT_EQ(plain->kind, ExprKind::kLoad) << codegen::to_string(kernel);
+  const Expr filled = fills[1]->body[0]->value;
   ASSERT_TRUE(is_guarded_select(filled)) << codegen::to_string(kernel);
+  ASSERT_EQ(filled->args[1]->kind, ExprKind::kLoad);
+  EXPECT_EQ(plain->int_value, filled->args[1]->int_value) << "both read the conv's input";
   ASSERT_EQ(filled->args[0]->kind, ExprKind::kBinary);
   EXPECT_EQ(filled->args[0]->binary_op, BinaryOp::kLt);
   int64_t input_elements = 0;
