@@ -70,7 +70,8 @@ def test_unoptimized_onnxruntime_nodes_all_find_their_kernel(tuned):
         assert [k["kernel"] for k in result["kernels"]] == [name for name, _ in m.kernels()]
     for k in result["kernels"]:
         assert k["tilegraph_ms"] >= 0 and k["loss_ms"] == pytest.approx(k["tilegraph_ms"] - k["onnxruntime_ms"])
-    stem = next(k for k in result["kernels"] if k["nodes"] == ["/stem/stem.0/Conv"])
+    # The stem conv's kernel (its bias and ReLU ride in the GEMM's store).
+    stem = next(k for k in result["kernels"] if "/stem/stem.0/Conv" in k["nodes"])
     assert stem["onnxruntime_ms"] > 0 and stem["tilegraph_ms"] > 0
 
 
@@ -80,8 +81,8 @@ def test_optimized_onnxruntime_charges_its_fused_convs_to_our_conv_kernels(tuned
     # Only the NCHWc layout reorders, which compute no node of the model, stay unmatched.
     assert result["unmatched"] and all(n.startswith("Reorder") for n in result["unmatched"])
     # The stem's Conv + ReLU runs as one NCHWc node named after the ReLU's output;
-    # it is charged to the kernel running the conv's GEMM, not the ReLU's.
-    stem = next(k for k in result["kernels"] if k["nodes"] == ["/stem/stem.0/Conv"])
+    # it is charged to the kernel running the conv's GEMM (and its ReLU).
+    stem = next(k for k in result["kernels"] if "/stem/stem.0/Conv" in k["nodes"])
     assert stem["onnxruntime_ms"] > 0
 
 
@@ -108,5 +109,5 @@ def test_profile_runs_gives_each_kernel_one_time_per_run(tuned):
     # Every run timed real work: the convs take time in each one.
     for r in range(3):
         assert sum(times[r] for _, times, _ in runs) > 0
-    stem = next(times for _, times, nodes in runs if nodes == ["/stem/stem.0/Conv"])
+    stem = next(times for _, times, nodes in runs if "/stem/stem.0/Conv" in nodes)
     assert min(stem) > 0
