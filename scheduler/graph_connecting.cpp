@@ -267,6 +267,14 @@ class Connector {
     }
   }
 
+  // An op's domain: its output elements times its reduce extents (the
+  // values of an input it reads, counting repeats).
+  int64_t iterations(const Op& op) const {
+    int64_t domain = num_elements(g_.tensor(op.output).shape);
+    for (int64_t r : op.reduce_extents) domain = num_elements({domain, r});
+    return domain;
+  }
+
   void connect_registers() {
     const char* limit_env = std::getenv("TILEGRAPH_DEBUG_MAX_REGISTER_MERGES");
     int64_t merges_left = limit_env ? std::atoll(limit_env) : std::numeric_limits<int64_t>::max();
@@ -285,9 +293,7 @@ class Connector {
       if (loads != 1) continue;
       // Each producer value must be used once: the consumer's domain is no
       // bigger than the producer's output (else inlining recomputes it).
-      int64_t domain = num_elements(g_.tensor(consumer.output).shape);
-      for (int64_t r : consumer.reduce_extents) domain = num_elements({domain, r});
-      if (domain > num_elements(g_.tensor(out).shape) || group_of(c) < 0) continue;
+      if (iterations(consumer) > num_elements(g_.tensor(out).shape) || group_of(c) < 0) continue;
       if (group_of(c) >= 0 && groups_[group_of(c)].library_gemm) continue;  // the library reads memory
       merge(group_of(p), group_of(c), Connection::kRegister);
       --merges_left;
@@ -337,11 +343,12 @@ class Connector {
 
   // On a CPU a contraction's elementwise consumers (a conv's bias add and
   // ReLU) become the GEMM micro-kernel's epilogue for free
-  // (use_gemm_ukernels; TileGraphOptions::float_gemm_epilogues). Merged instead into a consumer whose windows
-  // overlap (ResNet's 3x3 stride-2 max pool after its stem conv), they make
-  // that kernel stage the whole activated tile in a buffer: ResNet-50's pool
-  // took 0.55 ms against onnxruntime's 0.21. The roofline prices both
-  // sides the same (one round trip of the activation), so it is a rule.
+  // (use_gemm_ukernels; TileGraphOptions::float_gemm_epilogues). Merged
+  // instead into a consumer whose windows overlap (ResNet's 3x3 stride-2
+  // max pool after its stem conv), they make that kernel stage the whole
+  // activated tile in a buffer: ResNet-50's pool took 0.55 ms against
+  // onnxruntime's 0.21. The roofline prices both sides the same (one round
+  // trip of the activation), so it is a rule.
   bool steals_gemm_epilogue(const Group& epilogue, int into) const {
     if (arch_.is_gpu() || !o_.float_gemm_epilogues) return false;
     bool fed_by_gemm = false;
@@ -360,9 +367,7 @@ class Connector {
       if (o.reduction == Reduction::kNone ||
           std::find(o.inputs.begin(), o.inputs.end(), value) == o.inputs.end())
         continue;
-      int64_t reads = num_elements(g_.tensor(o.output).shape);
-      for (int64_t r : o.reduce_extents) reads = num_elements({reads, r});
-      if (reads > num_elements(g_.tensor(value).shape)) return true;  // windows overlap
+      if (iterations(o) > num_elements(g_.tensor(value).shape)) return true;  // windows overlap
     }
     return false;
   }

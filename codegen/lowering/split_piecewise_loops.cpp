@@ -123,14 +123,16 @@ class ClampPeels {
       const Interval b = bound_of(with_var(x, v_, int_imm(at)), bounds_);
       return is_max ? b.lo >= k : b.hi <= k;
     };
-    // Peel at most kMinPieceRun - 1 iterations at one end; the rest must be
-    // clamp-free at both of its ends (an index monotonic in v).
+    // Peel at most kMinPieceRun - 1 iterations at the one end where it may
+    // act; the rest must be clamp-free (an index monotonic in v).
+    const bool at_head = !inactive(0), at_tail = !inactive(extent_ - 1);
+    if (at_head == at_tail) return;  // nowhere, or at both ends
     for (int64_t n = 1; n < kMinPieceRun && n < extent_; ++n) {
-      if (!inactive(0) && inactive(n) && inactive(extent_ - 1)) {
+      if (at_head && inactive(n)) {
         front_ = std::max(front_, n);
         return;
       }
-      if (!inactive(extent_ - 1) && inactive(extent_ - 1 - n) && inactive(0)) {
+      if (at_tail && inactive(extent_ - 1 - n)) {
         back_ = std::max(back_, n);
         return;
       }
