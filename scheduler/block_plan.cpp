@@ -6,14 +6,13 @@
 
 #include "compiler/ir/error.h"
 #include "compiler/ir/flops.h"
+#include "compiler/ir/int_math.h"
 
 namespace tilegraph::scheduler {
 
 int64_t on_chip_bytes(DType t) { return dtype_size(compute_dtype(t)); }
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 
 // Does the union over all blocks of `r` cover every element of `shape`?

@@ -57,6 +57,7 @@
 #include <limits>
 
 #include "compiler/ir/error.h"
+#include "compiler/ir/int_math.h"
 
 namespace tilegraph::scheduler {
 
@@ -65,8 +66,6 @@ namespace {
 // Resident warps a GPU compute unit needs to hide memory and pipeline
 // latency; with fewer, achieved bandwidth and throughput fall in proportion.
 constexpr double kSaturatingWarps = 8;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Looked up here rather than through ArchSpec::level so the cost model
 // depends on the spec's fields only, not on the loader's code.

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "compiler/ir/int_math.h"
+
 namespace tilegraph::scheduler {
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Packed panels start on 64-byte lines: 16 floats (as the lowering pads them).
 int64_t padded_floats(int64_t n) { return ceil_div(n, 16) * 16; }

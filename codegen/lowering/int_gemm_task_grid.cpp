@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "compiler/ir/int_math.h"
+
 namespace tilegraph::codegen {
 
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // libgomp's static schedule: the first (tasks % cores) cores take one task more.
 double static_makespan(const std::vector<double>& task_costs, int cores) {

@@ -16,6 +16,7 @@
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
 #include "compiler/ir/flops.h"
+#include "compiler/ir/int_math.h"
 #include "compiler/ir/simplify.h"
 #include "compiler/ir/var_ranges.h"
 #include "scheduler/float_gemm_blocking.h"
@@ -24,9 +25,6 @@
 namespace tilegraph::codegen {
 
 namespace {
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Packed panels start on 64-byte lines: 16 floats.
 constexpr int64_t kPanelAlign = 16;

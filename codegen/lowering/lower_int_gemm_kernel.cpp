@@ -11,14 +11,13 @@
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
 #include "compiler/ir/flops.h"
+#include "compiler/ir/int_math.h"
 #include "compiler/ir/simplify.h"
 #include "scheduler/int_gemm.h"
 
 namespace tilegraph::codegen {
 
 namespace {
-
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 // The GEMM's shape in micro-kernel terms.
 struct Geometry {
