@@ -9,6 +9,7 @@
 #include "codegen/lowering/gemm_coords.h"
 #include "codegen/lowering/kernel_builder.h"
 #include "compiler/ir/evaluate.h"
+#include "compiler/ir/int_math.h"
 #include "scheduler/winograd_conv.h"
 
 namespace tilegraph::codegen {
@@ -110,14 +111,15 @@ class WinogradConvLowering : KernelBuilder {
     const int64_t v_bytes = kWinogradPositions * conv_.channels * variant_.nr * 4;
     panels_per_task_ = u_bytes > half_l2 ? std::clamp<int64_t>(half_l2 / v_bytes, 1, col_panels_) : 1;
     task_panels_ = (col_panels_ + panels_per_task_ - 1) / panels_per_task_;
-    // Row panels split into groups until there is a task per core (each
-    // group's task transforms its inputs again), in a divisor of the panels.
+    // Row panels split into as few groups as give a task per core: each
+    // group's task transforms its inputs again. A last group may be short:
+    // in a divisor of the panels, MobileViT's 128-filter convs at 16 x 16
+    // (one column task, 11 panels of 12) ran 11 groups that each transformed
+    // all of the input, 1.7x the time of 2 groups (6 + 5 panels).
     const int64_t tasks = conv_.batch * task_panels_;
-    groups_ = 1;
-    while (tasks * groups_ < std::max(arch.cores, 1) && groups_ < row_panels_) {
-      ++groups_;
-      while (row_panels_ % groups_ != 0) ++groups_;
-    }
+    const int64_t wanted = std::clamp<int64_t>(ceil_div(std::max(arch.cores, 1), tasks), 1, row_panels_);
+    per_group_ = ceil_div(row_panels_, wanted);
+    groups_ = ceil_div(row_panels_, per_group_);
   }
 
   Kernel build() {
@@ -131,9 +133,8 @@ class WinogradConvLowering : KernelBuilder {
     const int v = add_local("v", DType::kF32, m_at + kWinogradPositions * mr * nr, 64);
     kernel_.buffers[static_cast<size_t>(v)].scratch = true;
     const int y = add_local("y", DType::kF32, 4 * mr * nr, 64);
-    const int64_t per_group = row_panels_ / groups_;
-    const int vp = new_var("pp", per_group);
-    const Expr p = var(vg) * per_group + var(vp);
+    const int vp = new_var("pp", per_group_);
+    const Expr p = var(vg) * per_group_ + var(vp);
     // The task's column panels: panel q = vq * panels_per_task_ + the loop's var. A
     // last task may have fewer.
     auto task_panels = [&](const char* name, const std::function<std::vector<Stmt>(const Expr&, const Expr&)>& body) {
@@ -165,15 +166,15 @@ class WinogradConvLowering : KernelBuilder {
     };
     // The last panel's filters, when they do not fill it.
     const int64_t tail = conv_.filters - (row_panels_ - 1) * mr;
-    const Stmt panel = make_for(vp, int_imm(per_group), LoopKind::kSerial,
-                                {task_panels("qs", [&](const Expr& q, const Expr& at) {
-                                  const Stmt gemms =
-                                      tail == mr
-                                          ? row_panel(mr, at)
-                                          : make_seq({make_if(lt(p, int_imm(row_panels_ - 1)), {row_panel(mr, at)}),
-                                                      make_if(lt(int_imm(row_panels_ - 2), p), {row_panel(tail, at)})});
-                                  return std::vector<Stmt>{gemms, store_outputs(vn, q, p, y)};
-                                })});
+    Stmt panels = task_panels("qs", [&](const Expr& q, const Expr& at) {
+      const Stmt gemms = tail == mr ? row_panel(mr, at)
+                                    : make_seq({make_if(lt(p, int_imm(row_panels_ - 1)), {row_panel(mr, at)}),
+                                                make_if(lt(int_imm(row_panels_ - 2), p), {row_panel(tail, at)})});
+      return std::vector<Stmt>{gemms, store_outputs(vn, q, p, y)};
+    });
+    // The short last group's panels past the last.
+    if (row_panels_ % per_group_ != 0) panels = make_if(lt(p, int_imm(row_panels_)), {std::move(panels)});
+    const Stmt panel = make_for(vp, int_imm(per_group_), LoopKind::kSerial, {std::move(panels)});
     task_body.push_back(panel);
     const Stmt task = make_allocate(v, {make_allocate(y, std::move(task_body))});
     // Groups outside the column panels: a static split then gives each
@@ -232,7 +233,7 @@ class WinogradConvLowering : KernelBuilder {
   int64_t mr_ = 0;  // filters per row panel (winograd_panel_rows)
   int64_t panels_per_task_ = 1, task_panels_ = 0;  // column panels per task; tasks per image
   Shape shape_;
-  int64_t row_panels_ = 0, col_panels_ = 0, groups_ = 1;
+  int64_t row_panels_ = 0, col_panels_ = 0, groups_ = 1, per_group_ = 1;  // row panels: groups of per_group_
   int64_t cols_ = 0;  // tiles per column panel (WinogradConv::panel_tiles)
 };
 

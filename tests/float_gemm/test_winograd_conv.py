@@ -20,6 +20,10 @@ with AVX-512:
   MB) overflow half this machine's L2, so a task takes several column
   panels (as many as half the L2 holds: 3 of 4 with a 2 MiB L2, the
   second task one);
+* 128 -> 128 filters on 8 x 8 (16 tiles: one column task): 11 row panels of
+  12 filters split into as few groups as there are cores (2 cores: 6 + 5),
+  each group a task that transforms the input again; not 11 groups of one
+  panel, as a divisor of the panels gave;
 * each Winograd conv is one kernel of kind `winograd_conv` (manifest.json),
   its epilogue in the same kernel, naming the micro-kernel `winograd_f23`,
   and the outputs match onnxruntime (test_acc); --no-winograd and
@@ -58,8 +62,9 @@ def build_model(path):
               helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 16, 20, 20]),
               helper.make_tensor_value_info("wide", TensorProto.FLOAT, [1, 528, 10, 14]),
               helper.make_tensor_value_info("deep", TensorProto.FLOAT, [1, 384, 7, 7]),
-              helper.make_tensor_value_info("big", TensorProto.FLOAT, [1, 160, 22, 20])]
-    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n")
+              helper.make_tensor_value_info("big", TensorProto.FLOAT, [1, 160, 22, 20]),
+              helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 128, 8, 8])]
+    names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o")
     outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in names]
     same = dict(pads=[1, 1, 1, 1])
     nodes = [
@@ -95,6 +100,8 @@ def build_model(path):
         # Winograd in 12-filter panels (104 = 8 x 12 + 8), column panels grouped per task
         helper.make_node("Conv", ["big", "w14", "b14"], ["c14"], **same),
         helper.make_node("Relu", ["c14"], ["n"]),
+        # Winograd in 11 row panels of 12 filters (128 = 10 x 12 + 8), one column task
+        helper.make_node("Conv", ["p", "w15"], ["o"], **same),
     ]
     inits = [_w("w0", 40, 32, 3, 3), _w("b0", 40), _w("w1", 32, 40, 3, 3), _w("b1", 32),
              _w("w2", 64, 64, 3, 3), _pos("g2", 64), _w("be2", 64), _w("m2", 64), _pos("v2", 64),
@@ -102,7 +109,8 @@ def build_model(path):
              _w("w5", 32, 16, 3, 3), _w("w6", 32, 32, 3, 3),
              _w("w7", 32, 32, 3, 3), _w("w8", 32, 32, 3, 3), _w("w9", 36, 32, 3, 3), _w("w10", 32, 32, 1, 1),
              _w("w11", 48, 104, 3, 3), _w("b11", 48), _w("w12", 32, 528, 3, 3),
-             _w("w13", 384, 384, 3, 3), _w("w14", 104, 160, 3, 3), _w("b14", 104)]
+             _w("w13", 384, 384, 3, 3), _w("w14", 104, 160, 3, 3), _w("b14", 104),
+             _w("w15", 128, 128, 3, 3)]
     graph = helper.make_graph(nodes, "g", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -110,8 +118,8 @@ def build_model(path):
     onnx.save(model, str(path / "model.onnx"))
 
 
-WINOGRAD_CONVS = 9  # w0, w1, w2, w3, w4, w6, w11, w12, w14
-KERNELS = 15  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
+WINOGRAD_CONVS = 10  # w0, w1, w2, w3, w4, w6, w11, w12, w14, w15
+KERNELS = 16  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
 
 
 def _host_l2_bytes():
@@ -170,7 +178,11 @@ def test_winograd_convs_match_onnxruntime(tmp_path):
     big = next(k for k in winograd if {"tensor": "n", "written": True} in k["params"])["ukernel_params"]
     assert big["mr"] == 12 and big["nr"] == 32, big
     assert big["panels_per_task"] == _expected_panels_per_task(160, 104, 12, 4), (big, _host_l2_bytes())
-    assert sorted(p["mr"] for p in panels.values()) == [8] * 7 + [12] * 2, panels
+    assert sorted(p["mr"] for p in panels.values()) == [8] * 7 + [12] * 3, panels
+    # 11 row panels over min(cores, 11) groups of ceil(11 / that) panels
+    grouped = next(k for k in winograd if {"tensor": "o", "written": True} in k["params"])["ukernel_params"]
+    per_group = -(-11 // min(os.cpu_count() or 1, 11))
+    assert grouped["mr"] == 12 and grouped["row_panel_groups"] == -(-11 // per_group), grouped
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout
