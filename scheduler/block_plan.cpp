@@ -14,7 +14,6 @@ int64_t on_chip_bytes(DType t) { return dtype_size(compute_dtype(t)); }
 
 namespace {
 
-
 // Does the union over all blocks of `r` cover every element of `shape`?
 // Sufficient rule: each dim is either whole in every block, or steps with its
 // own block var by no more than its extent (adjacent blocks touch).

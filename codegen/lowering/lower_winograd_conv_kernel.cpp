@@ -61,7 +61,7 @@ TensorId prepack_winograd_filters(Graph& g, const scheduler::KernelSchedule& ks,
   const int g_slot = static_cast<int>(pack.inputs.size()) - 1;
   const Expr e = var(0), i = var(1), j = var(2);
   const int64_t mr = winograd_panel_rows(c, variant);
-  const int64_t panels = (c.filters + mr - 1) / mr;
+  const int64_t panels = ceil_div(c.filters, mr);
   const Expr r = floormod(e, mr), ch = floormod(floordiv(e, mr), c.channels);
   const Expr t = floormod(floordiv(e, mr * c.channels), kWinogradPositions);
   const Expr p = floordiv(e, mr * c.channels * kWinogradPositions);
@@ -97,9 +97,9 @@ class WinogradConvLowering : KernelBuilder {
     output_ = add_global(phases_.back().output, true);
     shape_ = g.tensor(phases_.front().output).shape;
     mr_ = winograd_panel_rows(conv_, variant_);
-    row_panels_ = (conv_.filters + mr_ - 1) / mr_;
+    row_panels_ = ceil_div(conv_.filters, mr_);
     cols_ = conv_.panel_tiles(variant_.nr);
-    col_panels_ = (conv_.tiles() + cols_ - 1) / cols_;
+    col_panels_ = ceil_div(conv_.tiles(), cols_);
     // U, 16 x C x filters floats, read whole by each task. Where it
     // overflows half the L2 a task takes several column panels (their V in
     // the other half), so that each row panel's U comes from the L3 once and
@@ -110,7 +110,7 @@ class WinogradConvLowering : KernelBuilder {
     const int64_t u_bytes = kWinogradPositions * conv_.channels * row_panels_ * mr_ * 4;
     const int64_t v_bytes = kWinogradPositions * conv_.channels * variant_.nr * 4;
     panels_per_task_ = u_bytes > half_l2 ? std::clamp<int64_t>(half_l2 / v_bytes, 1, col_panels_) : 1;
-    task_panels_ = (col_panels_ + panels_per_task_ - 1) / panels_per_task_;
+    task_panels_ = ceil_div(col_panels_, panels_per_task_);
     // Row panels split into as few groups as give a task per core: each
     // group's task transforms its inputs again. A last group may be short:
     // in a divisor of the panels, MobileViT's 128-filter convs at 16 x 16

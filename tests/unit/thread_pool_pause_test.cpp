@@ -13,21 +13,23 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include "tests/unit/thread_pool_test_support.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using tilegraph::testing::cpus;
+using tilegraph::testing::PinnedCaller;
+using tilegraph::testing::PoolThreads;
 
 // The calling thread runs for `busy` on `cpu` while another thread spins on
 // that CPU too: the scheduler takes turns between them (several involuntary
 // switches of the caller per 10 ms or so: a time slice is a few ms).
 int64_t busy_while_sharing_cpu(int cpu, std::chrono::milliseconds busy) {
-  cpu_set_t one, saved;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  sched_getaffinity(0, sizeof saved, &saved);
-  sched_setaffinity(0, sizeof one, &one);
+  const PinnedCaller pinned(cpu);
   std::atomic<bool> stop{false};
   std::thread rival([&] {
+    const cpu_set_t one = cpus({cpu});
     sched_setaffinity(0, sizeof one, &one);
     while (!stop.load(std::memory_order_relaxed)) tg_pool::cpu_relax();
   });
@@ -37,7 +39,6 @@ int64_t busy_while_sharing_cpu(int cpu, std::chrono::milliseconds busy) {
   const int64_t switches = tg_pool::involuntary_switches() - before;
   stop = true;
   rival.join();
-  sched_setaffinity(0, sizeof saved, &saved);
   return switches;
 }
 
@@ -49,8 +50,7 @@ TEST(ThreadPoolPause, SwitchesBetweenInferencesLeaveTheSpinAlone) {
   if (CPU_COUNT(&allowed) < 2) GTEST_SKIP() << "needs two CPUs";
   if (std::getenv("TG_POOL_SPIN_US") != nullptr) GTEST_SKIP() << "TG_POOL_SPIN_US fixes the spin";
   tg_pool::Pool& pool = tg_pool::Pool::instance();
-  const int saved_threads = pool.threads();
-  tg_pool::tg_set_pool_threads(2);
+  const PoolThreads two(2);
   std::atomic<int64_t> sum{0};
   const auto one_inference = [&] {
     tg_parallel_for(64, [&](int64_t begin, int64_t end) { sum += end - begin; });
@@ -65,7 +65,6 @@ TEST(ThreadPoolPause, SwitchesBetweenInferencesLeaveTheSpinAlone) {
     switches_between += busy_while_sharing_cpu(cpu, std::chrono::milliseconds(60));
     one_inference();
   }
-  tg_pool::tg_set_pool_threads(saved_threads);
   EXPECT_EQ(sum.load(), 64 * 7);
   if (switches_between < 24) GTEST_SKIP() << "the shared CPU gave the caller only " << switches_between << " switches";
   EXPECT_EQ(pool.spin_ns(), spin_before) << switches_between << " switches between the loops";

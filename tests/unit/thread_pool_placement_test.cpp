@@ -15,40 +15,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "tests/unit/thread_pool_test_support.h"
+
 namespace {
 
-cpu_set_t cpus(std::initializer_list<int> list) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int cpu : list) CPU_SET(cpu, &set);
-  return set;
-}
-
-cpu_set_t affinity_of(pid_t tid) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  EXPECT_EQ(sched_getaffinity(tid, sizeof set, &set), 0) << "thread " << tid;
-  return set;
-}
+using tilegraph::testing::affinity_of;
+using tilegraph::testing::cpus;
+using tilegraph::testing::PinnedCaller;
+using tilegraph::testing::PoolThreads;
 
 pid_t this_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
-// Pins the calling thread to one CPU for a test, and restores its mask.
-struct PinnedCaller {
-  explicit PinnedCaller(int cpu) : saved(affinity_of(0)) {
-    const cpu_set_t one = cpus({cpu});
-    pinned = sched_setaffinity(0, sizeof one, &one) == 0;
-  }
-  ~PinnedCaller() { sched_setaffinity(0, sizeof saved, &saved); }
-  cpu_set_t saved;
-  bool pinned = false;
-};
-
-struct PoolThreads {
-  explicit PoolThreads(int n) : saved(tg_pool::Pool::instance().threads()) { tg_set_pool_threads(n); }
-  ~PoolThreads() { tg_set_pool_threads(saved); }
-  int saved;
-};
 
 // The first two CPUs this process may use; false if it has one.
 bool two_cpus(int& first, int& second) {

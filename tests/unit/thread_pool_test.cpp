@@ -15,14 +15,11 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/thread_pool_test_support.h"
+
 namespace {
 
-// Restores the pool's thread count after a test.
-struct PoolThreads {
-  explicit PoolThreads(int n) : saved(tg_pool::Pool::instance().threads()) { tg_set_pool_threads(n); }
-  ~PoolThreads() { tg_set_pool_threads(saved); }
-  int saved;
-};
+using tilegraph::testing::PoolThreads;
 
 TEST(ThreadPool, EveryIterationRunsOnceAtEachThreadCount) {
   for (int threads : {1, 2, 3, 4}) {
