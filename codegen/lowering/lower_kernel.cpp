@@ -7,6 +7,7 @@
 #include "codegen/lowering/lower_library_gemm.h"
 #include "codegen/lowering/lower_winograd_conv_kernel.h"
 #include "codegen/lowering/hoist_reciprocals.h"
+#include "codegen/lowering/prefetch_next_tile.h"
 #include "codegen/lowering/split_div_mod_loops.h"
 #include "codegen/lowering/split_piecewise_loops.h"
 #include "compiler/ir/error.h"
@@ -66,7 +67,8 @@ Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const s
   if (arch.is_gpu())
     k.shared_bytes = (k.shared_bytes + kSharedArenaUnit - 1) / kSharedArenaUnit * kSharedArenaUnit;
   else
-    k = hoist_reciprocals(split_div_mod_loops(split_piecewise_loops(std::move(k))));
+    k = prefetch_next_tile(hoist_reciprocals(split_div_mod_loops(split_piecewise_loops(std::move(k)))),
+                           arch.l1_bytes, arch.l2_bytes);
   // Kernels without an estimate (0) split.
   const double seconds = ks.estimate.seconds;
   k.single_thread = !arch.is_gpu() && seconds > 0 && seconds < scheduler::min_parallel_seconds(arch);

@@ -950,6 +950,11 @@ static inline unsigned char* tg_block_scratch(size_t bytes) {
   }
   return buffer.get();
 }
+// Brings [p, p + bytes) toward the cores' caches, a line at a time:
+// locality 3 into the L1, 2 into the L2 (codegen/lowering/prefetch_next_tile.h).
+template <int kLocality> static inline void tg_prefetch_bytes(const void* p, int64_t bytes) {
+  for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(static_cast<const char*>(p) + i, 0, kLocality);
+}
 )PRELUDE";
   return text;
 }

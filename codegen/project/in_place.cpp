@@ -1,5 +1,7 @@
 #include "codegen/project/in_place.h"
 
+#include "codegen/lowering/prefetch_next_tile.h"
+
 namespace tilegraph::codegen {
 
 namespace {
@@ -33,7 +35,7 @@ bool in_place(const Stmt& s, int in, int out) {
       return reads_only_at(s->value, in, s->index);
     case StmtKind::kCall:
       for (const CallArg& a : s->args) {
-        if (a.buffer == in && !is_prefetch_hint(s->callee)) return false;
+        if (a.buffer == in && !is_prefetch_hint(s->callee) && !is_prefetch_call(s->callee)) return false;
         if (reads(a.value, in)) return false;
       }
       break;
