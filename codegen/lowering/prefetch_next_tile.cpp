@@ -52,13 +52,19 @@ class NextTilePrefetcher {
     for (const Stmt& s : body) {
       if (std::optional<Stmt> prefetch = prefetch_before(s, rows)) out.push_back(*prefetch);
       out.push_back(statement(s, rows));
-      visit_stmt_exprs(s, [&](const Expr& e) { note_reads(e); });
     }
     return out;
   }
 
+  // s with its body rewritten; notes the inputs it reads (a compound
+  // statement's body notes its own, statement by statement).
   Stmt statement(const Stmt& s, int64_t rows) {
-    if (s->body.empty() || is_run_loop(s)) return s;
+    if (s->body.empty() || is_run_loop(s)) {
+      visit_stmt_exprs(s, [&](const Expr& e) { note_reads(e); });
+      return s;
+    }
+    for (const Expr& own : {s->extent, s->cond})
+      if (own) note_reads(own);
     int64_t extent = 1;
     if (s->kind == StmtKind::kFor) {
       if (!is_const_int(s->extent, &extent)) extent = 0;  // unknown: no footprint, no prefetch inside

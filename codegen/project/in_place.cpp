@@ -11,10 +11,12 @@ bool reads(const Expr& e, int buffer) {
 }
 
 // The float micro-kernel's prefetch hint (tg_sgemm::prefetch_tile, or its
-// wide-panel form tg_sgemm::wide::prefetch_tile): it only brings lines
-// toward the L1, so passing it the input is no read.
+// wide-panel form tg_sgemm::wide::prefetch_tile) and a block kernel's
+// next-tile prefetch (prefetch_next_tile.h): they only bring lines toward
+// the caches, so passing them the input is no read.
 bool is_prefetch_hint(const std::string& callee) {
   const std::string prefix = "tg_sgemm::", name = "prefetch_tile";
+  if (is_prefetch_call(callee)) return true;
   return callee.rfind(prefix, 0) == 0 && callee.size() >= prefix.size() + name.size() &&
          callee.compare(callee.size() - name.size(), name.size(), name) == 0;
 }
@@ -35,7 +37,7 @@ bool in_place(const Stmt& s, int in, int out) {
       return reads_only_at(s->value, in, s->index);
     case StmtKind::kCall:
       for (const CallArg& a : s->args) {
-        if (a.buffer == in && !is_prefetch_hint(s->callee) && !is_prefetch_call(s->callee)) return false;
+        if (a.buffer == in && !is_prefetch_hint(s->callee)) return false;
         if (reads(a.value, in)) return false;
       }
       break;

@@ -17,6 +17,7 @@
 #include "scheduler/graph_connecting.h"
 #include "scheduler/int_gemm.h"
 #include "scheduler/ukernel_features.h"
+#include "tests/unit/kernel_calls.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/unit_temp_dir.h"
 
@@ -44,6 +45,7 @@ void dwconv_avx512_stride2(const float* in, const float* w, float* result) {
 namespace tilegraph {
 namespace {
 
+using testing::calls_in;
 using testing::OnnxModelBuilder;
 
 #if defined(__x86_64__)
@@ -170,12 +172,6 @@ codegen::Kernel lower_depthwise(const std::string& name, const DepthwiseConv& c,
   EXPECT_EQ(s.kernels.size(), 1u) << name;
   EXPECT_EQ(s.kernels.at(0).kind, scheduler::KernelKind::kDirectConv) << name;
   return codegen::lower_direct_conv_kernel(g, s.kernels.at(0), variant);
-}
-
-void calls_in(const codegen::Stmt& s, std::vector<codegen::Stmt>* found) {
-  if (!s) return;
-  if (s->kind == codegen::StmtKind::kCall) found->push_back(s);
-  for (const codegen::Stmt& c : s->body) calls_in(c, found);
 }
 
 void loops_named(const codegen::Kernel& k, const codegen::Stmt& s, const std::string& name,

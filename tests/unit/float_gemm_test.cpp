@@ -24,12 +24,14 @@
 #include "scheduler/graph_connecting.h"
 #include "scheduler/int_gemm.h"
 #include "scheduler/ukernel_features.h"
+#include "tests/unit/kernel_calls.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
 
+using testing::calls_in;
 using testing::OnnxModelBuilder;
 
 Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
@@ -492,13 +494,6 @@ TEST(FloatGemm, FullColumnPanelsIndexWithoutTheTailsGuards) {
   EXPECT_TRUE(is_const_int(full_store[0]->extent, &columns));
   EXPECT_EQ(columns, 8);
   EXPECT_FALSE(is_const(tail_store[0]->extent)) << "the last panel stops at the last column";
-}
-
-// The calls of `callee` anywhere in s.
-void calls_in(const codegen::Stmt& s, const std::string& callee, std::vector<codegen::Stmt>* found) {
-  if (!s) return;
-  if (s->kind == codegen::StmtKind::kCall && s->callee == callee) found->push_back(s);
-  for (const codegen::Stmt& c : s->body) calls_in(c, callee, found);
 }
 
 bool has_ukernel_param(const codegen::Kernel& k, const std::string& name) {

@@ -12,12 +12,14 @@
 #include "scheduler/arch_spec.h"
 #include "scheduler/block_plan.h"
 #include "scheduler/graph_connecting.h"
+#include "tests/unit/kernel_calls.h"
 #include "tests/unit/lowering_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace tilegraph {
 namespace {
 
+using testing::calls_in;
 using testing::OnnxModelBuilder;
 
 constexpr int64_t kRows = 8, kCols = 256, kTileRows = 2;
@@ -37,12 +39,6 @@ codegen::Kernel softmax_kernel() {
   EXPECT_EQ(k.kind, scheduler::KernelKind::kBlock);
   k.config.tile = {kTileRows, kCols};
   return codegen::lower_block_kernel(g, k, scheduler::plan_block_kernel(g, k, k.config, arch));
-}
-
-void calls_in(const codegen::Stmt& s, std::vector<codegen::Stmt>* found) {
-  if (!s) return;
-  if (s->kind == codegen::StmtKind::kCall) found->push_back(s);
-  for (const codegen::Stmt& c : s->body) calls_in(c, found);
 }
 
 // The variable of the loop around the call (the row loop) and of the loop
