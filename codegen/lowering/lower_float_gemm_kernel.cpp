@@ -33,6 +33,15 @@ constexpr int64_t kPanelAlign = 16;
 // packed A panel (a gather per value against MR FMAs per k).
 constexpr double kRuntimeBPanelCost = 4;
 
+// Reading one B panel where it lies (tg_sgemm::tile_ldb: nothing packed,
+// the rows come from the L2 or the other core's cache). Against the packing
+// cost, two cores then split a GEMM with few row panels by rows where its
+// columns split unevenly: MobileNetV2's 1x1 convs over 14 x 14 pixels (7
+// column panels, the last of 4 columns, 8 row panels) ran 4 + 3 panels per
+// core; by rows (4 + 4) they took 0.084 ms instead of 0.097 at two threads,
+// the same at one (the whole model, two threads: 2.5% less kernel time).
+constexpr double kInPlaceBPanelCost = 1;
+
 // Reading one compile-time packed B panel when all of B overflows the L2, so
 // every task streams its chunk's panels from L3 or DRAM again. Measured on
 // bert-base's FFN (9.4 MB of B, 16 row panels, 96 column panels, one core):
@@ -252,7 +261,8 @@ class FloatGemmLowering : KernelBuilder {
       : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "a float GEMM kernel")), gemm_(phases_.front()),
         geo_(float_gemm_of(g, gemm_), v, arch, {packed.a >= 0, packed.b >= 0}),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.blocking.max_row_panels, geo_.col_panels,
-                                     b_panel_cost(geo_, packed.b >= 0, arch), std::max(1, arch.cores))) {
+                                     b_panel_cost(geo_, packed.b >= 0, arch), std::max(1, arch.cores))),
+        cores_(std::max(1, arch.cores)) {
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
     if (packed.a >= 0) packed_a_ = add_global(packed.a, false);
     if (packed.b >= 0) packed_b_ = add_global(packed.b, false);
@@ -264,8 +274,17 @@ class FloatGemmLowering : KernelBuilder {
     const FloatGemmVariant& v = geo_.v;
     const scheduler::FloatGemmBlocking& kb = geo_.blocking;
     kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
-    const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
-    in_place_b_ = find_in_place_b(vb);
+    const int vb = new_var("b", m.batches());
+    // B read in place costs its tasks no packing: where it is read so, the
+    // grid is balanced for that. Which GEMMs read it in place stays decided
+    // by the packing grid's row blocks (ResNet-50's 1x1 conv of 256 filters
+    // over 28 x 28, 22 row panels, in place in two row blocks of 11: 5%
+    // slower at one thread).
+    const IntGemmTaskGrid in_place_grid = balanced_int_gemm_grid(
+        m.batches(), geo_.panels, kb.max_row_panels, geo_.col_panels, kInPlaceBPanelCost, cores_);
+    in_place_b_ = find_in_place_b(vb, std::max(grid_.row_panels, in_place_grid.row_panels));
+    if (in_place_b_) grid_ = in_place_grid;
+    const int vm = new_var("mb", grid_.row_blocks);
     if (!in_place_b_) columns_b_ = find_columns_along_k(vb);
     transposed_c_ = transposes_c();
     kernel_.ukernel_params = {{"mr", v.mr}, {"nr", v.nr}, {"kc", kb.kc}, {"k_blocks", kb.k_blocks},
@@ -995,11 +1014,11 @@ class FloatGemmLowering : KernelBuilder {
   // is then not one run of each row; the affine test fails). Unused vars
   // kbp and jbp stay behind where it fails. TILEGRAPH_B_IN_PLACE=off packs
   // as before (for comparison).
-  std::optional<InPlaceB> find_in_place_b(int vb) {
+  std::optional<InPlaceB> find_in_place_b(int vb, int64_t row_panels) {
     if (const char* off = std::getenv("TILEGRAPH_B_IN_PLACE"); off && std::string(off) == "off") return std::nullopt;
     const scheduler::Gemm& m = geo_.m;
     if (geo_.v.name != "avx512" || packed_b_ >= 0 || geo_.blocking.k_outer || m.k_extents.size() != 1 ||
-        m.cols() < geo_.v.nr || grid_.row_panels > kMaxInPlaceBRowPanels)
+        m.cols() < geo_.v.nr || row_panels > kMaxInPlaceBRowPanels)
       return std::nullopt;
     const std::optional<StridedB> b = strided_b(vb, "p");
     if (!b || b->column_step != 1 || b->k_step < geo_.v.nr ||
@@ -1903,6 +1922,7 @@ class FloatGemmLowering : KernelBuilder {
   Op gemm_;  // phases_.front()
   FloatGeometry geo_;
   IntGemmTaskGrid grid_;
+  int cores_ = 1;
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
   std::optional<InPlaceB> in_place_b_;      // find_in_place_b, once per kernel
   std::optional<CallArg> tail_b_;           // N's tail panel, packed where B is read in place

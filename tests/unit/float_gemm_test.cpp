@@ -1344,6 +1344,36 @@ TEST(FloatGemm, PointwiseConvReadsItsInputInPlace) {
   }
 }
 
+// On two cores, a pointwise conv whose B is read in place splits its rows
+// where its columns split unevenly: 96 filters (12 row panels of 8) over 14
+// x 14 pixels (7 column panels, the last of 4 columns). Packing B would cost
+// each task its chunk's panels, and there the columns go 4 + 3 panels per
+// core; read in place, the rows go 6 + 6 panels, each over all 7 columns.
+// Over 16 x 16 pixels (rows 1 KiB apart: B packed) the columns stay split.
+TEST(FloatGemm, InPlaceBSplitsRowsWhereColumnsSplitUnevenly) {
+  scheduler::ArchSpec two_cores = scheduler::host_arch();
+  two_cores.cores = 2;
+  auto lowered = [&](const std::string& name, int64_t side) {
+    OnnxModelBuilder b(13);
+    b.input("x", 1, {1, 16, side, side}).output("y");
+    b.initializer_f("w", {96, 16, 1, 1}, ramp(96 * 16));
+    b.node("Conv", {"x", "w"}, {"y"});
+    Graph g = import_and_optimize(b, name);
+    const codegen::Kernel kernel = lower_the_gemm(g, "avx512", two_cores).kernel;
+    codegen::verify(kernel);
+    return kernel;
+  };
+  const codegen::Kernel in_place = lowered("pointwise_14x14", 14);
+  ASSERT_EQ(ukernel_param(in_place, "b_in_place"), 1) << codegen::to_string(in_place);
+  EXPECT_EQ(ukernel_param(in_place, "row_panels"), 6);
+  EXPECT_EQ(ukernel_param(in_place, "chunk_panels"), 7);
+
+  const codegen::Kernel packed = lowered("pointwise_16x16", 16);
+  ASSERT_FALSE(has_ukernel_param(packed, "b_in_place"));
+  EXPECT_EQ(ukernel_param(packed, "row_panels"), 12);
+  EXPECT_EQ(ukernel_param(packed, "chunk_panels"), 4);
+}
+
 // ReLU over 20 x 20 = 400 pixels: the 12 full panels take the fused
 // call (no upper bound), the tail panel (16 columns) keeps a tile call,
 // narrowed to one zmm (tile<16>), and its epilogue.
