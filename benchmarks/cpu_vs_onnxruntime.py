@@ -3,18 +3,25 @@
 
     PYTHONPATH=python python3 benchmarks/cpu_vs_onnxruntime.py PREFIX [PREFIX ...]
         [--threads 1 2] [--iters 20] [--warmup 3] [--busy-core] [--ort-spin on|off] [--settle-ms 100]
+        [--wake-ms 20]
 
 Each PREFIX must have been tuned (`tilegraph tune PREFIX`). Both engines get the
 same seeded inputs (tilegraph.test_acc's generator) and the same thread count;
 runs alternate between the engines so machine noise hits both alike. Each timed
-run follows a pause (--settle-ms) and one untimed run of the same engine:
+run follows a pause (--settle-ms) and untimed runs of the same engine for at
+least --wake-ms (at least one run):
 - the pause, because both engines' threads spin for a while after a run
   (onnxruntime's for 20-50 ms on an Intel Xeon VM), and in one process those
   spinning threads took the cores the other engine's next run needed (ResNet-50
   at 2 threads: tilegraph 40.9 ms right after onnxruntime, 28.7 ms after 50 ms);
-- the untimed run, because after the pause an engine's own threads sleep, which
+- the untimed runs, because after the pause an engine's own threads sleep, which
   the first run pays for (the same model: 32-40 ms), where back-to-back runs,
-  which is what each engine takes alone, do not (28.5 ms).
+  which is what each engine takes alone, do not (28.5 ms). One run was not
+  enough for the small models: MobileNetV2 (opset 17), one thread, took 5.05 ms
+  (tilegraph) and 5.06 (onnxruntime) as the second run after the pause, 4.40
+  and 4.65 as the fourth, 4.37 and 4.66 back to back; 20 ms of runs reach the
+  back-to-back times (the caches and the core's clock recover, not only the
+  threads).
 Prints, per
 thread count, a table with medians and the ratio onnxruntime / tilegraph (> 1:
 tilegraph faster) and the geometric mean of the ratios.
@@ -79,10 +86,18 @@ class BusyCore:
         self.proc.join(5)
 
 
-def measure(compiled, sess, feeds, iters, warmup, settle_s):
+def wake(run, wake_s):
+    """Untimed runs for at least wake_s seconds (at least one)."""
+    end = time.perf_counter() + wake_s
+    run()
+    while time.perf_counter() < end:
+        run()
+
+
+def measure(compiled, sess, feeds, iters, warmup, settle_s, wake_s):
     """(tilegraph ms, onnxruntime ms): medians of interleaved single runs,
     each after settle_s seconds in which the other engine's threads go idle
-    and one untimed run that wakes the engine's own."""
+    and wake_s seconds of untimed runs that wake the engine's own."""
     for _ in range(warmup):
         sess.run(None, feeds)
         compiled.run(feeds)
@@ -92,7 +107,7 @@ def measure(compiled, sess, feeds, iters, warmup, settle_s):
     for _ in range(iters):  # interleaved so noise hits both engines alike
         for run, samples in ((run_tg, tg_ms), (run_ort, ort_ms)):
             time.sleep(settle_s)
-            run()
+            wake(run, wake_s)
             samples.append(median_ms(run, 1))
     return statistics.median(tg_ms), statistics.median(ort_ms)
 
@@ -117,9 +132,13 @@ def main():
     ap.add_argument("--settle-ms", type=float, default=100,
                     help="pause before each timed run, so that the other engine's spinning threads are idle "
                          "(default 100; 0: back to back)")
+    ap.add_argument("--wake-ms", type=float, default=20,
+                    help="untimed runs of the engine after the pause, for at least this long (at least one run; "
+                         "default 20)")
     args = ap.parse_args()
-    if any(t < 1 for t in args.threads) or args.iters < 1 or args.warmup < 0 or args.settle_ms < 0:
-        ap.error("--threads and --iters must be >= 1, --warmup and --settle-ms >= 0")
+    if any(t < 1 for t in args.threads) or args.iters < 1 or args.warmup < 0 or args.settle_ms < 0 \
+            or args.wake_ms < 0:
+        ap.error("--threads and --iters must be >= 1, --warmup, --settle-ms and --wake-ms >= 0")
     settle_s = args.settle_ms / 1e3
 
     for threads in args.threads:
@@ -138,12 +157,13 @@ def main():
             sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
             feeds = generate_inputs(model_inputs(model_path), seed=0, ranges=load_input_ranges(prefix))
             with CompiledModel(prefix, arch=args.arch, num_threads=threads) as compiled:
-                tg, ref = measure(compiled, sess, feeds, args.iters, args.warmup, settle_s)
+                timing = (args.iters, args.warmup, settle_s, args.wake_ms / 1e3)
+                tg, ref = measure(compiled, sess, feeds, *timing)
                 line = f"{prefix.name:28s} {tg:13.3f} {ref:15.3f} {ref / tg:7.2f}"
                 ratios.append(ref / tg)
                 if args.busy_core:
                     with BusyCore(args.busy_seconds):
-                        btg, bref = measure(compiled, sess, feeds, args.iters, args.warmup, settle_s)
+                        btg, bref = measure(compiled, sess, feeds, *timing)
                     busy_ratios.append(bref / btg)
                     robustness.append((bref / ref) / (btg / tg))
                     line += f" {btg:11.3f} {bref:12.3f} {bref / btg:12.2f} {btg / tg:12.2f} {bref / ref:13.2f}" \
