@@ -1297,8 +1297,10 @@ TEST(FloatGemm, BiasAndClipAreTheMicroKernelsEpilogue) {
 // With 12 filters the row tail's call is tile_ldb<32, 4> and the epilogue
 // loops. Over 20 x 20 only N's tail panel (16 columns) is packed, for its
 // own tile<16> call. With 512 filters (more than 16 row panels per B panel)
-// B is packed as before, and so over 16 x 16 and 64 x 64 pixels: rows 1 KiB
-// and 16 KiB apart reach 4 and 1 of the L1's 64 sets (kMinInPlaceBL1Sets).
+// B is packed as before, and so over 64 x 64 pixels (rows 16 KiB apart reach
+// 1 of the L1's 64 sets: kMinInPlaceBL1Sets) and over 16 x 16 pixels (1 KiB
+// apart: 4 sets) with 48 filters (6 row panels); with 16 (2 row panels) 4 sets
+// are enough.
 TEST(FloatGemm, PointwiseConvReadsItsInputInPlace) {
   const codegen::Kernel kernel = pointwise_avx512_kernel("pointwise_in_place", 16, 12, 16, "Clip");
   std::vector<codegen::Stmt> fused;
@@ -1338,10 +1340,13 @@ TEST(FloatGemm, PointwiseConvReadsItsInputInPlace) {
   const codegen::Kernel tall = pointwise_avx512_kernel("pointwise_512_filters", 512, 12, 16, "Relu");
   ASSERT_GT(ukernel_param(tall, "row_panels"), 16);
   EXPECT_FALSE(has_ukernel_param(tall, "b_in_place"));
-  for (const int64_t side : {16, 64}) {
-    const codegen::Kernel aliased = pointwise_avx512_kernel(str_cat("pointwise_aliased_", side), 16, side, side, "Relu");
-    EXPECT_FALSE(has_ukernel_param(aliased, "b_in_place")) << side << " x " << side;
-  }
+  const codegen::Kernel one_set = pointwise_avx512_kernel("pointwise_aliased_64", 16, 64, 64, "Relu");
+  EXPECT_FALSE(has_ukernel_param(one_set, "b_in_place"));
+  const codegen::Kernel four_sets = pointwise_avx512_kernel("pointwise_aliased_16_48", 48, 16, 16, "Relu");
+  EXPECT_FALSE(has_ukernel_param(four_sets, "b_in_place"));
+  // With 2 row panels (16 filters) 4 sets are enough (kFewRowPanelsMinL1Sets).
+  const codegen::Kernel few_panels = pointwise_avx512_kernel("pointwise_aliased_16", 16, 16, 16, "Relu");
+  EXPECT_EQ(ukernel_param(few_panels, "b_in_place"), 1);
 }
 
 // On two cores, a pointwise conv whose B is read in place splits its rows
