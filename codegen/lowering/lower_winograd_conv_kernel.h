@@ -22,6 +22,11 @@
 
 namespace tilegraph::codegen {
 
+// Floats past C x NR between two of V's 16 transformed planes: the ukernel's
+// tg_winograd::kPlanePad (codegen/ukernels/winograd_f23.h, which says why),
+// with which the lowering sizes V's scratch.
+constexpr int64_t kWinogradPlanePad = 16;
+
 // The transformed filters as a new float32 graph constant (the layout above).
 TensorId prepack_winograd_filters(Graph& g, const scheduler::KernelSchedule& schedule, const FloatGemmVariant& variant);
 

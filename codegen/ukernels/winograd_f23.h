@@ -28,7 +28,19 @@ namespace tg_winograd {
 
 constexpr int kPositions = 16;  // of the 4 x 4 transformed tile
 
-// v[(t * kVChannels + c) * kNR + j] = (B^T d B)[t] for the 4 x 4 input patch d of
+// V's 16 planes (one per position t, C x kNR floats each) lie plane_floats<C>()
+// apart: kPlanePad floats (one 64-byte line) past C x kNR, so that input_tiles'
+// 16 stores of a channel, one per plane, fall in 16 L1 sets. Planes C x kNR
+// apart (8 KiB for C = 64) all map to one set: ResNet-50's 64 x 56 x 56 input,
+// all 25 panels, one core: 0.18 ms, 0.16 padded. The lowering allocates V with
+// the same pad (codegen::kWinogradPlanePad, which winograd_f23_test checks).
+constexpr int64_t kPlanePad = 16;
+template <int64_t C>
+constexpr int64_t plane_floats() {
+  return C * tg_sgemm::kNR + kPlanePad;
+}
+
+// v[t * plane_floats<kVChannels>() + c * kNR + j] = (B^T d B)[t] for the 4 x 4 input patch d of
 // tile `first + j` of an H x W plane (tiles of 2 x 2 outputs, row-major,
 // ceil(W / 2) per row), channel c of x (C planes of H x W). The patch starts
 // one row and one column before its outputs (pad 1); positions outside the
@@ -48,7 +60,7 @@ inline void input_tiles(const float* x, float* v, int64_t first) {
   static_assert(tg_sgemm::kNR % 32 == 0, "tiles go 16 to a zmm, in halves of the panel");
   constexpr int kH = static_cast<int>(H), kW = static_cast<int>(W), kTilesW = (kW + 1) / 2;
   constexpr int kTiles = ((kH + 1) / 2) * kTilesW;
-  constexpr int64_t kPlane = kVChannels * tg_sgemm::kNR;  // floats of one V_t
+  constexpr int64_t kPlane = plane_floats<kVChannels>();  // from one V_t to the next
   for (int half = 0; half < (kHalf ? tg_sgemm::kNR / 2 : tg_sgemm::kNR) / 16; ++half) {
     // Per position (i, l) of the patch: the 16 tiles' input offsets and
     // which of them lie inside the plane.
@@ -85,7 +97,7 @@ inline void input_tiles(const float* x, float* v, int64_t first) {
         e[3][l] = _mm512_sub_ps(d[1][l], d[3][l]);
       }
       for (int i = 0; i < 4; ++i) {  // (B^T d) B
-        float* vi = v + (i * 4 * kVChannels + c) * tg_sgemm::kNR + half * 16;
+        float* vi = v + i * 4 * kPlane + c * tg_sgemm::kNR + half * 16;
         _mm512_storeu_ps(vi + 0 * kPlane, _mm512_sub_ps(e[i][0], e[i][2]));
         _mm512_storeu_ps(vi + 1 * kPlane, _mm512_add_ps(e[i][1], e[i][2]));
         _mm512_storeu_ps(vi + 2 * kPlane, _mm512_sub_ps(e[i][2], e[i][1]));
@@ -111,7 +123,7 @@ inline void row_panel(const float* u, const float* v, float* m, float* y) {
   constexpr int kTile = kPanel * tg_sgemm::kNR;
   constexpr int kCols = kHalf ? tg_sgemm::kNR / 2 : tg_sgemm::kNR;
   for (int t = 0; t < kPositions; ++t)
-    tg_sgemm::tile<kCols, kRows, false, kPanel>(C, u + t * C * kPanel, v + t * C * tg_sgemm::kNR, m + t * kTile,
+    tg_sgemm::tile<kCols, kRows, false, kPanel>(C, u + t * C * kPanel, v + t * plane_floats<C>(), m + t * kTile,
                                                 false);
   // In intrinsics, 16 tiles per zmm, for the reason input_tiles is; the
   // permutes interleave a tile row's left (dx = 0) and right (dx = 1) outputs.

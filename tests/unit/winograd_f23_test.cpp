@@ -7,6 +7,7 @@
 // skip on CPUs without it.
 #include <gtest/gtest.h>
 
+#include "codegen/lowering/lower_winograd_conv_kernel.h"
 #include "tests/unit/avx512_test_support.h"
 
 #include <algorithm>
@@ -27,6 +28,9 @@
 namespace {
 
 constexpr int64_t kMR = tg_sgemm::kMR, kNR = tg_sgemm::kNR;
+// V's floats for the tests' 40 channels: 16 planes, each padded (kPlanePad).
+constexpr int64_t kVFloats = 16 * tg_winograd::plane_floats<40>();
+constexpr int64_t kUkernelPlanePad = tg_winograd::kPlanePad;
 
 // 11 x 13 (odd both ways: 6 x 7 = 42 tiles, column panels of 32 and 10), 40
 // channels from two sources of 24 and 16; and 6 x 6 (9 tiles: a half
@@ -106,7 +110,7 @@ int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, const Panels& pane
   const std::vector<float> w = random_values(static_cast<size_t>(panels.filters * kC * 9), 2);
   const std::vector<float> u = transformed_filters(w, panels);
   const int64_t tiles_w = (wd + 1) / 2, tiles = (h + 1) / 2 * tiles_w, mr = panels.rows;
-  alignas(64) static float v[16 * kC * kNR], m[16 * 12 * kNR], y[4 * 12 * kNR];
+  alignas(64) static float v[kVFloats], m[16 * 12 * kNR], y[4 * 12 * kNR];
   int64_t compared = 0;
   for (int64_t first = 0; first < tiles; first += panel_tiles) {
     inputs(x.data(), v, first);
@@ -161,6 +165,12 @@ TEST(WinogradF23, WidePanelsWithALastShortPanelMatchTheDirectConv) {
     }, wide_map_panel);
     EXPECT_EQ(compared, filters * h * wd) << filters << " filters";
   }
+}
+
+// The lowering sizes V's scratch with the pad the ukernel lays its planes out
+// with: a smaller one would let the last planes run into the accumulators.
+TEST(WinogradF23, LoweringAndUkernelPadThePlanesAlike) {
+  EXPECT_EQ(tilegraph::codegen::kWinogradPlanePad, kUkernelPlanePad);
 }
 
 TEST(WinogradF23, HalfPanelMatchesTheDirectConv) {
