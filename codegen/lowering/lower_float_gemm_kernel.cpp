@@ -271,9 +271,9 @@ class FloatGemmLowering : KernelBuilder {
                     const FloatGemmPacks& packed, const scheduler::ArchSpec& arch)
       : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "a float GEMM kernel")), gemm_(phases_.front()),
         geo_(float_gemm_of(g, gemm_), v, arch, {packed.a >= 0, packed.b >= 0}),
+        cores_(std::max(1, arch.cores)),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.blocking.max_row_panels, geo_.col_panels,
-                                     b_panel_cost(geo_, packed.b >= 0, arch), std::max(1, arch.cores))),
-        cores_(std::max(1, arch.cores)) {
+                                     b_panel_cost(geo_, packed.b >= 0, arch), cores_)) {
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
     if (packed.a >= 0) packed_a_ = add_global(packed.a, false);
     if (packed.b >= 0) packed_b_ = add_global(packed.b, false);
@@ -1933,8 +1933,8 @@ class FloatGemmLowering : KernelBuilder {
   std::vector<Op> phases_;
   Op gemm_;  // phases_.front()
   FloatGeometry geo_;
+  int cores_ = 1;  // the arch's, at least 1: the task grids' cores
   IntGemmTaskGrid grid_;
-  int cores_ = 1;
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
   std::optional<InPlaceB> in_place_b_;      // find_in_place_b, once per kernel
   std::optional<CallArg> tail_b_;           // N's tail panel, packed where B is read in place

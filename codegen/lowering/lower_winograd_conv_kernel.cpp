@@ -108,7 +108,7 @@ class WinogradConvLowering : KernelBuilder {
     // ran at half the micro-kernel's rate.
     const int64_t half_l2 = std::max<int64_t>(arch.l2_bytes, 1 << 18) / 2;
     const int64_t u_bytes = kWinogradPositions * conv_.channels * row_panels_ * mr_ * 4;
-    const int64_t v_bytes = kWinogradPositions * (conv_.channels * variant_.nr + kWinogradPlanePad) * 4;
+    const int64_t v_bytes = panel_v_floats() * 4;
     panels_per_task_ = u_bytes > half_l2 ? std::clamp<int64_t>(half_l2 / v_bytes, 1, col_panels_) : 1;
     task_panels_ = ceil_div(col_panels_, panels_per_task_);
     // Row panels split into as few groups as give a task per core: each
@@ -129,7 +129,7 @@ class WinogradConvLowering : KernelBuilder {
     // One scratch buffer (a task has one arena) for the 16 transformed input
     // planes (v) of each of the task's column panels and, after them, the 16
     // accumulator tiles (m).
-    const int64_t panel_v = kWinogradPositions * (c * nr + kWinogradPlanePad), m_at = panels_per_task_ * panel_v;
+    const int64_t panel_v = panel_v_floats(), m_at = panels_per_task_ * panel_v;
     const int v = add_local("v", DType::kF32, m_at + kWinogradPositions * mr * nr, 64);
     kernel_.buffers[static_cast<size_t>(v)].scratch = true;
     const int y = add_local("y", DType::kF32, 4 * mr * nr, 64);
@@ -194,6 +194,12 @@ class WinogradConvLowering : KernelBuilder {
   }
 
  private:
+  // One column panel's V: 16 planes of C x NR floats, each padded
+  // (kWinogradPlanePad).
+  int64_t panel_v_floats() const {
+    return kWinogradPositions * (conv_.channels * variant_.nr + kWinogradPlanePad);
+  }
+
   // The row panel's outputs from the local result y (by output row, dx
   // interleaved: winograd_f23.h's row_panel), through the epilogue: per
   // filter row r, the tile rows the column panel touches (at most
