@@ -1,5 +1,6 @@
 #include "codegen/lowering/lower_kernel.h"
 
+#include "codegen/lowering/drop_unread_constants.h"
 #include "codegen/lowering/int_gemm_variant.h"
 #include "codegen/lowering/lower_block_kernel.h"
 #include "codegen/lowering/lower_cpu_kernel.h"
@@ -63,7 +64,7 @@ KernelPacks pack_constant_operands(Graph& g, const scheduler::KernelSchedule& ks
 
 Kernel lower_kernel(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
                     const KernelPacks& packs) {
-  Kernel k = lower_by_kind(g, ks, arch, packs);
+  Kernel k = drop_unread_constants(g, lower_by_kind(g, ks, arch, packs));
   if (arch.is_gpu())
     k.shared_bytes = (k.shared_bytes + kSharedArenaUnit - 1) / kSharedArenaUnit * kSharedArenaUnit;
   else

@@ -220,6 +220,21 @@ TEST(FloatGemm, LowerKernelPacksConstantsOnlyWhenGivenThePacks) {
   const codegen::Kernel packed = codegen::lower_kernel(g, s.kernels[0], arch, packs);
   codegen::verify(packed);
   EXPECT_EQ(std::count(packed.var_names.begin(), packed.var_names.end(), "pa"), 0);
+  // The packed kernel reads the panels, not the filters: those are no longer
+  // its parameter (so weights.bin does not carry them twice,
+  // codegen/lowering/drop_unread_constants.h).
+  auto takes = [&](const codegen::Kernel& k, TensorId t) {
+    return std::any_of(k.buffers.begin(), k.buffers.end(), [&](const codegen::Buffer& b) {
+      return b.scope == codegen::MemoryScope::kGlobal && b.tensor == t;
+    });
+  };
+  TensorId w = -1;
+  for (size_t t = 0; t < g.tensors.size(); ++t)
+    if (g.tensors[t].name == "w") w = static_cast<TensorId>(t);
+  ASSERT_GE(w, 0);
+  EXPECT_TRUE(takes(unpacked, w));
+  EXPECT_FALSE(takes(packed, w));
+  EXPECT_TRUE(takes(packed, packs.float_gemm.a));
 }
 
 // The For loops over var `name` anywhere in s.
