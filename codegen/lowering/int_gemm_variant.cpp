@@ -152,7 +152,8 @@ bool wide_panels_allowed() {
 
 std::string depthwise_variant_for(const scheduler::ArchSpec& arch) {
   if (const char* forced = std::getenv("TILEGRAPH_DWCONV_VARIANT"); forced && std::string(forced) == "none") return "";
-  return float_gemm_variant_for(arch).name == "avx512" ? "avx512" : "";
+  const std::string& name = float_gemm_variant_for(arch).name;
+  return name == "avx512" || name == "avx2" ? name : "";
 }
 
 }  // namespace tilegraph::codegen

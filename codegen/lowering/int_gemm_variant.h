@@ -62,7 +62,7 @@ FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch);
 FloatGemmVariant float_gemm_variant_named(const std::string& name);
 
 // The depthwise convolution micro-kernel (dwconv_<name>.h) of a CPU target:
-// "avx512" where the float one is avx512 (its ISA), else empty (none: the
+// "avx512" or "avx2" where the float one is (its ISA), else empty (none: the
 // direct conv kernel keeps its generated loops). TILEGRAPH_DWCONV_VARIANT=none
 // turns it off (to compare the two).
 std::string depthwise_variant_for(const scheduler::ArchSpec& arch);

@@ -233,7 +233,8 @@ class DirectConvLowering {
   }
 
   // The micro-kernel that computes this conv's planes, or "" when none
-  // does. Both need the target's depthwise micro-kernel, a square K x K
+  // does (AVX2 has plane_stride2 alone: dwconv_avx2.h says why). Both need
+  // the target's depthwise micro-kernel, a square K x K
   // window whose taps are row-major (the weights' order), a guard that is
   // exactly the input's bounds, and the weights of a channel in one run:
   //   * plane_same<H, W, K>: stride 1, K odd, taps at offsets -K/2..K/2
@@ -249,7 +250,7 @@ class DirectConvLowering {
     const Shape& in = input_shape(window);
     std::string callee;
     if (stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
-        shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs)
+        shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs && depthwise_ukernel_ != "avx2")
       callee = str_cat("tg_dwconv::plane_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
     if (stride == 2 && k == 3 && shape_[kRow] == (in[kRow] - 1) / 2 + 1 && shape_[kCol] == (in[kCol] - 1) / 2 + 1 &&
         shape_[kRow] * shape_[kCol] <= kUkernelMaxStride2Outputs)

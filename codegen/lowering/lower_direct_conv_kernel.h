@@ -28,7 +28,8 @@
 //     Its 9 such convs: 10-15% less time than on the flat form (one thread,
 //     three interleaved runs on a noisy machine).
 //   * the micro-kernel form, where the target has a depthwise micro-kernel
-//     (codegen/ukernels/dwconv_<variant>.h, AVX-512 today): a stride-1
+//     (codegen/ukernels/dwconv_<variant>.h: AVX-512, and AVX2 for the
+//     stride-2 form alone): a stride-1
 //     K x K 'same' conv on a plane of at most 56 x 56 outputs, or a 3 x 3
 //     stride-2 conv padded by 1 at the top and left (at most 64 x 64
 //     outputs: the result plane is a stack array), sums each plane's taps

@@ -22,6 +22,8 @@
 #include <cstdint>
 
 namespace tg_dwconv {
+// Own inline namespace per variant, as tg_sgemm's: a test binary holds both.
+inline namespace avx512 {
 
 constexpr const char* kVariant = "avx512";
 constexpr int kLanes = 16;
@@ -148,4 +150,5 @@ inline void plane_stride2(const float* in, const float* w, float* result) {
   }
 }
 
+}  // namespace avx512
 }  // namespace tg_dwconv

@@ -1,4 +1,5 @@
-// The depthwise micro-kernel (codegen/ukernels/dwconv_avx512.h) against a
+// The depthwise micro-kernels (codegen/ukernels/dwconv_avx512.h, and
+// dwconv_avx2.h's stride-2 form; each where the CPU runs it) against a
 // scalar reference, and the direct conv lowering's micro-kernel form
 // (codegen/lowering/lower_direct_conv_kernel.h): which convs take it and the
 // kernel it builds around the call.
@@ -31,15 +32,26 @@ namespace {
 // only code inside the pragma uses AVX-512).
 template <int H, int W, int K>
 void dwconv_avx512_plane(const float* in, const float* w, float* result) {
-  tg_dwconv::plane_same<H, W, K>(in, w, result);
+  tg_dwconv::avx512::plane_same<H, W, K>(in, w, result);
 }
 template <int H, int W>
 void dwconv_avx512_stride2(const float* in, const float* w, float* result) {
-  tg_dwconv::plane_stride2<H, W>(in, w, result);
+  tg_dwconv::avx512::plane_stride2<H, W>(in, w, result);
 }
 }  // namespace
 
 #include "tests/unit/avx512_target_end.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#include "codegen/ukernels/dwconv_avx2.h"
+namespace {
+template <int H, int W>
+void dwconv_avx2_stride2(const float* in, const float* w, float* result) {
+  tg_dwconv::avx2::plane_stride2<H, W>(in, w, result);
+}
+}  // namespace
+#pragma GCC pop_options
 #endif  // defined(__x86_64__)
 
 namespace tilegraph {
@@ -69,9 +81,10 @@ std::vector<float> reference_plane(int h, int w, int k, const std::vector<float>
   return out;
 }
 
-template <int H, int W, int K>
-void expect_plane_matches_reference() {
-  SCOPED_TRACE(std::to_string(H) + "x" + std::to_string(W) + " k" + std::to_string(K));
+// Plane: the variant's plane_same<H, W, K>; kLanes its vector width.
+template <int H, int W, int K, int kLanes, void (*Plane)(const float*, const float*, float*)>
+void expect_plane_matches(const char* variant) {
+  SCOPED_TRACE(std::string(variant) + " " + std::to_string(H) + "x" + std::to_string(W) + " k" + std::to_string(K));
   // The plane sits inside a larger buffer of NaNs: a tap that read outside
   // the plane (a lane the masks should drop) would turn its sum into NaN.
   const int outputs = H * W, guard = 64;
@@ -80,13 +93,17 @@ void expect_plane_matches_reference() {
   for (int i = 0; i < outputs; ++i) in[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 23) * 0.25f - 2.5f;
   for (int t = 0; t < K * K; ++t) wt[static_cast<size_t>(t)] = static_cast<float>((t * 7) % 5) * 0.5f - 1.0f + 0.01f * t;
   std::copy(in.begin(), in.end(), buffer.begin() + guard);
-  constexpr int kResult = tg_dwconv::plane_vectors<H, W>() * tg_dwconv::kLanes;
-  static_assert(kResult >= H * W && kResult < H * W + tg_dwconv::kLanes);
+  constexpr int kResult = (H * W + kLanes - 1) / kLanes * kLanes;
   std::vector<float> result(kResult, 123.0f);
-  dwconv_avx512_plane<H, W, K>(buffer.data() + guard, wt.data(), result.data());
+  Plane(buffer.data() + guard, wt.data(), result.data());
   const std::vector<float> expected = reference_plane(H, W, K, in, wt);
   for (int q = 0; q < outputs; ++q) EXPECT_EQ(result[static_cast<size_t>(q)], expected[static_cast<size_t>(q)]) << q;
   for (int q = outputs; q < kResult; ++q) EXPECT_EQ(result[static_cast<size_t>(q)], 0.0f) << "lane past the plane " << q;
+}
+
+template <int H, int W, int K>
+void expect_plane_matches_reference() {
+  expect_plane_matches<H, W, K, tg_dwconv::avx512::kLanes, dwconv_avx512_plane<H, W, K>>("avx512");
 }
 
 TEST(DepthwiseUkernel, Avx512PlaneMatchesTheScalarSum) {
@@ -104,9 +121,9 @@ TEST(DepthwiseUkernel, Avx512PlaneMatchesTheScalarSum) {
   expect_plane_matches_reference<64, 64, 3>();  // 256 vectors: the largest plane taken
 }
 
-template <int H, int W>
-void expect_stride2_matches_reference() {
-  SCOPED_TRACE(std::to_string(H) + "x" + std::to_string(W) + " stride 2");
+template <int H, int W, int kLanes, void (*Plane)(const float*, const float*, float*)>
+void expect_stride2_matches(const char* variant) {
+  SCOPED_TRACE(std::string(variant) + " " + std::to_string(H) + "x" + std::to_string(W) + " stride 2");
   constexpr int kOutRows = (H - 1) / 2 + 1, kOutCols = (W - 1) / 2 + 1, outputs = kOutRows * kOutCols;
   const int guard = 64;
   std::vector<float> buffer(static_cast<size_t>(H * W + 2 * guard), std::nanf(""));
@@ -114,21 +131,34 @@ void expect_stride2_matches_reference() {
   for (int i = 0; i < H * W; ++i) in[static_cast<size_t>(i)] = static_cast<float>((i * 37) % 23) * 0.25f - 2.5f;
   for (int t = 0; t < 9; ++t) wt[static_cast<size_t>(t)] = static_cast<float>((t * 7) % 5) * 0.5f - 1.0f + 0.01f * t;
   std::copy(in.begin(), in.end(), buffer.begin() + guard);
-  std::vector<float> result(tg_dwconv::plane_vectors<kOutRows, kOutCols>() * tg_dwconv::kLanes, 123.0f);
-  dwconv_avx512_stride2<H, W>(buffer.data() + guard, wt.data(), result.data());
+  // As large as the contract says, no larger: a store past it fails under ASan.
+  std::vector<float> result((outputs + kLanes - 1) / kLanes * kLanes, 123.0f);
+  Plane(buffer.data() + guard, wt.data(), result.data());
   const std::vector<float> expected = reference_plane(H, W, 3, in, wt, 2);
   for (int q = 0; q < outputs; ++q) EXPECT_EQ(result[static_cast<size_t>(q)], expected[static_cast<size_t>(q)]) << q;
+  for (size_t q = outputs; q < result.size(); ++q) EXPECT_EQ(result[q], 123.0f) << "lane past the plane " << q;
 }
 
-TEST(DepthwiseUkernel, Avx512Stride2PlaneMatchesTheScalarSum) {
+template <int H, int W>
+void expect_stride2_matches_reference() {
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (__builtin_cpu_supports("avx512f"))
+    expect_stride2_matches<H, W, tg_dwconv::avx512::kLanes, dwconv_avx512_stride2<H, W>>("avx512");
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    expect_stride2_matches<H, W, tg_dwconv::avx2::kLanes, dwconv_avx2_stride2<H, W>>("avx2");
+}
+
+TEST(DepthwiseUkernel, Stride2PlaneMatchesTheScalarSumOnEachVariant) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "neither AVX2 nor AVX-512 on this CPU";
   expect_stride2_matches_reference<1, 1>();      // 1 output, every tap but the centre in the padding
   expect_stride2_matches_reference<2, 2>();      // even: no bottom or right padding read
   expect_stride2_matches_reference<13, 11>();    // odd: the last row and column read the padding
   expect_stride2_matches_reference<14, 14>();    // MobileNetV2's 14 -> 7
   expect_stride2_matches_reference<33, 35>();    // 18 output columns: a second, 2-wide chunk
   expect_stride2_matches_reference<112, 112>();  // 112 -> 56: 4 chunks per row
+  expect_stride2_matches_reference<28, 28>();    // AVX2: 14 columns, the last chunk of 6
+  expect_stride2_matches_reference<56, 56>();    // AVX2: 28 columns, interior and edge chunks
 }
 
 #endif  // defined(__x86_64__)
@@ -214,18 +244,26 @@ TEST(DepthwiseUkernel, SameConvCallsTheMicroKernelPerPlane) {
   calls_in(lower_depthwise("same64", {64, 64}, "avx512").body, &calls64);
   ASSERT_EQ(calls64.size(), 1u);
   EXPECT_EQ(calls64[0]->callee, "tg_dwconv::plane_same<64, 64, 3>");
+  // AVX2 has no 'same' micro-kernel (dwconv_avx2.h): the generated loops.
+  const codegen::Kernel avx2 = lower_depthwise("same56_avx2", {56, 56}, "avx2");
+  EXPECT_EQ(avx2.ukernel, "");
+  std::vector<codegen::Stmt> avx2_calls;
+  calls_in(avx2.body, &avx2_calls);
+  EXPECT_TRUE(avx2_calls.empty());
 }
 
 // A 3 x 3 stride-2 conv padded by 1 calls the stride-2 micro-kernel per
 // plane, its 7 x 7 outputs (of a 14 x 14 input; 7 x 6 of a 13 x 11 one)
-// stored through the epilogue by one flat loop.
+// stored through the epilogue by one flat loop; on AVX-512 and on AVX2.
 TEST(DepthwiseUkernel, Stride2ConvCallsTheMicroKernelPerPlane) {
-  for (const auto& [name, conv, callee, outputs] :
+  for (const std::string variant : {"avx512", "avx2"})
+  for (const auto& [case_name, conv, callee, outputs] :
        {std::tuple<const char*, DepthwiseConv, const char*, int64_t>{
             "stride2", {14, 14, 3, 1, 2}, "tg_dwconv::plane_stride2<14, 14>", 49},
         {"stride2_odd", {13, 11, 3, 1, 2}, "tg_dwconv::plane_stride2<13, 11>", 42}}) {
-    const codegen::Kernel k = lower_depthwise(name, conv, "avx512");
-    EXPECT_EQ(k.ukernel, "dwconv_avx512") << name;
+    const std::string name = std::string(case_name) + "_" + variant;
+    const codegen::Kernel k = lower_depthwise(name, conv, variant);
+    EXPECT_EQ(k.ukernel, "dwconv_" + variant) << name;
     std::vector<codegen::Stmt> calls, flat;
     calls_in(k.body, &calls);
     ASSERT_EQ(calls.size(), 1u) << name;
