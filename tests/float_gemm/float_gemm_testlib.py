@@ -13,12 +13,21 @@ if str(REPO / "python") not in sys.path:
     sys.path.insert(0, str(REPO / "python"))
 
 
-def host_has_avx512():
-    """Whether this CPU has AVX-512F (the Winograd, depthwise and operand-layout kernels)."""
+def _host_has(flag):
     try:
-        return " avx512f " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
+        return f" {flag} " in Path("/proc/cpuinfo").read_text().replace("\n", " ")
     except OSError:
         return False
+
+
+def host_has_avx512():
+    """Whether this CPU has AVX-512F (the Winograd, depthwise and operand-layout kernels)."""
+    return _host_has("avx512f")
+
+
+def host_has_avx2():
+    """Whether this CPU has AVX2 and FMA (the AVX2 float and stride-2 depthwise kernels)."""
+    return _host_has("avx2") and _host_has("fma")
 
 
 def fan_in_weight(rng, name, *shape):

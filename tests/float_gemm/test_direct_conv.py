@@ -13,7 +13,8 @@
   conv on the segments;
 * where the host has AVX-512, stride-1 'same' convs on planes up to 64 x 64
   and 3x3 stride-2 convs padded by 1 call the depthwise micro-kernel
-  (codegen/ukernels/dwconv_avx512.h; the manifest names it): 3x3 and 5x5
+  (codegen/ukernels/dwconv_avx512.h; the manifest names it; with AVX2 alone
+  the stride-2 ones, dwconv_avx2.h): 3x3 and 5x5
   windows, 1- and 2-row maps, 7x7 to 56x56 maps, stride 2 on 14x14 and on
   odd 13x11, channel multiplier 2, batch 2, residual Adds; a 65x65 map keeps
   the flat form. TILEGRAPH_DWCONV_VARIANT=none keeps the generated loops (the
@@ -33,7 +34,7 @@ import sys
 import numpy as np
 import pytest
 
-from float_gemm_testlib import REPO, host_has_avx512  # noqa: E402 (puts python/ on the path)
+from float_gemm_testlib import REPO, host_has_avx2, host_has_avx512  # noqa: E402 (puts python/ on the path)
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
@@ -166,8 +167,10 @@ MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "flat": (flat, 10, 10), "pla
           "stem": (stem, 0, 3)}
 
 # model -> how many of its direct convs call the depthwise micro-kernel
-# where the host has one (AVX-512)
+# where the host has AVX-512, and where it has AVX2 alone (the 3x3 stride-2
+# convs padded by 1: dwconv_avx2.h has no 'same' form)
 UKERNEL_CONVS = {"odd": 3, "thin": 2, "flat": 8, "planes": 2, "stem": 0}
+AVX2_UKERNEL_CONVS = {"odd": 1, "thin": 0, "flat": 1, "planes": 0, "stem": 0}
 
 
 def _forms(prefix):
@@ -207,13 +210,18 @@ def test_direct_conv_model(name, dwconv, tmp_path):
     # Every Clip, Relu and residual Add rides in its conv's kernel as the epilogue.
     assert len(manifest["kernels"]) == kernels, [k["onnx_nodes"] for k in manifest["kernels"]]
     with_ukernel = dwconv != "none" and host_has_avx512()
+    with_avx2_ukernel = dwconv != "none" and not with_ukernel and host_has_avx2()
     forms = _forms(prefix)
     by_output = {k["onnx_nodes"][-1]: forms[k["name"]] for k in manifest["kernels"]}
-    ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel") == "dwconv_avx512"]
+    ukernel = [k["name"] for k in manifest["kernels"] if k.get("ukernel", "").startswith("dwconv_")]
     assert sorted(ukernel) == sorted(n for n, f in forms.items() if f == "ukernel"), by_output
-    assert len(ukernel) == (UKERNEL_CONVS[name] if with_ukernel else 0), by_output
+    expected_ukernels = (UKERNEL_CONVS[name] if with_ukernel else
+                         AVX2_UKERNEL_CONVS[name] if with_avx2_ukernel else 0)
+    assert len(ukernel) == expected_ukernels, by_output
     if name == "flat" and with_ukernel:
         assert sorted(forms.values()) == ["padded"] * 2 + ["ukernel"] * 8, by_output
+    elif name == "flat" and with_avx2_ukernel:  # the stride-2 conv's segments become the micro-kernel
+        assert sorted(forms.values()) == ["flat"] + ["padded"] * 7 + ["segments", "ukernel"], by_output
     elif name == "flat":
         assert sorted(forms.values()) == ["flat"] + ["padded"] * 7 + ["segments"] * 2, by_output
     if name == "planes":
