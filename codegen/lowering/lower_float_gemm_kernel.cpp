@@ -1018,8 +1018,8 @@ class FloatGemmLowering : KernelBuilder {
   // attention's V. The full column panels only: where N has a tail, its
   // panel would read past the row, and is packed as before (tail_b_). Only
   // with few row panels per B panel (kMaxInPlaceBRowPanels) and rows spread
-  // over the L1's sets (kMinInPlaceBL1Sets, kFewRowPanelsMinL1Sets), on AVX-512 (the
-  // variant with tile_ldb), and where B would be packed at run time over all
+  // over the L1's sets (kMinInPlaceBL1Sets, kFewRowPanelsMinL1Sets), on AVX-512 and
+  // AVX2 (the variants with tile_ldb), and where B would be packed at run time over all
   // of K or in k blocks (not k outer, whose column tables serve packing).
   // Not with a batch folded into the columns (two images' pixels: a panel
   // is then not one run of each row; the affine test fails). Unused vars
@@ -1028,7 +1028,7 @@ class FloatGemmLowering : KernelBuilder {
   std::optional<InPlaceB> find_in_place_b(int vb, int64_t row_panels) {
     if (const char* off = std::getenv("TILEGRAPH_B_IN_PLACE"); off && std::string(off) == "off") return std::nullopt;
     const scheduler::Gemm& m = geo_.m;
-    if (geo_.v.name != "avx512" || packed_b_ >= 0 || geo_.blocking.k_outer || m.k_extents.size() != 1 ||
+    if ((geo_.v.name != "avx512" && geo_.v.name != "avx2") || packed_b_ >= 0 || geo_.blocking.k_outer || m.k_extents.size() != 1 ||
         m.cols() < geo_.v.nr || row_panels > kMaxInPlaceBRowPanels)
       return std::nullopt;
     const std::optional<StridedB> b = strided_b(vb, "p");

@@ -82,10 +82,47 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * kNR + 8 * v, acc[r][v]);
 }
 
-// c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()
-// computes (not accumulating): a conv's bias with ReLU (hi = INFINITY),
-// Clip or none (lo = -INFINITY) as the generated epilogue computes it,
-// NaN kept; c: row r of the output at c + r * ldc (README.md).
+// B read where it lies (README.md): B(k', j) at b[k' * ldb + j], each row's
+// kNR columns contiguous, the rows ldb floats apart (a stride-1 1x1 conv's
+// activation: the next kNR pixels of every input channel), so the
+// generated code packs no B panel, as on AVX-512. Each k step also brings
+// that row's next kNR floats (the next column panel, one line) into the
+// L1: rows H x W floats apart are more streams than the prefetchers follow.
+template <int kCols = kNR, int kRows = kMR>
+__attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
+                                               bool accumulate) {
+  static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile_ldb<kCols>: whole ymm of a B row");
+  static_assert(kRows > 0 && kRows <= kMR, "tile_ldb<kCols, kRows>: rows of the A panel");
+  constexpr int kVecs = kCols / 8;
+  __m256 acc[kRows][kVecs];
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v)
+      acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * kNR + 8 * v) : _mm256_setzero_ps();
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __builtin_prefetch(b + kNR, 0, 3);
+    __m256 bv[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 ar = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+    }
+    a += kMR;
+    b += ldb;
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * kNR + 8 * v, acc[r][v]);
+}
+
+namespace detail {
+// tile_bias_clamp (B packed, ldb = kNR) and tile_bias_clamp_ldb (B in place,
+// prefetching as tile_ldb): one body.
 // From the accumulators, as on AVX-512: through a C tile and a loop over
 // it, GCC compiled the clamp to two compares and branches per value, which
 // mispredict on ReLU6 data (MobileNetV2 on a Zen 1 core: a sixth of the
@@ -93,12 +130,14 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
 // onnxruntime's). vmaxps / vminps return their second operand where one is
 // NaN: with the bound first they keep a NaN x like x < lo ? lo : x and
 // hi < x ? hi : x.
-__attribute__((noinline)) inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c,
+template <bool kInPlace>
+__attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                                                       int64_t ldc, const float* bias, float lo, float hi) {
   __m256 acc[kMR][2];
 #pragma GCC unroll 6
   for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t kk = 0; kk < k; ++kk) {
+    if constexpr (kInPlace) __builtin_prefetch(b + kNR, 0, 3);
     const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
     for (int r = 0; r < kMR; ++r) {
@@ -107,7 +146,7 @@ __attribute__((noinline)) inline void tile_bias_clamp(int64_t k, const float* a,
       acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
     }
     a += kMR;
-    b += kNR;
+    b += ldb;
   }
   const __m256 low = _mm256_set1_ps(lo), high = _mm256_set1_ps(hi);
 #pragma GCC unroll 6
@@ -119,6 +158,22 @@ __attribute__((noinline)) inline void tile_bias_clamp(int64_t k, const float* a,
       _mm256_storeu_ps(c + r * ldc + 8 * v, _mm256_min_ps(high, x));
     }
   }
+}
+}  // namespace detail
+
+// c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()
+// computes (not accumulating): a conv's bias with ReLU (hi = INFINITY),
+// Clip or none (lo = -INFINITY) as the generated epilogue computes it,
+// NaN kept; c: row r of the output at c + r * ldc (README.md).
+inline void tile_bias_clamp(int64_t k, const float* a, const float* b, float* c, int64_t ldc, const float* bias,
+                            float lo, float hi) {
+  detail::bias_clamp_tile<false>(k, a, b, kNR, c, ldc, bias, lo, hi);
+}
+
+// tile_bias_clamp with B read where it lies, as tile_ldb.
+inline void tile_bias_clamp_ldb(int64_t k, const float* a, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                const float* bias, float lo, float hi) {
+  detail::bias_clamp_tile<true>(k, a, b, ldb, c, ldc, bias, lo, hi);
 }
 
 // Brings the kMR x kNR tile at p (row r at p + r * ld) toward the L1: a
