@@ -128,9 +128,10 @@ def test_refine_scales_the_micro_kernel_rate_by_the_measured_kernels(calibrated,
     # Twice the time left for the micro-kernel: half its rate; nothing else moves.
     assert refined["ukernel_fp32_flops"] == pytest.approx(spec["ukernel_fp32_flops"] / 2, rel=1e-6)
     # Kernels where the micro-kernel is under a fifth of the measured time (kMinShare in
-    # driver/refine_spec.cpp: NeRF's one-row alpha layer) inform no rate.
+    # driver/refine_spec.cpp: NeRF's one-row alpha layer, with some calibrations) inform
+    # no rate; which ones depends on the rates this machine measured.
     informing = [k for k in gemms if 2 * k["ukernel_ms"] >= 0.2 * (k["predicted_ms"] + k["ukernel_ms"])]
-    assert 0 < len(informing) < len(gemms)
+    assert 0 < len(informing) <= len(gemms)
     assert "ukernel_fp32_flops" in r.stderr and f"from {len(informing)} float GEMM kernels" in r.stderr
     assert {k: v for k, v in refined.items() if k != "ukernel_fp32_flops"} == \
         {k: v for k, v in spec.items() if k != "ukernel_fp32_flops"}

@@ -66,7 +66,9 @@ def test_vgg_over_budget_runs_in_micro_batches_within_the_budget(tmp_path):
     prefix = model_dir(tmp_path, "vgg", conv_nets.vgg_like(8, 128, width=16))
     untiled = untiled_peak(prefix)
     budget = 12 * MiB
-    assert untiled > budget + 8 * MiB  # the activations alone: 16 MiB of arena at batch 8
+    # Well over the budget (the activations: about 16 MiB of arena at batch 8; the GEMM
+    # scratch on top depends on the host's micro-kernel: 18.2 MiB in all with AVX2).
+    assert untiled > budget + 4 * MiB
     r = tg("tune", prefix, "--memory-budget", "12M", "-j", "2")
     assert r.returncode == 0, r.stderr
     stats = manifest(prefix)["compile"]["memory_budget"]
