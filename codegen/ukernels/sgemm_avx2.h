@@ -29,6 +29,40 @@ constexpr int kMR = 6;
 constexpr int kNR = 16;
 constexpr int kLanes = 8;  // floats per ymm: tile<kCols>'s unit
 
+namespace detail {
+// acc[r][v] = c's row r, vector v (accumulate) or 0.
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void load_tile(__m256 (&acc)[kRows][kVecs], const float* c, bool accumulate) {
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * kNR + 8 * v) : _mm256_setzero_ps();
+}
+
+// One k step: acc += the outer product of kRows A values (a[r]) and kVecs
+// ymm of B (at b).
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void fma_step(__m256 (&acc)[kRows][kVecs], const float* a, const float* b) {
+  __m256 bv[kVecs];
+#pragma GCC unroll 2
+  for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r) {
+    const __m256 ar = _mm256_broadcast_ss(a + r);
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
+  }
+}
+
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void store_tile(const __m256 (&acc)[kRows][kVecs], float* c) {
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * kNR + 8 * v, acc[r][v]);
+}
+}  // namespace detail
+
 // c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j),
 // for the columns j < kCols (tile<8>: the last column panel of an N whose
 // tail fits one ymm; c's other columns are not touched).
@@ -42,25 +76,10 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
                                            const float* next = nullptr, int64_t next_floats = 0) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole ymm of a B panel's row");
   static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
-  constexpr int kVecs = kCols / 8;  // ymm per row
-  __m256 acc[kRows][kVecs];
-#pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v)
-      acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * kNR + 8 * v) : _mm256_setzero_ps();
-
-  // One k step: the outer product of MR A values and NR B values.
+  __m256 acc[kRows][kCols / 8];
+  detail::load_tile(acc, c, accumulate);
   auto step = [&]() __attribute__((always_inline)) {
-    __m256 bv[kVecs];
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
-#pragma GCC unroll 6
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
-#pragma GCC unroll 2
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
-    }
+    detail::fma_step(acc, a, b);
     a += kMR;
     b += kNR;
   };
@@ -75,11 +94,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     for (const int64_t stop = kk + every < k ? kk + every : k; kk < stop; ++kk) step();
   }
   for (; kk < k; ++kk) step();
-
-#pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * kNR + 8 * v, acc[r][v]);
+  detail::store_tile(acc, c);
 }
 
 // B read where it lies (README.md): B(k', j) at b[k' * ldb + j], each row's
@@ -93,31 +108,15 @@ __attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const 
                                                bool accumulate) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile_ldb<kCols>: whole ymm of a B row");
   static_assert(kRows > 0 && kRows <= kMR, "tile_ldb<kCols, kRows>: rows of the A panel");
-  constexpr int kVecs = kCols / 8;
-  __m256 acc[kRows][kVecs];
-#pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v)
-      acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * kNR + 8 * v) : _mm256_setzero_ps();
+  __m256 acc[kRows][kCols / 8];
+  detail::load_tile(acc, c, accumulate);
   for (int64_t kk = 0; kk < k; ++kk) {
     __builtin_prefetch(b + kNR, 0, 3);
-    __m256 bv[kVecs];
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
-#pragma GCC unroll 6
-    for (int r = 0; r < kRows; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
-#pragma GCC unroll 2
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(ar, bv[v], acc[r][v]);
-    }
+    detail::fma_step(acc, a, b);
     a += kMR;
     b += ldb;
   }
-#pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * kNR + 8 * v, acc[r][v]);
+  detail::store_tile(acc, c);
 }
 
 namespace detail {
@@ -134,17 +133,10 @@ template <bool kInPlace>
 __attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                                                       int64_t ldc, const float* bias, float lo, float hi) {
   __m256 acc[kMR][2];
-#pragma GCC unroll 6
-  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  load_tile(acc, c, false);
   for (int64_t kk = 0; kk < k; ++kk) {
     if constexpr (kInPlace) __builtin_prefetch(b + kNR, 0, 3);
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-#pragma GCC unroll 6
-    for (int r = 0; r < kMR; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
-      acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
-    }
+    fma_step(acc, a, b);
     a += kMR;
     b += ldb;
   }
