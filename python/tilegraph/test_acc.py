@@ -259,6 +259,12 @@ def run_onnxruntime(model_path: str | os.PathLike, inputs: Mapping, optimize: bo
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    # On x86 without VNNI onnxruntime multiplies uint8 by int8 with vpmaddubsw,
+    # whose int16 pair sums saturate: a weight outside [-64, 63] times a large
+    # activation gives a wrong reference (MatMulInteger off by up to ~3e4 on a
+    # Zen 1 / AVX2 host). This option has it compute those products exactly
+    # (as uint8 x uint8), the integer result tilegraph computes.
+    options.add_session_config_entry("session.x64quantprecision", "1")
     if not optimize:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     try:

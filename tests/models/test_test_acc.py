@@ -240,6 +240,27 @@ def test_sanitize_name():
     assert sanitize_name("a/b c.d-e_f") == "a_b_c.d-e_f"
 
 
+# --------------------------------------------------------------------------- reference
+def test_onnxruntime_reference_multiplies_uint8_by_int8_exactly(tmp_path):
+    """Products whose pair sums leave int16 (255 * -128 twice): onnxruntime's
+    u8s8 kernel on x86 without VNNI saturates them unless asked for exact
+    products, which would make an exact int8 kernel look wrong."""
+    pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(0)
+    a = rng.integers(200, 256, (8, 32)).astype(np.uint8)
+    b = rng.integers(-128, -100, (32, 16)).astype(np.int8)
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b"], ["y"])], "g",
+        [helper.make_tensor_value_info("a", TensorProto.UINT8, [8, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [8, 16])],
+        [onnx.numpy_helper.from_array(b, "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    y = test_acc.run_onnxruntime(tmp_path / "m.onnx", {"a": a})["y"]
+    np.testing.assert_array_equal(y, a.astype(np.int32) @ b.astype(np.int32))
+
+
 # --------------------------------------------------------------------------- end to end
 def _twin_onnx(path: Path):
     """y = 2*x + 1 (f32 [2,3]); ids:out = ids + 1 (i64 [4])."""
