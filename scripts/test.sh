@@ -43,12 +43,14 @@ stage "3. CLI error tests and model tests (pytest)"
 # module-scoped fixture, such as artifacts' run_all.sh --quick or the farm's Ray cluster,
 # is built once). Most of these tests wait on one single-threaded compiler at a time: on
 # a 2-core Zen 1 machine with an empty ccache the stage took 2806 s in one process and
-# 1847 s on two workers. The longest files first, so that no worker starts one last.
-xdist=()
+# 1528 s on two workers (.ci/run from a clean clone here). The longest files first, so
+# that no worker starts one last.
+workers=()
 if python3 -c "import xdist" 2>/dev/null && [ "$(nproc)" -gt 1 ]; then
-  xdist=(-n "$(nproc)" --dist loadfile)
+  workers=(-n "$(nproc)")
 fi
-PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q --durations=15 ${xdist[@]+"${xdist[@]}"} \
+PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q --durations=15 \
+  ${workers[@]+"${workers[@]}" --dist loadfile} \
   tests/models tests/artifacts tests/farm tests/security tests/cli tests/bench tests/quantized tests/float_gemm \
   tests/arm tests/pooling
 
@@ -63,7 +65,8 @@ fi
 if [ -z "${TG_SKIP_FUZZ:-}" ]; then
   stage "5. fuzzing the model loader (libFuzzer, 60 s) and generated code with hostile names (20 models)"
   bash fuzz/run_fuzzer.sh 60
+  # Each random model a test of its own (no module fixture): spread over the workers.
   TG_NAME_FUZZ_CASES=20 PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" \
-    python3 -m pytest -q tests/security/test_hostile_names.py -k stay_in_comments
+    python3 -m pytest -q ${workers[@]+"${workers[@]}" --dist load} tests/security/test_hostile_names.py -k stay_in_comments
 fi
 stage "all tests passed"
