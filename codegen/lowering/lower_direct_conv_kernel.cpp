@@ -18,6 +18,15 @@ constexpr int kRow = 2, kCol = 3, kRank = 4;
 // Output planes at most this wide take the padded form (build_padded).
 constexpr int64_t kPaddedMaxWidth = 14;
 
+// Where the target's depthwise micro-kernel has no plane_same (AVX2), the
+// padded form up to this width: its copy of the plane costs less than the
+// flat form's border, two columns per row as one-output scalar loops. Zen 1,
+// one thread, MobileNetV2 op17 in the model (main_test --profile, medians of
+// three alternated runs): 28 x 28 x 192 0.294 -> 0.21 ms, 56 x 56 x 144 0.81
+// -> 0.76, 112 x 112 x 32 0.715 -> 0.677. Wider planes keep the flat form: the
+// local planes of a 112 x 112 one are already 100 KiB of stack.
+constexpr int64_t kPaddedMaxWidthWithoutPlaneUkernel = 112;
+
 // Stride-1 planes of at most this many outputs take the depthwise
 // micro-kernel (build_ukernel) where the target has one. One thread, MobileNetV2's
 // depthwise convs alone, generated loops -> micro-kernel: 7 x 7: 49 -> 14 us,
@@ -406,11 +415,13 @@ class DirectConvLowering {
     return pp;
   }
 
-  // The padded form needs stride 1, a plane at most kPaddedMaxWidth wide,
+  // The padded form needs stride 1, a plane at most kPaddedMaxWidth wide
+  // (kPaddedMaxWidthWithoutPlaneUkernel on AVX2),
   // and a guard that is exactly the input's bounds along each axis (a tap
   // outside the input reads 0: the padding the local plane holds).
   bool padded_applies(const SlidingWindow& window) const {
-    if (!window.ok || window.rows.stride != 1 || window.cols.stride != 1 || shape_[kCol] > kPaddedMaxWidth)
+    const int64_t max_width = depthwise_ukernel_ == "avx2" ? kPaddedMaxWidthWithoutPlaneUkernel : kPaddedMaxWidth;
+    if (!window.ok || window.rows.stride != 1 || window.cols.stride != 1 || shape_[kCol] > max_width)
       return false;
     const Shape& in = input_shape(window);
     return guard_is_bounds(kRow, window.rows, in[kRow]) && guard_is_bounds(kCol, window.cols, in[kCol]);

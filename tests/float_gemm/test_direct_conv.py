@@ -17,7 +17,8 @@
   the stride-2 ones, dwconv_avx2.h): 3x3 and 5x5
   windows, 1- and 2-row maps, 7x7 to 56x56 maps, stride 2 on 14x14 and on
   odd 13x11, channel multiplier 2, batch 2, residual Adds; a 65x65 map keeps
-  the flat form. TILEGRAPH_DWCONV_VARIANT=none keeps the generated loops (the
+  the flat form; with AVX2 alone stride-1 maps up to 112 wide take the padded
+  form. TILEGRAPH_DWCONV_VARIANT=none keeps the generated loops (the
   forms above), checked as well;
 * stems (3 channels, 3x3 stride 2 and 5x5 dilated, batch 2) and a 1x1 conv
   over 3 channels stay off the direct kernel (scheduler/direct_conv.h);
@@ -220,13 +221,18 @@ def test_direct_conv_model(name, dwconv, tmp_path):
     assert len(ukernel) == expected_ukernels, by_output
     if name == "flat" and with_ukernel:
         assert sorted(forms.values()) == ["padded"] * 2 + ["ukernel"] * 8, by_output
-    elif name == "flat" and with_avx2_ukernel:  # the stride-2 conv's segments become the micro-kernel
-        assert sorted(forms.values()) == ["flat"] + ["padded"] * 7 + ["segments", "ukernel"], by_output
+    elif name == "flat" and with_avx2_ukernel:
+        # the stride-2 conv's segments become the micro-kernel; the 16-wide
+        # maps (with and without a residual) take the padded form, as every
+        # stride-1 map up to 112 wide does there
+        assert sorted(forms.values()) == ["padded"] * 9 + ["ukernel"], by_output
     elif name == "flat":
         assert sorted(forms.values()) == ["flat"] + ["padded"] * 7 + ["segments"] * 2, by_output
     if name == "planes":
-        # without it: 28x28 flat, 56x56 with its residual a loop per row
-        expected_forms = ["flat", "ukernel", "ukernel"] if with_ukernel else ["flat", "flat", "segments"]
+        # without it: 28x28 flat, 56x56 with its residual a loop per row;
+        # on AVX2 all three (65 <= 112 wide) on the padded form
+        expected_forms = (["flat", "ukernel", "ukernel"] if with_ukernel else ["padded"] * 3 if with_avx2_ukernel
+                          else ["flat", "flat", "segments"])
         assert sorted(forms.values()) == expected_forms, by_output
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
