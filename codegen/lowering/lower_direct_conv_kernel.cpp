@@ -259,7 +259,7 @@ class DirectConvLowering {
     const Shape& in = input_shape(window);
     std::string callee;
     if (stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
-        shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs && depthwise_ukernel_ != "avx2")
+        shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs && ukernel_has_plane_same())
       callee = str_cat("tg_dwconv::plane_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
     if (stride == 2 && k == 3 && shape_[kRow] == (in[kRow] - 1) / 2 + 1 && shape_[kCol] == (in[kCol] - 1) / 2 + 1 &&
         shape_[kRow] * shape_[kCol] <= kUkernelMaxStride2Outputs)
@@ -415,12 +415,17 @@ class DirectConvLowering {
     return pp;
   }
 
+  // The target's depthwise micro-kernel has the stride-1 plane_same form:
+  // dwconv_avx2.h has plane_stride2 alone (its header says why).
+  bool ukernel_has_plane_same() const { return !depthwise_ukernel_.empty() && depthwise_ukernel_ != "avx2"; }
+
   // The padded form needs stride 1, a plane at most kPaddedMaxWidth wide
-  // (kPaddedMaxWidthWithoutPlaneUkernel on AVX2),
+  // (kPaddedMaxWidthWithoutPlaneUkernel where the micro-kernel lacks plane_same),
   // and a guard that is exactly the input's bounds along each axis (a tap
   // outside the input reads 0: the padding the local plane holds).
   bool padded_applies(const SlidingWindow& window) const {
-    const int64_t max_width = depthwise_ukernel_ == "avx2" ? kPaddedMaxWidthWithoutPlaneUkernel : kPaddedMaxWidth;
+    const bool ukernel_without_plane_same = !depthwise_ukernel_.empty() && !ukernel_has_plane_same();
+    const int64_t max_width = ukernel_without_plane_same ? kPaddedMaxWidthWithoutPlaneUkernel : kPaddedMaxWidth;
     if (!window.ok || window.rows.stride != 1 || window.cols.stride != 1 || shape_[kCol] > max_width)
       return false;
     const Shape& in = input_shape(window);
