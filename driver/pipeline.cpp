@@ -252,13 +252,19 @@ struct Scheduled {
   int64_t library_gemms = 0;
 };
 
-// The float micro-kernel's MR where stride-1 3x3 convs run as Winograd
-// F(2x2, 3x3) (scheduler/winograd_conv.h), else 0: the AVX-512 variant only,
-// the one its speed was measured on (benchmarks/winograd_f23_probe.cpp).
-int64_t winograd_mr(const CompileOptions& options, const scheduler::ArchSpec& arch) {
-  if (!options.float_ukernels || !options.winograd) return 0;
+// Where stride-1 3x3 convs run as Winograd F(2x2, 3x3)
+// (scheduler/winograd_conv.h). The micro-kernels with Winograd transforms
+// (codegen/ukernels/winograd_f23_<variant>.h): AVX-512, K a multiple of its
+// MR as measured (benchmarks/winograd_f23_probe.cpp), and AVX2, any K (its
+// MR is 6: ResNet-50's 64 filters are 10 row panels and a last one of 4).
+scheduler::WinogradTarget winograd_target(const CompileOptions& options, const scheduler::ArchSpec& arch) {
+  scheduler::WinogradTarget t;
+  if (!options.float_ukernels || !options.winograd) return t;
   const codegen::FloatGemmVariant v = codegen::float_gemm_variant_for(arch);
-  return v.name == "avx512" ? v.mr : 0;
+  t.filter_multiple = v.name == "avx512" ? v.mr : v.name == "avx2" ? 1 : 0;
+  t.flops = arch.ukernel_fp32_flops > 0 ? arch.ukernel_fp32_flops : arch.peak_fp32_flops;
+  t.dram_bytes_per_s = arch.dram().bandwidth_bytes_per_s;
+  return t;
 }
 
 Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& target, Graph& g,
@@ -279,7 +285,7 @@ Scheduled schedule_stage(const CompileOptions& options, const ResolvedTarget& ta
   s.schedule = scheduler::schedule_tile_graph(g, arch, tg_options, &cache);
   s.ukernels = target.gpu ? scheduler::GemmUkernelCounts{}
                           : scheduler::use_gemm_ukernels(g, s.schedule, options.float_ukernels,
-                                                         winograd_mr(options, arch));
+                                                         winograd_target(options, arch));
   if (!target.gpu) scheduler::estimate_ukernel_kernels(g, s.schedule, arch);  // their cost is the micro-kernels'
   const scheduler::Schedule unfused = options.fusion != scheduler::FusionLevel::kNone
                                           ? scheduler::schedule_tile_graph(g, arch, unfused_options, &cache)

@@ -268,7 +268,8 @@ std::vector<Expr> epilogue_coords(const std::vector<Expr>& acc_coords, const Sha
   return coords;
 }
 
-GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms, int64_t winograd_mr) {
+GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms,
+                                    const WinogradTarget& winograd) {
   std::vector<int> consumers_of(g.tensors.size(), 0);
   for (const Op& op : g.ops)
     for (TensorId t : std::set<TensorId>(op.inputs.begin(), op.inputs.end())) ++consumers_of[t];
@@ -302,9 +303,10 @@ GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool flo
     } else if (float_gemms && is_direct_conv(g, phases[0])) {
       ks.kind = KernelKind::kDirectConv;
       ++counts.direct_convs;
-    } else if (const auto winograd = float_gemms && winograd_mr > 0 ? match_winograd_conv(g, phases[0], winograd_mr)
-                                                                      : std::nullopt;
-               winograd && winograd_conv_pays(*winograd)) {
+    } else if (const auto conv = float_gemms && winograd.filter_multiple > 0
+                                         ? match_winograd_conv(g, phases[0], winograd.filter_multiple)
+                                         : std::nullopt;
+               conv && winograd_conv_pays(*conv, winograd)) {
       ks.kind = KernelKind::kWinogradConv;
       ++counts.winograd_convs;
     } else if (gemm && float_gemms &&

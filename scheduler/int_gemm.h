@@ -33,6 +33,7 @@
 
 #include "compiler/ir/graph.h"
 #include "scheduler/schedule.h"
+#include "scheduler/winograd_conv.h"
 
 namespace tilegraph::scheduler {
 
@@ -111,12 +112,13 @@ struct GemmUkernelCounts {
 // float_gemms, a float32 GEMM that float_gemm_pays) for the micro-kernel
 // path, or (with float_gemms) a depthwise or small-channel convolution for
 // the direct kernel
-// (scheduler/direct_conv.h), or (with winograd_mr > 0, the float micro-kernel's
-// MR where the target runs Winograd convs) a stride-1 3x3 conv for the
+// (scheduler/direct_conv.h), or (with winograd.filter_multiple > 0: a target
+// that runs Winograd convs) a stride-1 3x3 conv for the
 // Winograd kernel where winograd_conv_pays (scheduler/winograd_conv.h), and merges into it the kernel of its only consumer when that is one
 // elementwise op of the same shape (up to unit dimensions) reading the
 // accumulator at its own index (requantize, scale + bias, activation,
 // residual add). Returns how many kernels use each micro-kernel path.
-GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms, int64_t winograd_mr = 0);
+GemmUkernelCounts use_gemm_ukernels(const Graph& g, Schedule& schedule, bool float_gemms,
+                                    const WinogradTarget& winograd = {});
 
 }  // namespace tilegraph::scheduler

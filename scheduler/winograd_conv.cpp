@@ -1,5 +1,6 @@
 #include "scheduler/winograd_conv.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "compiler/ir/simplify.h"
@@ -82,7 +83,7 @@ std::optional<std::vector<WinogradSource>> window_sources(const Graph& g, const 
 
 }  // namespace
 
-std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, int64_t mr) {
+std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, int64_t filter_multiple) {
   const Shape& out = g.tensor(op.output).shape;
   if (op.reduction != Reduction::kSum || g.tensor(op.output).dtype != DType::kF32 || out.size() != kRank ||
       op.reduce_extents.size() != 3 || op.reduce_extents[1] != 3 || op.reduce_extents[2] != 3 ||
@@ -95,7 +96,7 @@ std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, in
   c.width = out[3];
   c.channels = op.reduce_extents[0];
   if (c.channels < kMinWinogradChannels || c.channels > kMaxWinogradChannels || c.filters < kMinWinogradChannels ||
-      c.filters % mr != 0 || c.height < 2 || c.width < 2)
+      c.filters % filter_multiple != 0 || c.height < 2 || c.width < 2)
     return std::nullopt;
   for (int x = 0; x < 2; ++x) {
     const Expr& window = op.body->args[static_cast<size_t>(x)];
@@ -110,9 +111,16 @@ std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, in
   return std::nullopt;
 }
 
-bool winograd_conv_pays(const WinogradConv& c) {
+bool winograd_conv_pays(const WinogradConv& c, const WinogradTarget& t) {
   const int64_t filters = kWinogradPositions * c.channels * c.filters;
-  return filters < kStreamedWinogradFilters || c.tiles() >= kMinStreamedWinogradTiles;
+  if (filters < kStreamedWinogradFilters || c.tiles() >= kMinStreamedWinogradTiles) return true;
+  if (t.flops <= 0 || t.dram_bytes_per_s <= 0) return false;
+  const double pairs = double(c.batch) * double(c.channels) * double(c.filters);
+  const double pixels = double(c.height) * double(c.width), tiles = double(c.tiles());
+  const double direct = std::max(2 * 9 * pairs * pixels / t.flops, 9 * 4 * pairs / double(c.batch) / t.dram_bytes_per_s);
+  const double winograd = std::max(2 * kWinogradPositions * pairs * tiles / t.flops,
+                                   double(kWinogradPositions) * 4 * pairs / double(c.batch) / t.dram_bytes_per_s);
+  return winograd < direct;
 }
 
 }  // namespace tilegraph::scheduler

@@ -14,7 +14,7 @@
 // (select(ci < C1, X1', ...): compiler/ir/var_ranges.h; UNet's decoder
 // convs), each of its ranges such a window of one input; where it pays: C and K at least kMinWinogradChannels (the
 // GEMMs' K is C: shorter sums spend their time in the tile's overhead), K a
-// multiple of the micro-kernel's MR, C at most kMaxWinogradChannels. The
+// multiple of what the micro-kernel asks (match_winograd_conv), C at most kMaxWinogradChannels. The
 // 16 transformed planes of a column panel, 16 x C x (tiles per panel)
 // floats, stay within the L2: above kMaxFullPanelWinogradChannels a panel
 // holds NR / 2 tiles (WinogradConv::panel_tiles).
@@ -27,7 +27,7 @@
 
 namespace tilegraph::scheduler {
 
-// Positions of the 4 x 4 transformed tile: one GEMM each (winograd_f23.h).
+// Positions of the 4 x 4 transformed tile: one GEMM each (codegen/ukernels/winograd_f23_layout.h).
 constexpr int64_t kWinogradPositions = 16;
 constexpr int64_t kMinWinogradChannels = 32;
 constexpr int64_t kMaxWinogradChannels = 1024;
@@ -54,27 +54,43 @@ struct WinogradConv {
   }
 };
 
-// The conv `op` computes, if the Winograd kernel takes it; mr: the float
-// micro-kernel's rows (K must be a multiple).
-std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, int64_t mr);
+// The conv `op` computes, if the Winograd kernel takes it; K must be a
+// multiple of filter_multiple (driver/pipeline.cpp's choice per micro-kernel).
+std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, int64_t filter_multiple);
 
 // Transformed filters (16 x C x K floats) from this size on come from DRAM
 // in every inference: 8 MiB, more than a core's share of a last-level cache
 // keeps between one inference and the next.
 constexpr int64_t kStreamedWinogradFilters = 2 << 20;
-// With such filters, the fewest tiles (the 16 GEMMs' columns) for which
-// Winograd pays. The conv is then bound by reading its filters, and
-// Winograd's are 16/9 the size of the direct conv's. One thread, Xeon with
-// AVX-512, Winograd against the implicit GEMM:
-//   * ResNet-50's 512-channel convs on 7 x 7 (16 tiles, 16 MiB of filters):
-//     2.2 against 1.29 ms, both reading their filters at ~7 GB/s;
-//   * its 256-channel convs on 14 x 14 (49 tiles, 4 MiB): 1.03 against 1.24;
-//   * MobileViT's 160 -> 160 and 320 -> 160 convs on 8 x 8 (16 tiles, 1.6
-//     and 3.3 MiB, cached between inferences): 0.13 and 0.25 against 0.19
-//     and 0.39.
+// With such filters, the fewest tiles (the 16 GEMMs' columns) from which
+// Winograd pays on any machine. On fewer the conv may be bound by reading
+// its filters, and Winograd's are 16/9 the size of the direct conv's:
+// winograd_conv_pays weighs the two against the machine's rates. Measured,
+// one thread, Winograd against the implicit GEMM:
+//   * Xeon with AVX-512: ResNet-50's 512-channel convs on 7 x 7 (16 tiles,
+//     16 MiB of filters): 2.2 against 1.29 ms, both reading their filters at
+//     ~7 GB/s; its 256-channel convs on 14 x 14 (49 tiles, 4 MiB): 1.03
+//     against 1.24; MobileViT's 160 -> 160 and 320 -> 160 convs on 8 x 8 (16
+//     tiles, 1.6 and 3.3 MiB, cached between inferences): 0.13 and 0.25
+//     against 0.19 and 0.39.
+//   * 2 GHz Zen 1 with AVX2 (half the Xeon's FMA width, and one 256-bit FMA
+//     per clock): the 512-channel convs on 7 x 7: 4.1 against 7.0 ms, bound
+//     by their arithmetic (the direct conv reads its filters at 1.3 GB/s).
 constexpr int64_t kMinStreamedWinogradTiles = 32;
 
-// Whether conv `c` runs faster as Winograd than on the implicit GEMM.
-bool winograd_conv_pays(const WinogradConv& c);
+// What decides on a CPU target whether its stride-1 3x3 convs run as
+// Winograd (driver/pipeline.cpp fills it from the arch and the float
+// micro-kernel).
+struct WinogradTarget {
+  int64_t filter_multiple = 0;  // K must be a multiple of it (match_winograd_conv); 0: no Winograd convs
+  double flops = 0;             // the float micro-kernel's rate, whole device
+  double dram_bytes_per_s = 0;
+};
+
+// Whether conv `c` runs faster as Winograd than on the implicit GEMM: small
+// filters (cached) or many tiles always; otherwise where the estimate of its
+// time, the larger of arithmetic at t.flops and reading its filters at
+// t.dram_bytes_per_s, is the smaller.
+bool winograd_conv_pays(const WinogradConv& c, const WinogradTarget& t);
 
 }  // namespace tilegraph::scheduler

@@ -354,7 +354,7 @@ int cli_main(int argc, char** argv) {
                      "float GEMM micro-kernel (sgemm_*), for comparison");
   tune_cmd->add_flag("--no-winograd", f.no_winograd,
                      "CPU targets: stride-1 3x3 convolutions run as implicit GEMMs on the float micro-kernel instead "
-                     "of Winograd F(2x2, 3x3) (AVX-512 hosts), for comparison");
+                     "of Winograd F(2x2, 3x3) (AVX-512 and AVX2 hosts), for comparison");
   tune_cmd->add_flag("--fp16", f.fp16, "compute an fp32 model in half precision: float32 weights and activations are stored as float16 (inputs and outputs stay float32; arithmetic, reductions, softmax and layer norm accumulate in float32). test_acc then uses the fp16 tolerance");
   tune_cmd->add_flag("--no-tensor-cores", f.no_tensor_cores,
                      "GPU archs: schedule without the tensor cores (no mma.sync; fp16 matmuls and convolutions run "

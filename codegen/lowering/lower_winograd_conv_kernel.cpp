@@ -21,8 +21,10 @@ using scheduler::kWinogradPositions;
 // F(2x2, 3x3)'s filter transform G (4 x 3).
 constexpr float kG[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
 
-scheduler::WinogradConv winograd_conv_of(const Graph& g, const Op& conv, const FloatGemmVariant& variant) {
-  const auto c = scheduler::match_winograd_conv(g, conv, variant.mr);
+// The scheduler chose the kernel (filter counts included); a last row panel
+// of fewer filters than the variant's takes any count.
+scheduler::WinogradConv winograd_conv_of(const Graph& g, const Op& conv) {
+  const auto c = scheduler::match_winograd_conv(g, conv, 1);
   TG_CHECK(c.has_value(), "kernel ", conv.name, " is not a Winograd convolution");
   return *c;
 }
@@ -43,7 +45,7 @@ int64_t winograd_panel_rows(const scheduler::WinogradConv& c, const FloatGemmVar
 
 TensorId prepack_winograd_filters(Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& variant) {
   const Op conv = gemm_kernel_phases(g, ks, "a Winograd conv kernel").front();
-  const scheduler::WinogradConv c = winograd_conv_of(g, conv, variant);
+  const scheduler::WinogradConv c = winograd_conv_of(g, conv);
   Tensor gt;
   gt.name = g.unique_op_name(conv.name + "_winograd_g");
   gt.shape = {4, 3};
@@ -90,7 +92,7 @@ class WinogradConvLowering : KernelBuilder {
   WinogradConvLowering(const Graph& g, const scheduler::KernelSchedule& ks, const FloatGemmVariant& variant,
                        TensorId u, const scheduler::ArchSpec& arch)
       : KernelBuilder(g), phases_(gemm_kernel_phases(g, ks, "a Winograd conv kernel")), variant_(variant),
-        conv_(winograd_conv_of(g, phases_.front(), variant)) {
+        conv_(winograd_conv_of(g, phases_.front())) {
     TG_CHECK(u >= 0, "Winograd conv kernel ", phases_.front().name, " lowered without its packed filters");
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "winograd_f23");
     u_ = add_global(u, false);
@@ -201,7 +203,7 @@ class WinogradConvLowering : KernelBuilder {
   }
 
   // The row panel's outputs from the local result y (by output row, dx
-  // interleaved: winograd_f23.h's row_panel), through the epilogue: per
+  // interleaved: winograd_f23_<variant>.h's row_panel), through the epilogue: per
   // filter row r, the tile rows the column panel touches (at most
   // (panel tiles - 1) / tiles_w + 2), their two output rows each, and in each the
   // panel's run of tiles on that row [begin, end) as one vectorized loop:

@@ -1,6 +1,6 @@
 // Lowers a Winograd conv kernel (KernelKind::kWinogradConv: a stride-1, pad-1
 // 3x3 conv, scheduler/winograd_conv.h, with its fused elementwise epilogue
-// if any) to calls of codegen/ukernels/winograd_f23.h around the float
+// if any) to calls of codegen/ukernels/winograd_f23_<variant>.h around the float
 // micro-kernel:
 //   * the filters are transformed (U = G g G^T) and packed at compile time
 //     into A panels of MR filters, one per transformed position:
@@ -23,7 +23,7 @@
 namespace tilegraph::codegen {
 
 // Floats past C x NR between two of V's 16 transformed planes: the ukernel's
-// tg_winograd::kPlanePad (codegen/ukernels/winograd_f23.h, which says why),
+// tg_winograd::kPlanePad (codegen/ukernels/winograd_f23_layout.h, which says why),
 // with which the lowering sizes V's scratch.
 constexpr int64_t kWinogradPlanePad = 16;
 

@@ -113,11 +113,16 @@ std::string depthwise_ukernel_header(const std::vector<Kernel>& kernels) {
   return "";
 }
 
-// The Winograd transforms' header (winograd_f23.h), if a kernel calls them;
-// it uses the float micro-kernel's, included before it.
-constexpr const char* kWinogradHeader = "winograd_f23.h";
+// The Winograd transforms' header (winograd_f23_<variant>.h, which includes
+// winograd_f23_layout.h), if a kernel calls them: the float micro-kernel's
+// variant, whose header comes before it.
+constexpr const char* kWinogradLayoutHeader = "winograd_f23_layout.h";
 bool calls_winograd(const std::vector<Kernel>& kernels) {
   return std::any_of(kernels.begin(), kernels.end(), [](const Kernel& k) { return k.ukernel == "winograd_f23"; });
+}
+std::string winograd_header(const ProjectInfo& info) {
+  TG_CHECK(info.float_gemm.has_value(), "Winograd conv kernels without the float micro-kernel");
+  return "winograd_f23_" + info.float_gemm->name + ".h";
 }
 
 std::string kernels_header(const std::vector<Kernel>& kernels, const ProjectInfo& info, const Dialect& d) {
@@ -129,7 +134,7 @@ std::string kernels_header(const std::vector<Kernel>& kernels, const ProjectInfo
     out << "#include \"" << info.float_gemm->header() << "\"\n" << float_gemm_tile_assert(*info.float_gemm);
   if (const std::string dwconv = depthwise_ukernel_header(kernels); !dwconv.empty())
     out << "#include \"" << dwconv << "\"\n";
-  if (calls_winograd(kernels)) out << "#include \"" << kWinogradHeader << "\"\n";
+  if (calls_winograd(kernels)) out << "#include \"" << winograd_header(info) << "\"\n";
   if (std::any_of(kernels.begin(), kernels.end(), is_library_gemm)) out << library_gemm_reference_source();
   out << "\nnamespace tg_kernels {\n";
   for (const Kernel& k : kernels) out << print_kernel_signature(k, d) << ";\n";
@@ -235,7 +240,10 @@ nlohmann::json emit_cpu_project(const Graph& g, const std::vector<Kernel>& kerne
   if (info.float_gemm) write_ukernel_header(info.float_gemm->header(), out_dir);
   if (const std::string dwconv = depthwise_ukernel_header(kernels); !dwconv.empty())
     write_ukernel_header(dwconv, out_dir);
-  if (calls_winograd(kernels)) write_ukernel_header(kWinogradHeader, out_dir);
+  if (calls_winograd(kernels)) {
+    write_ukernel_header(winograd_header(info), out_dir);
+    write_ukernel_header(kWinogradLayoutHeader, out_dir);
+  }
   std::vector<std::string> model_sources{"model.cpp", "weights_file.cpp"};
   for (const std::string& f :
        write_numbered_sources(out_dir, "kernels", t.source_ext, kernels.size(), [&](size_t, size_t first, size_t last) {

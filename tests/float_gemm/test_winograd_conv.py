@@ -1,7 +1,7 @@
 """Stride-1, pad-1 3x3 convolutions as Winograd F(2x2, 3x3) around the float
 micro-kernel (scheduler/winograd_conv.h, codegen/lowering/
-lower_winograd_conv_kernel.h, codegen/ukernels/winograd_f23.h), host CPU
-with AVX-512:
+lower_winograd_conv_kernel.h, codegen/ukernels/winograd_f23_<variant>.h),
+host CPU with AVX-512 or AVX2 (each with its float micro-kernel's panels):
 
 * maps with tails: batch 2 on 13 x 11 (odd height and width: the last tile
   row and column half outside), a 7 x 7 map (16 tiles: the half panel), a
@@ -12,22 +12,24 @@ with AVX-512:
 * a conv over a 3-way Concat along the channels (32 + 40 + 32), each input
   transformed from its own tensor;
 * left on the implicit GEMM: stride 2, dilation 2, 16 input channels (below
-  kMinWinogradChannels), 36 filters (not a multiple of the micro-kernel's 8
-  rows), a 1x1 conv, and 384 -> 384 channels on 7 x 7 (transformed filters
-  over kStreamedWinogradFilters for only 16 tiles: winograd_conv_pays);
-* 160 -> 104 filters on 22 x 20 (110 tiles, four column panels): 12-filter
-  row panels (tg_sgemm::wide), the last of 8; its transformed filters (1.1
-  MB) overflow half this machine's L2, so a task takes several column
-  panels (as many as half the L2 holds: 3 of 4 with a 2 MiB L2, the
-  second task one);
+  kMinWinogradChannels), a 1x1 conv, 384 -> 384 channels on 2 x 2 (9 MiB of
+  transformed filters, streamed, for one tile: winograd_conv_pays) and, on
+  AVX-512 only, 36 filters (not a multiple of its 8 rows; AVX2's last row
+  panel of 6 takes any count);
+* 160 -> 104 filters on 22 x 20 (110 tiles, several column panels): on
+  AVX-512 12-filter row panels (tg_sgemm::wide), the last of 8 (AVX2: 17 of
+  6 and one of 2); its transformed filters (1.1 MB) overflow half this
+  machine's L2, so a task takes several column panels (as many as half the
+  L2 holds: 3 of 4 with a 2 MiB L2, the second task one);
 * 128 -> 128 filters on 8 x 8 (16 tiles: one column task): 11 row panels of
-  12 filters split into as few groups as there are cores (2 cores: 6 + 5),
-  each group a task that transforms the input again; not 11 groups of one
-  panel, as a divisor of the panels gave;
+  12 filters (AVX2: 22 of 6) split into as few groups as there are cores
+  (2 cores: 6 + 5), each group a task that transforms the input again; not
+  11 groups of one panel, as a divisor of the panels gave;
 * each Winograd conv is one kernel of kind `winograd_conv` (manifest.json),
   its epilogue in the same kernel, naming the micro-kernel `winograd_f23`,
   and the outputs match onnxruntime (test_acc); --no-winograd and
-  TILEGRAPH_SGEMM_VARIANT=avx2 keep them all on the float GEMM.
+  TILEGRAPH_SGEMM_VARIANT=scalar (no transforms) keep them all on the float
+  GEMM.
 """
 import json
 import os
@@ -37,7 +39,7 @@ import sys
 import numpy as np
 import pytest
 
-from float_gemm_testlib import REPO, fan_in_weight, host_has_avx512  # noqa: E402 (puts python/ on the path)
+from float_gemm_testlib import REPO, fan_in_weight, host_has_avx2, host_has_avx512  # noqa: E402 (puts python/ on the path)
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
@@ -61,7 +63,7 @@ def build_model(path):
               helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 32, 2, 30]),
               helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 16, 20, 20]),
               helper.make_tensor_value_info("wide", TensorProto.FLOAT, [1, 528, 10, 14]),
-              helper.make_tensor_value_info("deep", TensorProto.FLOAT, [1, 384, 7, 7]),
+              helper.make_tensor_value_info("deep", TensorProto.FLOAT, [1, 384, 2, 2]),
               helper.make_tensor_value_info("big", TensorProto.FLOAT, [1, 160, 22, 20]),
               helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 128, 8, 8])]
     names = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o")
@@ -90,12 +92,12 @@ def build_model(path):
         helper.make_node("Conv", ["cat", "w11", "b11"], ["k"], **same),
         # Winograd with 528 input channels: half panels of 16 tiles (35 tiles: 16, 16, 3)
         helper.make_node("Conv", ["wide", "w12"], ["l"], **same),
-        # left on the float GEMM: stride 2, dilation 2, 36 filters, 1x1
+        # left on the float GEMM: stride 2, dilation 2, 36 filters (AVX-512 only), 1x1
         helper.make_node("Conv", ["x", "w7"], ["g"], pads=[1, 1, 1, 1], strides=[2, 2]),
         helper.make_node("Conv", ["x", "w8"], ["h"], pads=[2, 2, 2, 2], dilations=[2, 2]),
         helper.make_node("Conv", ["x", "w9"], ["i"], **same),
         helper.make_node("Conv", ["x", "w10"], ["j"]),
-        # left on the float GEMM: 16 x 384 x 384 transformed filters (9 MiB) for 16 tiles
+        # left on the float GEMM: 16 x 384 x 384 transformed filters (9 MiB) for one tile
         helper.make_node("Conv", ["deep", "w13"], ["m"], **same),
         # Winograd in 12-filter panels (104 = 8 x 12 + 8), column panels grouped per task
         helper.make_node("Conv", ["big", "w14", "b14"], ["c14"], **same),
@@ -118,8 +120,17 @@ def build_model(path):
     onnx.save(model, str(path / "model.onnx"))
 
 
-WINOGRAD_CONVS = 10  # w0, w1, w2, w3, w4, w6, w11, w12, w14, w15
 KERNELS = 16  # one per conv: the Relus, the Add, the BatchNormalization and the Concat ride in their convs
+
+
+def _host_variant():
+    """The float micro-kernel the host target takes, and what its Winograd
+    convs look like: (name, MR, NR, wide MR or None, Winograd convs)."""
+    if host_has_avx512():  # w0, w1, w2, w3, w4, w6, w11, w12, w14, w15
+        return "avx512", 8, 32, 12, 10
+    if host_has_avx2():  # and w9's 36 filters
+        return "avx2", 6, 16, None, 11
+    return None
 
 
 def _host_l2_bytes():
@@ -137,12 +148,12 @@ def _host_l2_bytes():
     return None
 
 
-def _expected_panels_per_task(channels, filters, mr, col_panels):
+def _expected_panels_per_task(channels, filters, mr, nr, col_panels):
     """Column panels per task: several where the transformed filters
     overflow half the L2 (lower_winograd_conv_kernel.cpp)."""
     half_l2 = max(_host_l2_bytes() or (1 << 20), 1 << 18) // 2
     u_bytes = 16 * channels * -(-filters // mr) * mr * 4
-    v_bytes = 16 * channels * 32 * 4
+    v_bytes = 16 * channels * nr * 4
     return min(max(half_l2 // v_bytes, 1), col_panels) if u_bytes > half_l2 else 1
 
 
@@ -160,35 +171,43 @@ def test_winograd_convs_match_onnxruntime(tmp_path):
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
-    if not host_has_avx512():
-        pytest.skip("Winograd convs run on AVX-512 hosts only")
+    variant = _host_variant()
+    if variant is None:
+        pytest.skip("Winograd convs run on AVX-512 and AVX2 hosts only")
+    name, mr, nr, wide_mr, winograd_convs = variant
     prefix = tmp_path / "winograd"
     build_model(prefix)
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
     env.pop("TILEGRAPH_SGEMM_VARIANT", None)
     tune = _tune(exe, prefix, env)
     assert tune.returncode == 0, tune.stdout[-3000:]
-    assert f"{WINOGRAD_CONVS} 3x3 convolutions as Winograd F(2x2, 3x3)" in tune.stdout, tune.stdout[-3000:]
+    assert f"{winograd_convs} 3x3 convolutions as Winograd F(2x2, 3x3)" in tune.stdout, tune.stdout[-3000:]
     manifest, winograd = _winograd_kernels(prefix)
-    assert len(winograd) == WINOGRAD_CONVS, [(k["name"], k["schedule"]["kind"]) for k in manifest["kernels"]]
+    assert len(winograd) == winograd_convs, [(k["name"], k["schedule"]["kind"]) for k in manifest["kernels"]]
     assert all(k.get("ukernel") == "winograd_f23" for k in winograd), winograd
     assert len(manifest["kernels"]) == KERNELS, [k["onnx_nodes"] for k in manifest["kernels"]]
-    # 12-filter panels from 64 filters on; 8 below (w0's 40, w12's 32)
+    # AVX-512: 12-filter panels from 64 filters on; 8 below (w0's 40, w12's 32)
     panels = {k["name"]: k["ukernel_params"] for k in winograd}
     big = next(k for k in winograd if {"tensor": "n", "written": True} in k["params"])["ukernel_params"]
-    assert big["mr"] == 12 and big["nr"] == 32, big
-    assert big["panels_per_task"] == _expected_panels_per_task(160, 104, 12, 4), (big, _host_l2_bytes())
-    assert sorted(p["mr"] for p in panels.values()) == [8] * 7 + [12] * 3, panels
-    # 11 row panels over min(cores, 11) groups of ceil(11 / that) panels
+    big_mr = wide_mr or mr
+    assert big["mr"] == big_mr and big["nr"] == nr, big
+    col_panels = -(-110 // nr)
+    assert big["panels_per_task"] == _expected_panels_per_task(160, 104, big_mr, nr, col_panels), (
+        big, _host_l2_bytes())
+    wide = 3 if wide_mr else 0
+    assert sorted(p["mr"] for p in panels.values()) == sorted([mr] * (winograd_convs - wide) + [wide_mr] * wide), (
+        name, panels)
+    # the row panels over min(cores, row panels) groups of ceil(row panels / that)
     grouped = next(k for k in winograd if {"tensor": "o", "written": True} in k["params"])["ukernel_params"]
-    per_group = -(-11 // min(os.cpu_count() or 1, 11))
-    assert grouped["mr"] == 12 and grouped["row_panel_groups"] == -(-11 // per_group), grouped
+    row_panels = -(-128 // big_mr)
+    per_group = -(-row_panels // min(os.cpu_count() or 1, row_panels))
+    assert grouped["mr"] == big_mr and grouped["row_panel_groups"] == -(-row_panels // per_group), grouped
     acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout
 
 
-@pytest.mark.parametrize("flag,variant", [("--no-winograd", ""), ("", "avx2")])
+@pytest.mark.parametrize("flag,variant", [("--no-winograd", ""), ("", "scalar")])
 def test_winograd_off_keeps_the_float_gemm(flag, variant, tmp_path):
     exe = find_tilegraph_bin()
     if exe is None:

@@ -1,69 +1,33 @@
-// codegen/ukernels/winograd_f23.h against a direct 3x3 convolution in double:
+// codegen/ukernels/winograd_f23_<isa>.h (every variant built in:
+// tests/unit/winograd_variants/) against a direct 3x3 convolution in double:
 // the input transform of two sources into one V (a Concat along the
-// channels: kVChannels), the 16 GEMMs and the output transform of every row
-// panel, on maps with odd sizes (tiles half outside the plane), a short last
-// column panel and a half panel. The header needs AVX-512F: it is compiled
-// here under a target pragma, as tests/unit/sgemm_variants/ do, and the tests
-// skip on CPUs without it.
+// channels), the 16 GEMMs and the output transform of every row panel, on
+// maps with odd sizes (tiles half outside the plane, tile rows that split a
+// panel), a short last column panel, a half panel and a short last row panel.
+// A variant the CPU lacks is skipped.
 #include <gtest/gtest.h>
 
 #include "codegen/lowering/lower_winograd_conv_kernel.h"
 #include "tests/unit/avx512_test_support.h"
+#include "tests/unit/winograd_variants/winograd_variant.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
+#include <string>
 #include <vector>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-
-#include "tests/unit/avx512_target_begin.h"
-#define TG_SGEMM_FORCE 1
-#include "codegen/ukernels/sgemm_avx512.h"
-#include "codegen/ukernels/winograd_f23.h"
-#undef TG_SGEMM_FORCE
-
 namespace {
 
-constexpr int64_t kMR = tg_sgemm::kMR, kNR = tg_sgemm::kNR;
-// V's floats for the tests' 40 channels: 16 planes, each padded (kPlanePad).
-constexpr int64_t kVFloats = 16 * tg_winograd::plane_floats<40>();
-constexpr int64_t kUkernelPlanePad = tg_winograd::kPlanePad;
-
-// 11 x 13 (odd both ways: 6 x 7 = 42 tiles, column panels of 32 and 10), 40
-// channels from two sources of 24 and 16; and 6 x 6 (9 tiles: a half
-// panel), 40 channels from one.
-void odd_map_inputs(const float* x0, const float* x1, float* v, int64_t first) {
-  tg_winograd::input_tiles<24, 11, 13, false, 40>(x0, v, first);
-  tg_winograd::input_tiles<16, 11, 13, false, 40>(x1, v + 24 * kNR, first);
-}
-void odd_map_panel(const float* u, const float* v, float* m, float* y) { tg_winograd::row_panel<40, false>(u, v, m, y); }
-void half_map_inputs(const float* x, float* v, int64_t first) { tg_winograd::input_tiles<40, 6, 6, true>(x, v, first); }
-void half_map_panel(const float* u, const float* v, float* m, float* y) { tg_winograd::row_panel<40, true>(u, v, m, y); }
-// 12-filter panels (tg_sgemm::wide), a last one of 4 or 8 filters.
-void wide_map_panel(int64_t rows, const float* u, const float* v, float* m, float* y) {
-  if (rows == 12) tg_winograd::row_panel<40, false, 12>(u, v, m, y);
-  else if (rows == 8) tg_winograd::row_panel<40, false, 12, 8>(u, v, m, y);
-  else tg_winograd::row_panel<40, false, 12, 4>(u, v, m, y);
-}
-
-}  // namespace
-
-#include "tests/unit/avx512_target_end.h"
-
-namespace {
+using tilegraph::testing::random_values;
 
 constexpr int64_t kC = 40;
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
-using tilegraph::testing::random_values;
-
 // The filters' layout: `filters` of them in row panels of `rows` (the
 // last one may hold fewer), as the lowering packs them.
 struct Panels {
-  int64_t filters = 2 * kMR, rows = kMR;
+  int64_t filters = 0, rows = 0;
   int64_t count() const { return (filters + rows - 1) / rows; }
   int64_t rows_of(int64_t p) const { return std::min(rows, filters - p * rows); }
 };
@@ -100,22 +64,25 @@ double direct_conv(const std::vector<float>& x, const std::vector<float>& w, int
   return s;
 }
 
+
 // Runs every column panel (`panel_tiles` tiles each) and row panel of an
 // h x wd map and compares each output inside the plane with the direct
 // conv; returns how many outputs were compared. panel(rows, u, v, m, y)
 // runs a row panel of `rows` filters.
-template <typename Inputs, typename Panel>
-int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, const Panels& panels, Inputs inputs, Panel panel) {
+template <typename InputsFn, typename PanelFn>
+int64_t check_map(const WinogradVariantInfo& wv, int64_t h, int64_t wd, int64_t panel_tiles, const Panels& panels,
+                  InputsFn inputs, PanelFn panel) {
   const std::vector<float> x = random_values(static_cast<size_t>(kC * h * wd), 1);
   const std::vector<float> w = random_values(static_cast<size_t>(panels.filters * kC * 9), 2);
   const std::vector<float> u = transformed_filters(w, panels);
-  const int64_t tiles_w = (wd + 1) / 2, tiles = (h + 1) / 2 * tiles_w, mr = panels.rows;
-  alignas(64) static float v[kVFloats], m[16 * 12 * kNR], y[4 * 12 * kNR];
+  const int64_t tiles_w = (wd + 1) / 2, tiles = (h + 1) / 2 * tiles_w, mr = panels.rows, nr = wv.nr;
+  std::vector<float> v(static_cast<size_t>(wv.v_floats)), m(static_cast<size_t>(16 * mr * nr)),
+      y(static_cast<size_t>(4 * mr * nr));
   int64_t compared = 0;
   for (int64_t first = 0; first < tiles; first += panel_tiles) {
-    inputs(x.data(), v, first);
+    inputs(x.data(), v.data(), first);
     for (int64_t p = 0; p < panels.count(); ++p) {
-      panel(panels.rows_of(p), u.data() + p * 16 * kC * mr, v, m, y);
+      panel(panels.rows_of(p), u.data() + p * 16 * kC * mr, v.data(), m.data(), y.data());
       for (int64_t j = 0; j < panel_tiles && first + j < tiles; ++j)
         for (int64_t r = 0; r < panels.rows_of(p); ++r)
           for (int64_t dy = 0; dy < 2; ++dy)
@@ -123,10 +90,10 @@ int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, const Panels& pane
               const int64_t tile = first + j, oy = tile / tiles_w * 2 + dy, ox = tile % tiles_w * 2 + dx;
               if (oy >= h || ox >= wd) continue;
               const double want = direct_conv(x, w, h, wd, p * mr + r, oy, ox);
-              const float got = y[(dy * mr + r) * 2 * kNR + 2 * j + dx];
+              const float got = y[static_cast<size_t>((dy * mr + r) * 2 * nr + 2 * j + dx)];
               if (std::fabs(got - want) > 1e-4 * std::max(1.0, std::fabs(want))) {
-                ADD_FAILURE() << "filter " << p * mr + r << " output (" << oy << ", " << ox << ") of tile " << tile
-                              << ": " << got << ", want " << want;
+                ADD_FAILURE() << wv.name << ": filter " << p * mr + r << " output (" << oy << ", " << ox
+                              << ") of tile " << tile << ": " << got << ", want " << want;
                 return compared;
               }
               ++compared;
@@ -136,50 +103,87 @@ int64_t check_map(int64_t h, int64_t wd, int64_t panel_tiles, const Panels& pane
   return compared;
 }
 
-// An 8-filter panel function as check_map calls it.
-template <void (*kPanel)(const float*, const float*, float*, float*)>
-void eight_rows(int64_t, const float* u, const float* v, float* m, float* y) {
-  kPanel(u, v, m, y);
+// The variants this binary has and this CPU runs.
+std::vector<WinogradVariantInfo> runnable_variants() {
+  std::vector<WinogradVariantInfo> out;
+  for (auto* variant : {&winograd_avx2_variant, &winograd_avx512_variant})
+    if (variant != nullptr && variant().supported()) out.push_back(variant());
+  return out;
+}
+
+// The 11 x 13 map's inputs: both sources read one [40, 11, 13] tensor, the
+// first 24 channels and the last 16.
+auto odd_map(const WinogradVariantInfo& wv) {
+  return [&wv](const float* x, float* v, int64_t first) { wv.odd_map_inputs(x, x + 24 * 11 * 13, v, first); };
+}
+
+TEST(WinogradF23, EveryVariantIsBuiltOnX86) {
+#if defined(__x86_64__)
+  EXPECT_NE(&winograd_avx2_variant, nullptr);
+  EXPECT_NE(&winograd_avx512_variant, nullptr);
+  if (&winograd_avx2_variant != nullptr) {
+    EXPECT_STREQ(winograd_avx2_variant().name, "avx2");
+  }
+  if (&winograd_avx512_variant != nullptr) {
+    EXPECT_STREQ(winograd_avx512_variant().name, "avx512");
+  }
+#else
+  GTEST_SKIP() << "the Winograd transforms are x86-64 only";
+#endif
 }
 
 TEST(WinogradF23, OddMapFromTwoSourcesMatchesTheDirectConv) {
-  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
-  const int64_t h = 11, wd = 13;
-  // Both sources read from one [40, 11, 13] tensor: the first 24 channels and the last 16.
-  const Panels panels;
-  const int64_t compared = check_map(h, wd, kNR, panels, [&](const float* x, float* v, int64_t first) {
-    odd_map_inputs(x, x + 24 * h * wd, v, first);
-  }, eight_rows<odd_map_panel>);
-  EXPECT_EQ(compared, panels.filters * h * wd);
+  const auto variants = runnable_variants();
+  if (variants.empty()) GTEST_SKIP() << "no Winograd variant runs on this CPU";
+  for (const WinogradVariantInfo& wv : variants) {
+    const Panels panels{2 * wv.mr, wv.mr};
+    EXPECT_EQ(check_map(wv, 11, 13, wv.nr, panels, odd_map(wv), wv.panel), panels.filters * 11 * 13) << wv.name;
+  }
+}
+
+// A last row panel of tail_rows filters (its U rows past them are zeros).
+TEST(WinogradF23, ShortLastRowPanelMatchesTheDirectConv) {
+  const auto variants = runnable_variants();
+  if (variants.empty()) GTEST_SKIP() << "no Winograd variant runs on this CPU";
+  for (const WinogradVariantInfo& wv : variants) {
+    const Panels panels{2 * wv.mr + wv.tail_rows, wv.mr};
+    EXPECT_EQ(check_map(wv, 11, 13, wv.nr, panels, odd_map(wv), wv.panel), panels.filters * 11 * 13) << wv.name;
+  }
 }
 
 // 12-filter panels: 28 filters (12, 12 and a last panel of 4) and 32 (a
 // last panel of 8), on the odd map's two column panels.
 TEST(WinogradF23, WidePanelsWithALastShortPanelMatchTheDirectConv) {
-  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
-  const int64_t h = 11, wd = 13;
-  for (int64_t filters : {28, 32}) {
-    const Panels panels{filters, 12};
-    const int64_t compared = check_map(h, wd, kNR, panels, [&](const float* x, float* v, int64_t first) {
-      odd_map_inputs(x, x + 24 * h * wd, v, first);
-    }, wide_map_panel);
-    EXPECT_EQ(compared, filters * h * wd) << filters << " filters";
+  bool ran = false;
+  for (const WinogradVariantInfo& wv : runnable_variants()) {
+    if (wv.wide_rows == 0) continue;
+    ran = true;
+    for (int64_t filters : {28, 32}) {
+      const Panels panels{filters, wv.wide_rows};
+      EXPECT_EQ(check_map(wv, 11, 13, wv.nr, panels, odd_map(wv), wv.wide_panel), filters * 11 * 13)
+          << wv.name << ", " << filters << " filters";
+    }
   }
+  if (!ran) GTEST_SKIP() << "no variant with wide panels runs on this CPU";
 }
 
-// The lowering sizes V's scratch with the pad the ukernel lays its planes out
-// with: a smaller one would let the last planes run into the accumulators.
-TEST(WinogradF23, LoweringAndUkernelPadThePlanesAlike) {
-  EXPECT_EQ(tilegraph::codegen::kWinogradPlanePad, kUkernelPlanePad);
+// The lowering sizes V's scratch with the pad the ukernels lay their planes
+// out with: a smaller one would let the last planes run into the accumulators.
+TEST(WinogradF23, LoweringAndUkernelsPadThePlanesAlike) {
+  for (auto* variant : {&winograd_avx2_variant, &winograd_avx512_variant})
+    if (variant != nullptr) {
+      EXPECT_EQ(tilegraph::codegen::kWinogradPlanePad, variant().plane_pad);
+    }
 }
 
 TEST(WinogradF23, HalfPanelMatchesTheDirectConv) {
-  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
-  const Panels panels;
-  const int64_t compared = check_map(6, 6, kNR / 2, panels, half_map_inputs, eight_rows<half_map_panel>);
-  EXPECT_EQ(compared, panels.filters * 36);
+  const auto variants = runnable_variants();
+  if (variants.empty()) GTEST_SKIP() << "no Winograd variant runs on this CPU";
+  for (const WinogradVariantInfo& wv : variants) {
+    const Panels panels{wv.mr, wv.mr};
+    auto panel = [&wv](int64_t, const float* u, const float* v, float* m, float* y) { wv.half_panel(u, v, m, y); };
+    EXPECT_EQ(check_map(wv, 6, 6, wv.nr / 2, panels, wv.half_map_inputs, panel), panels.filters * 36) << wv.name;
+  }
 }
 
 }  // namespace
-
-#endif  // defined(__x86_64__)

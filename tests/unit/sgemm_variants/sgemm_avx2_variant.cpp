@@ -10,12 +10,7 @@
 #include <cstdint>
 #include <immintrin.h>
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "tests/unit/avx2_target_begin.h"
 // In C++ the pragma does not define the feature macros; tell the header.
 #define TG_SGEMM_FORCE 1
 #include "codegen/ukernels/sgemm_avx2.h"
@@ -54,11 +49,7 @@ static void sgemm_pack_b_columns_avx2(int64_t k, float* b, const float* first, i
   tg_sgemm::avx2::pack_b_columns(k, b, first, ld, cols);
 }
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "tests/unit/avx2_target_end.h"
 
 static bool avx2_supported() {
   __builtin_cpu_init();

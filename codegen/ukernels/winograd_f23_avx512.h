@@ -1,44 +1,28 @@
-// Winograd F(2x2, 3x3) for a stride-1, pad-1 3x3 convolution on the float
-// GEMM micro-kernel (sgemm_avx512.h, included before this header): the
-// transforms around tg_sgemm::tile. The lowering that calls them:
-// codegen/lowering/lower_winograd_conv_kernel.h.
+// Winograd F(2x2, 3x3) for a stride-1, pad-1 3x3 convolution on the AVX-512
+// float GEMM micro-kernel (sgemm_avx512.h, included before this header): the
+// transforms around tg_sgemm::tile (the scheme and V's layout:
+// winograd_f23_layout.h; the AVX2 variant: winograd_f23_avx2.h). The
+// lowering that calls them: codegen/lowering/lower_winograd_conv_kernel.h.
 //
-// A 2 x 2 output tile comes from a 4 x 4 input tile: Y = A^T [U . V] A with
-// V = B^T d B (input) and U = G g G^T (filters, transformed and packed at
-// compile time), 16 products per (input, output) channel pair where the
-// direct form needs 36. For each of the 16 positions t of the 4 x 4
-// transformed tile, the sum over input channels is one GEMM: U_t (filters x
-// channels) times V_t (channels x tiles). Tiles go in column panels of kNR
-// (a B panel's width): input_tiles writes a panel's 16 V_t in the B-panel
-// layout, row_panel runs the 16 GEMMs of kMR filters and the output
+// row_panel runs the 16 GEMMs of kMR (or 12) filters and the output
 // transform. V stays in L2 and the 16 accumulator tiles in L1: measured
 // against the implicit GEMM on ResNet-50's stride-1 3x3 convs, 32-39% less
 // time (benchmarks/winograd_f23_probe.cpp).
 #pragma once
 
 #if !defined(__AVX512F__) && !defined(TG_SGEMM_FORCE)
-#error "winograd_f23.h needs AVX-512F: compile with -mavx512f"
+#error "winograd_f23_avx512.h needs AVX-512F: compile with -mavx512f"
 #endif
 
 #include <algorithm>
 #include <cstdint>
 #include <immintrin.h>
 
+#include "winograd_f23_layout.h"
+
 namespace tg_winograd {
-
-constexpr int kPositions = 16;  // of the 4 x 4 transformed tile
-
-// V's 16 planes (one per position t, C x kNR floats each) lie plane_floats<C>()
-// apart: kPlanePad floats (one 64-byte line) past C x kNR, so that input_tiles'
-// 16 stores of a channel, one per plane, fall in 16 L1 sets. Planes C x kNR
-// apart (8 KiB for C = 64) all map to one set: ResNet-50's 64 x 56 x 56 input,
-// all 25 panels, one core: 0.18 ms, 0.16 padded. The lowering allocates V with
-// the same pad (codegen::kWinogradPlanePad, which winograd_f23_test checks).
-constexpr int64_t kPlanePad = 16;
-template <int64_t C>
-constexpr int64_t plane_floats() {
-  return C * tg_sgemm::kNR + kPlanePad;
-}
+// Own inline namespace per variant, as tg_sgemm's (sgemm_scalar.h).
+inline namespace avx512 {
 
 // v[t * plane_floats<kVChannels>() + c * kNR + j] = (B^T d B)[t] for the 4 x 4 input patch d of
 // tile `first + j` of an H x W plane (tiles of 2 x 2 outputs, row-major,
@@ -159,4 +143,5 @@ inline void row_panel(const float* u, const float* v, float* m, float* y) {
     }
 }
 
+}  // namespace avx512
 }  // namespace tg_winograd
