@@ -211,6 +211,31 @@ void loops_named(const codegen::Kernel& k, const codegen::Stmt& s, const std::st
   for (const codegen::Stmt& c : s->body) loops_named(k, c, name, found);
 }
 
+// The longest run of nested float additions in e: the dependent adds (or
+// fused multiply-adds) one output waits for.
+int add_depth(const Expr& e) {
+  if (!e) return 0;
+  int deepest = 0;
+  for (const Expr& a : e->args) deepest = std::max(deepest, add_depth(a));
+  const bool add = e->kind == ExprKind::kBinary && e->binary_op == BinaryOp::kAdd && e->dtype == DType::kF32;
+  return deepest + (add ? 1 : 0);
+}
+
+// The generated loops sum a 3 x 3 window row by row (three products each),
+// then the rows' sums pairwise: 4 dependent additions per output instead of
+// 8 in one chain over the taps (sum_of_taps). Here the padded form of a 7 x
+// 7 plane (no micro-kernel), whose loop "q" stores each output's sum.
+TEST(DepthwiseUkernel, GeneratedLoopsSumTheWindowRowByRow) {
+  const codegen::Kernel k = lower_depthwise("rows7", {}, "");
+  std::vector<codegen::Stmt> flat;
+  loops_named(k, k.body, "q", &flat);
+  ASSERT_EQ(flat.size(), 1u);
+  ASSERT_EQ(flat[0]->body.size(), 1u);
+  const codegen::Stmt& store = flat[0]->body[0];
+  ASSERT_EQ(store->kind, codegen::StmtKind::kStore);
+  EXPECT_EQ(add_depth(store->value), 4);
+}
+
 // A 7 x 7 'same' conv: one call per (image, channel) plane on the channel's 9
 // weights, into a 64-float local result, then one vectorized loop over the 49
 // outputs through the bias + Clip epilogue. No padded plane.
