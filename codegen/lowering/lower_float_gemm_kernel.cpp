@@ -485,6 +485,19 @@ class FloatGemmLowering : KernelBuilder {
     std::vector<Stmt> per_panel = {tile_call(nb, args, row), tile_loops};
     if (const std::optional<Stmt> prefetch = prefetch_next_operand(vp, vm, tile_loops, ctile))
       per_panel.insert(per_panel.begin(), *prefetch);
+    // Where M has a tail, its full row panels fused all the same: their
+    // epilogue built at the row clamped to the last full panel's (the same
+    // row where it runs), whose rows are then provably inside M, and the
+    // last panel as above. AVX2's 6-row panels leave a tail on most of
+    // MobileNetV2's filter counts (16, 32, 64, 160, 320, 1280).
+    const scheduler::Gemm& m = geo_.m;
+    if (!transposed_c_ && m.rows() % geo_.v.mr != 0 && m.rows() > geo_.v.mr) {
+      const Expr last_full = int_imm(m.rows() - geo_.v.mr);
+      const Stmt full_loops = store_tile(vb, min(row, last_full), nb, ctile, int_imm(0), "fr");
+      if (const std::optional<Stmt> fused =
+              fused_bias_clamp(nb, full_loops, call, last_panel_call(args), a, b_arg, ctile, true))
+        return {make_if(lt(row, last_full + 1), {*fused}), make_if(lt(last_full, row), per_panel)};
+    }
     return per_panel;
   }
 
@@ -952,11 +965,12 @@ class FloatGemmLowering : KernelBuilder {
   // of the 16 -> 96 expand over 112 x 112). Where N has a tail, its last
   // panel keeps its call (`last_call`: narrowed where N's tail fits fewer
   // vectors) and the epilogue loops. None where M has a tail (the
-  // rows past M would be stored) or the epilogue is anything else.
+  // rows past M would be stored; full_rows: `tile_loops` are a full row
+  // panel's, panel_tile calls it there alone) or the epilogue is anything else.
   std::optional<Stmt> fused_bias_clamp(const Expr& nb, const Stmt& tile_loops, const Stmt& call, const Stmt& last_call,
-                                       const CallArg& a, const CallArg& b, int c_buffer) const {
+                                       const CallArg& a, const CallArg& b, int c_buffer, bool full_rows = false) const {
     const FloatGemmVariant& v = geo_.v;
-    if (geo_.m.rows() % v.mr != 0) return std::nullopt;
+    if (geo_.m.rows() % v.mr != 0 && !full_rows) return std::nullopt;
     const bool split = full_panels() > 0;
     int vi = -1, vj = -1;
     const Stmt store = full_tile_store(tile_loops, &vi, &vj);
@@ -1276,11 +1290,13 @@ class FloatGemmLowering : KernelBuilder {
   // The output stores of one MR x NR tile, whose first row is `row`, from
   // c_buffer[c_offset + i * NR + j] through the fused epilogue.
   // Where N has a tail, the full panels get their own copy (split_full_panels).
-  Stmt store_tile(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset) {
-    const Stmt tail = store_tile_at(vb, row, nb, c_buffer, c_offset, false);
+  // `tag`: distinguishes the var names of a second copy.
+  Stmt store_tile(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset,
+                  const std::string& tag = "") {
+    const Stmt tail = store_tile_at(vb, row, nb, c_buffer, c_offset, false, tag);
     if (full_panels() == 0) return tail;
-    return split_full_panels(nb, store_tile_at(vb, row, min(nb, int_imm(full_panels() - 1)), c_buffer, c_offset, true),
-                             tail);
+    return split_full_panels(
+        nb, store_tile_at(vb, row, min(nb, int_imm(full_panels() - 1)), c_buffer, c_offset, true, tag), tail);
   }
 
   // N's full column panels where N has a tail (0: none, or no tail).
@@ -1299,10 +1315,11 @@ class FloatGemmLowering : KernelBuilder {
     return make_seq({make_if(lt(nb, int_imm(full)), {whole}), make_if(lt(int_imm(full - 1), nb), {tail})});
   }
 
-  Stmt store_tile_at(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset, bool full) {
+  Stmt store_tile_at(int vb, const Expr& row, const Expr& nb, int c_buffer, const Expr& c_offset, bool full,
+                     const std::string& tag) {
     const scheduler::Gemm& m = geo_.m;
     const FloatGemmVariant& v = geo_.v;
-    const std::string sfx = full ? "w" : "";  // the full panels' copy: its own var names
+    const std::string sfx = (full ? "w" : "") + tag;  // the full panels' copy: its own var names
     // The last panel's column loop stops at the last column: a bound, not a
     // guard per column, so the epilogue still vectorizes.
     const Expr columns_here = m.cols() % v.nr == 0 || full
