@@ -115,11 +115,13 @@ bool winograd_conv_pays(const WinogradConv& c, const WinogradTarget& t) {
   const int64_t filters = kWinogradPositions * c.channels * c.filters;
   if (filters < kStreamedWinogradFilters || c.tiles() >= kMinStreamedWinogradTiles) return true;
   if (t.flops <= 0 || t.dram_bytes_per_s <= 0) return false;
-  const double pairs = double(c.batch) * double(c.channels) * double(c.filters);
+  // Arithmetic over the batch; the filters read once (9 or 16 floats per
+  // pair of input and output channels).
+  const double pairs = double(c.channels) * double(c.filters), images = double(c.batch);
   const double pixels = double(c.height) * double(c.width), tiles = double(c.tiles());
-  const double direct = std::max(2 * 9 * pairs * pixels / t.flops, 9 * 4 * pairs / double(c.batch) / t.dram_bytes_per_s);
-  const double winograd = std::max(2 * kWinogradPositions * pairs * tiles / t.flops,
-                                   double(kWinogradPositions) * 4 * pairs / double(c.batch) / t.dram_bytes_per_s);
+  const double direct = std::max(2 * 9 * images * pairs * pixels / t.flops, 9 * 4 * pairs / t.dram_bytes_per_s);
+  const double winograd = std::max(2 * kWinogradPositions * images * pairs * tiles / t.flops,
+                                   4 * double(filters) / t.dram_bytes_per_s);
   return winograd < direct;
 }
 
