@@ -30,6 +30,10 @@ constexpr int64_t kPaddedMaxWidth = 14;
 // local planes of a 112 x 112 one are already 100 KiB of stack.
 constexpr int64_t kPaddedMaxWidthWithoutPlaneUkernel = 112;
 
+// Padded-form planes at least this wide sum and store each output row in
+// one loop (build_padded).
+constexpr int64_t kPaddedRowsMinWidth = 28;
+
 // Stride-1 planes of at most this many outputs take the depthwise
 // micro-kernel (build_ukernel) where the target has one. One thread, MobileNetV2's
 // depthwise convs alone, generated loops -> micro-kernel: 7 x 7: 49 -> 14 us,
@@ -371,61 +375,118 @@ class DirectConvLowering {
     return terms.front();
   }
 
-  // The padded form of a stride-1 conv on a narrow plane (7 x 7, 14 x 14):
-  // each task copies its input plane into a zeroed local one with the
-  // padding around it (pt rows above, pl columns left), so every output
-  // reads its taps at fixed offsets with no guard: output q' = oh * Wp + ow
-  // of the padded width Wp sums the padded plane at q' + (row offset + pt) *
-  // Wp + (column offset + pl) under every tap. One vectorized loop over q'
-  // computes all rows (and, between them, Wp - OW positions that no output
-  // keeps) into a local result plane, from which a loop per row stores the
-  // outputs through the epilogue. On such planes the flat form's border
-  // (a 7 x 7 map: 24 of 49 outputs) ran as tiny scalar loops, one or a few
-  // outputs each; here the border costs one copy of the plane.
-  Kernel build_padded(const SlidingWindow& window) {
-    const Shape& in = input_shape(window);
-    const PaddedPlane pp = padded_plane(window);
-    const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
-    const Expr in_plane = input_plane(window, vn, vc);
-    const int padded = add_local_buffer(kernel_, "padded", DType::kF32, pp.height * pp.width);
-    const int64_t results = (shape_[kRow] - 1) * pp.width + shape_[kCol];
-    const int result = add_local_buffer(kernel_, "result", DType::kF32, results);
-    std::vector<Stmt> plane;
-    const int vz = new_var("z", pp.height * pp.width);
-    plane.push_back(make_for(vz, int_imm(pp.height * pp.width), LoopKind::kVectorized,
-                             {make_store(padded, var(vz), float_imm(0.0))}));
-    const int vih = new_var("ih", in[kRow]), viw = new_var("iw", in[kCol]);
-    const Expr copied = load(window.input_slot, DType::kF32, {in_plane + var(vih) * in[kCol] + var(viw)});
-    plane.push_back(make_for(
-        vih, int_imm(in[kRow]), LoopKind::kSerial,
-        {make_for(viw, int_imm(in[kCol]), LoopKind::kVectorized,
-                  {make_store(padded, (var(vih) + pp.top) * pp.width + var(viw) + pp.left,
-                              finalize_indices(copied, bounds_))})}));
-    const int vq = new_var("q", results);
-    const Expr sum = sum_of_taps(vn, vc, window, [&](int64_t row_offset, int64_t col_offset) {
-      return load(padded, DType::kF32, {var(vq) + ((row_offset + pp.top) * pp.width + col_offset + pp.left)});
-    });
-    plane.push_back(make_for(vq, int_imm(results), LoopKind::kVectorized,
-                             {make_store(result, var(vq), finalize_indices(sum, bounds_))}));
-    const int voh = new_var("oh", shape_[kRow]), vow = new_var("ow", shape_[kCol]);
-    const std::vector<Expr> coords{var(vn), var(vc), var(voh), var(vow)};
-    const Expr value = load(result, DType::kF32, {var(voh) * pp.width + var(vow)});
-    plane.push_back(make_for(
-        voh, int_imm(shape_[kRow]), LoopKind::kSerial,
-        {make_for(vow, int_imm(shape_[kCol]), LoopKind::kVectorized,
-                  {epilogue_output_store(g_, phases_, shape_, epilogue_buffers_, output_, bounds_, coords, value)})}));
-    const Stmt per_plane = make_allocate(padded, {make_allocate(result, plane)});
-    const Stmt per_channel = make_for(vc, int_imm(shape_[1]), LoopKind::kSerial, {per_plane});
-    kernel_.body = make_for(vn, int_imm(shape_[0]), LoopKind::kParallel, {per_channel}, 2);
-    return std::move(kernel_);
-  }
-
   // The padded input plane of the padded form: the input at row top and
   // column left, zeros around it, rows `width` wide, so that every tap of
   // every output row (and of the positions between rows) reads inside it.
   struct PaddedPlane {
     int64_t top = 0, left = 0, height = 0, width = 0;
   };
+
+  // The padded form of a stride-1 conv: each task copies its input plane
+  // into a local one with the padding around it (pt rows above, pl columns
+  // left), so every output reads its taps at fixed offsets with no guard.
+  //   * On a narrow plane (7 x 7, 14 x 14: narrower than
+  //     kPaddedRowsMinWidth), the local plane is zeroed, then the input
+  //     copied into it; output q' = oh * Wp + ow of the padded width Wp sums
+  //     the padded plane at q' + (row offset + pt) * Wp + (column offset +
+  //     pl) under every tap. One vectorized loop over q' computes all rows
+  //     (and, between them, Wp - OW positions that no output keeps) into a
+  //     local result plane, from which a loop per row stores the outputs
+  //     through the epilogue. On such planes the flat form's border (a 7 x 7
+  //     map: 24 of 49 outputs) ran as tiny scalar loops, one or a few
+  //     outputs each; here the border costs one copy of the plane.
+  //   * On a wider plane only the padding is zeroed (zero_padding) and each
+  //     output row is one vector loop that sums the taps and stores through
+  //     the epilogue, with no result plane. On a 112 x 112 plane (51 KiB,
+  //     past a Zen 1 core's L1) zeroing it all, then writing and re-reading
+  //     the result plane cost about as much as the taps' loads: Zen 1, one
+  //     thread, MobileNetV2 op17 (main_test --profile, medians of three
+  //     runs), 112 x 112 x 32 0.72 -> 0.53 ms, 56 x 56 x 144 0.77 -> 0.59, 28
+  //     x 28 x 192 0.205 -> 0.187; on 14 x 14 both changes were slower
+  //     (0.123 -> 0.130-0.137), on 7 x 7 even.
+  Kernel build_padded(const SlidingWindow& window) {
+    const Shape& in = input_shape(window);
+    const PaddedPlane pp = padded_plane(window);
+    const bool by_rows = shape_[kCol] >= kPaddedRowsMinWidth;
+    const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
+    const Expr in_plane = input_plane(window, vn, vc);
+    const int padded = add_local_buffer(kernel_, "padded", DType::kF32, pp.height * pp.width);
+    auto copy_row = [&](int vih, std::vector<Stmt>* row) {
+      const int viw = new_var("iw", in[kCol]);
+      const Expr copied = load(window.input_slot, DType::kF32, {in_plane + var(vih) * in[kCol] + var(viw)});
+      row->push_back(make_for(viw, int_imm(in[kCol]), LoopKind::kVectorized,
+                              {make_store(padded, (var(vih) + pp.top) * pp.width + var(viw) + pp.left,
+                                          finalize_indices(copied, bounds_))}));
+    };
+    std::vector<Stmt> plane;
+    if (by_rows) {
+      zero_padding(padded, pp, in[kRow], in[kCol], copy_row, &plane);
+    } else {
+      zero_run(padded, "z", int_imm(0), pp.height * pp.width, &plane);
+      const int vih = new_var("ih", in[kRow]);
+      std::vector<Stmt> row;
+      copy_row(vih, &row);
+      plane.push_back(make_for(vih, int_imm(in[kRow]), LoopKind::kSerial, row));
+    }
+    auto sum_at = [&](const Expr& q) {
+      return finalize_indices(sum_of_taps(vn, vc, window, [&](int64_t row_offset, int64_t col_offset) {
+        return load(padded, DType::kF32, {q + ((row_offset + pp.top) * pp.width + col_offset + pp.left)});
+      }), bounds_);
+    };
+    const int voh = new_var("oh", shape_[kRow]), vow = new_var("ow", shape_[kCol]);
+    const std::vector<Expr> coords{var(vn), var(vc), var(voh), var(vow)};
+    auto store_rows = [&](const Expr& value) {
+      return make_for(voh, int_imm(shape_[kRow]), LoopKind::kSerial,
+                      {make_for(vow, int_imm(shape_[kCol]), LoopKind::kVectorized,
+                                {epilogue_output_store(g_, phases_, shape_, epilogue_buffers_, output_, bounds_,
+                                                       coords, value)})});
+    };
+    Stmt per_plane;
+    if (by_rows) {
+      plane.push_back(store_rows(sum_at(var(voh) * pp.width + var(vow))));
+      per_plane = make_allocate(padded, plane);
+    } else {
+      const int64_t results = (shape_[kRow] - 1) * pp.width + shape_[kCol];
+      const int result = add_local_buffer(kernel_, "result", DType::kF32, results);
+      const int vq = new_var("q", results);
+      plane.push_back(make_for(vq, int_imm(results), LoopKind::kVectorized,
+                               {make_store(result, var(vq), sum_at(var(vq)))}));
+      plane.push_back(store_rows(load(result, DType::kF32, {var(voh) * pp.width + var(vow)})));
+      per_plane = make_allocate(padded, {make_allocate(result, plane)});
+    }
+    const Stmt per_channel = make_for(vc, int_imm(shape_[1]), LoopKind::kSerial, {per_plane});
+    kernel_.body = make_for(vn, int_imm(shape_[0]), LoopKind::kParallel, {per_channel}, 2);
+    return std::move(kernel_);
+  }
+
+  // Stores 0 to buffer[start + i] for i in [0, count): a vectorized loop
+  // (var `name`), or one store where count is 1.
+  void zero_run(int buffer, const std::string& name, const Expr& start, int64_t count, std::vector<Stmt>* out) {
+    if (count <= 0) return;
+    if (count == 1) {
+      out->push_back(make_store(buffer, start, float_imm(0.0)));
+      return;
+    }
+    const int v = new_var(name, count);
+    out->push_back(make_for(v, int_imm(count), LoopKind::kVectorized, {make_store(buffer, start + var(v), float_imm(0.0))}));
+  }
+
+  // Zeroes the padding of the local plane `padded` (layout pp) around an
+  // in_rows x in_cols input: the rows above and below as one loop each, and
+  // per input row its columns left and right of what `fill_row(row var,
+  // stmts)` adds (the copy of that row).
+  void zero_padding(int padded, const PaddedPlane& pp, int64_t in_rows, int64_t in_cols,
+                    const std::function<void(int, std::vector<Stmt>*)>& fill_row, std::vector<Stmt>* out) {
+    zero_run(padded, "z_top", int_imm(0), pp.top * pp.width, out);
+    const int vih = new_var("ih", in_rows);
+    const Expr row_start = (var(vih) + pp.top) * pp.width;
+    std::vector<Stmt> row;
+    zero_run(padded, "z_left", row_start, pp.left, &row);
+    fill_row(vih, &row);
+    zero_run(padded, "z_right", row_start + (pp.left + in_cols), pp.width - pp.left - in_cols, &row);
+    out->push_back(make_for(vih, int_imm(in_rows), LoopKind::kSerial, row));
+    zero_run(padded, "z_bottom", int_imm((pp.top + in_rows) * pp.width), (pp.height - pp.top - in_rows) * pp.width, out);
+  }
 
   PaddedPlane padded_plane(const SlidingWindow& window) const {
     const Shape& in = input_shape(window);

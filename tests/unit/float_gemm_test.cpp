@@ -1243,6 +1243,46 @@ TEST(FloatGemm, NarrowDepthwiseConvRunsOnAPaddedLocalPlane) {
   EXPECT_EQ(kernel.flops, 2 * 8 * 9 * 10 * 9);
 }
 
+// Where the depthwise micro-kernel has no stride-1 form (AVX2), planes up to
+// 112 wide take the padded form too; from 28 wide on, only the padding of
+// the local plane is zeroed (its top and bottom rows, one column each side
+// of every copied row) and each output row sums its taps and stores through
+// the epilogue in one vectorized loop: no result plane, no flat loop.
+TEST(FloatGemm, WideDepthwiseConvStoresEachRowFromThePaddedPlane) {
+  const ScheduledConv c = conv_relu6("dw_rows", 8, 8, 3, 30);
+  ASSERT_EQ(c.s.kernels.size(), 1u);
+  const codegen::Kernel kernel = codegen::lower_direct_conv_kernel(c.g, c.s.kernels[0], "avx2");
+  auto loops = [&](const std::string& name) {
+    std::vector<codegen::Stmt> found;
+    loops_named(kernel, kernel.body, name, &found);
+    std::vector<int64_t> extents;
+    for (const codegen::Stmt& l : found) {
+      int64_t e = -1;
+      EXPECT_TRUE(is_const_int(l->extent, &e)) << name;
+      extents.push_back(e);
+    }
+    return extents;
+  };
+  EXPECT_EQ(loops("z_top"), std::vector<int64_t>{32});  // one padding row of 1 + 30 + 1 columns
+  EXPECT_EQ(loops("z_bottom"), std::vector<int64_t>{32});
+  EXPECT_TRUE(loops("z").empty()) << "the whole plane is zeroed";
+  EXPECT_TRUE(loops("z_left").empty()) << "one column: a store, not a loop";
+  EXPECT_EQ(loops("ih"), std::vector<int64_t>{9});
+  EXPECT_EQ(loops("iw"), std::vector<int64_t>{30});
+  EXPECT_TRUE(loops("q").empty());
+  EXPECT_EQ(loops("oh"), std::vector<int64_t>{9});
+  EXPECT_EQ(loops("ow"), std::vector<int64_t>{30});
+  std::vector<int64_t> locals;
+  for (const codegen::Buffer& b : kernel.buffers)
+    if (b.scope == codegen::MemoryScope::kLocal) locals.push_back(b.elements);
+  EXPECT_EQ(locals, std::vector<int64_t>{11 * 32});
+  // Each copied row's stores: its left and right padding column and the copy.
+  std::vector<codegen::Stmt> rows;
+  loops_named(kernel, kernel.body, "ih", &rows);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]->body.size(), 3u);
+}
+
 // Convs that sum over input channels stay GEMMs (direct_conv.h: measured).
 TEST(FloatGemm, ConvsOverChannelsStayOffTheDirectKernel) {
   for (const auto& [name, channels, k] : {std::tuple<const char*, int64_t, int64_t>{"pointwise", 3, 1}, {"stem", 3, 3}}) {
