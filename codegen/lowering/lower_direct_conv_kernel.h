@@ -26,7 +26,11 @@
 //     guard-free vectorized loop over the padded plane's flat index, and
 //     stores the outputs row by row through the epilogue (a residual too).
 //     Its 9 such convs: 10-15% less time than on the flat form (one thread,
-//     three interleaved runs on a noisy machine).
+//     three interleaved runs on a noisy machine). Where the depthwise
+//     micro-kernel has no stride-1 form (AVX2) planes up to 112 wide take
+//     it too; from 28 wide on, only the padding is zeroed and each output
+//     row is one loop that sums and stores through the epilogue (no result
+//     plane).
 //   * the micro-kernel form, where the target has a depthwise micro-kernel
 //     (codegen/ukernels/dwconv_<variant>.h: AVX-512, and AVX2 for the
 //     stride-2 form alone): a stride-1
