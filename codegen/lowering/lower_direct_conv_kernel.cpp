@@ -46,6 +46,13 @@ constexpr int64_t kPaddedRowsMinWidth = 28;
 // MobileNetV2's, alone: 14 -> 7: 52 -> 15 us, 28 -> 14: 23 -> 15, 56 -> 28:
 // 86-98 -> 51, 112 -> 56: 430 -> 190-200.
 constexpr int64_t kUkernelMaxOutputs = 64 * 64;
+// AVX2's planes8_same (eight channels per call, one per lane) up to this
+// many outputs per plane. Zen 1, one thread, MobileNetV2 op17 (main_test
+// --profile, three alternated runs against the padded form): 7 x 7 x 960
+// 0.119 -> 0.078 ms, 14 x 14 x 384 0.118 -> 0.107, 14 x 14 x 576 0.179 ->
+// 0.163; 28 x 28 x 192 0.181 -> 0.212 (its local planes, 2 x 25 KiB, no
+// longer fit the L1), so it keeps the padded form.
+constexpr int64_t kUkernelMaxPlanes8Outputs = 14 * 14;
 constexpr int64_t kUkernelMaxStride2Outputs = 64 * 64;
 
 // A half-open range of output rows or columns.
@@ -191,10 +198,13 @@ class DirectConvLowering {
   // whole plane into a local result, with masked loads of the input plane
   // itself (no padded copy), then one vectorized loop over the output
   // plane's flat index stores the outputs through the epilogue (each once,
-  // so a residual is fine).
+  // so a residual is fine). planes8_same takes eight channels per task
+  // (n, c / 8), its result their eight planes in a row.
   Kernel build_ukernel(const SlidingWindow& window, const std::string& callee) {
-    const int64_t width = shape_[kCol], outputs = shape_[kRow] * width, lanes = 16;
-    const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
+    const int64_t width = shape_[kCol], plane_outputs = shape_[kRow] * width, lanes = 16;
+    channels_per_task_ = callee.rfind("tg_dwconv::planes8_same", 0) == 0 ? 8 : 1;
+    const int64_t outputs = channels_per_task_ * plane_outputs;
+    const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1] / channels_per_task_);
     const WeightTaps weights = weight_taps(vn, vc);
     const int result = add_local_buffer(kernel_, "result", DType::kF32, (outputs + lanes - 1) / lanes * lanes, 64);
     std::vector<Stmt> plane;
@@ -202,12 +212,17 @@ class DirectConvLowering {
                                        {weights.buffer, finalize_indices(weights.first, bounds_)},
                                        {result, int_imm(0)}}));
     const int vq = new_var("q", outputs);
-    const std::vector<Expr> coords{var(vn), var(vc), floordiv(var(vq), width), floormod(var(vq), width)};
+    std::vector<Expr> coords{var(vn), var(vc), floordiv(var(vq), width), floormod(var(vq), width)};
+    if (channels_per_task_ > 1) {
+      const Expr in_plane = floormod(var(vq), plane_outputs);
+      coords = {var(vn), var(vc) * channels_per_task_ + floordiv(var(vq), plane_outputs), floordiv(in_plane, width),
+                floormod(in_plane, width)};
+    }
     plane.push_back(make_for(vq, int_imm(outputs), LoopKind::kVectorized,
                              {epilogue_output_store(g_, phases_, shape_, epilogue_buffers_, output_, bounds_, coords,
                                                     load(result, DType::kF32, {var(vq)}))}));
     const Stmt per_channel =
-        make_for(vc, int_imm(shape_[1]), LoopKind::kSerial, {make_allocate(result, plane)});
+        make_for(vc, int_imm(shape_[1] / channels_per_task_), LoopKind::kSerial, {make_allocate(result, plane)});
     kernel_.body = make_for(vn, int_imm(shape_[0]), LoopKind::kParallel, {per_channel}, 2);
     kernel_.ukernel = "dwconv_" + depthwise_ukernel_;
     return std::move(kernel_);
@@ -248,14 +263,27 @@ class DirectConvLowering {
     return w;
   }
 
+  // How far index e moves from channel c to c + 1 (var vc), -1 when that
+  // is not one constant.
+  int64_t channel_step(const Expr& e, int vc) const {
+    std::vector<Expr> next;
+    for (size_t i = 0; i < kernel_.var_names.size(); ++i) next.push_back(var(static_cast<int>(i)));
+    next[static_cast<size_t>(vc)] = var(vc) + 1;
+    int64_t step = -1;
+    return is_const_int(simplify(substitute_vars(e, next) - e, bounds_), &step) ? step : -1;
+  }
+
   // The micro-kernel that computes this conv's planes, or "" when none
-  // does (AVX2 has plane_stride2 alone: dwconv_avx2.h says why). Both need
+  // does (AVX2 has plane_stride2 and planes8_same: dwconv_avx2.h says why). All need
   // the target's depthwise micro-kernel, a square K x K
   // window whose taps are row-major (the weights' order), a guard that is
   // exactly the input's bounds, and the weights of a channel in one run:
   //   * plane_same<H, W, K>: stride 1, K odd, taps at offsets -K/2..K/2
   //     along both axes, an input plane as large as the output, at most
   //     kUkernelMaxOutputs outputs;
+  //   * planes8_same<H, W, K> (AVX2): as plane_same, at most
+  //     kUkernelMaxPlanes8Outputs outputs, channels in eights whose input
+  //     planes and taps lie one after the other (no channel multiplier);
   //   * plane_stride2<H, W>: stride 2, K = 3, taps at offsets -1..1 (padding
   //     1 at the top and left), (H - 1) / 2 + 1 x (W - 1) / 2 + 1 outputs,
   //     at most kUkernelMaxStride2Outputs of them.
@@ -268,6 +296,10 @@ class DirectConvLowering {
     if (stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
         shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs && ukernel_has_plane_same())
       callee = str_cat("tg_dwconv::plane_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
+    const bool planes8 = stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
+                         shape_[kRow] * shape_[kCol] <= kUkernelMaxPlanes8Outputs && ukernel_has_planes8() &&
+                         shape_[1] % 8 == 0;
+    if (planes8) callee = str_cat("tg_dwconv::planes8_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
     if (stride == 2 && k == 3 && shape_[kRow] == (in[kRow] - 1) / 2 + 1 && shape_[kCol] == (in[kCol] - 1) / 2 + 1 &&
         shape_[kRow] * shape_[kCol] <= kUkernelMaxStride2Outputs)
       callee = str_cat("tg_dwconv::plane_stride2<", in[kRow], ", ", in[kCol], ">");
@@ -280,10 +312,15 @@ class DirectConvLowering {
     // Scratch vars of the check: removed again so the kernel's vars stay as they were.
     const size_t vars = kernel_.var_names.size();
     const int vn = new_var("n", shape_[0]), vc = new_var("c", shape_[1]);
-    const bool one_run = weight_taps(vn, vc).buffer >= 0;
+    const WeightTaps taps = weight_taps(vn, vc);
+    bool usable = taps.buffer >= 0;
+    // planes8_same reads eight channels' planes and taps each one after the other.
+    if (usable && planes8)
+      usable = channel_step(input_plane(window, vn, vc), vc) == in[kRow] * in[kCol] &&
+               channel_step(taps.first, vc) == k * k;
     kernel_.var_names.resize(vars);
     bounds_.resize(vars);
-    return one_run ? callee : "";
+    return usable ? callee : "";
   }
 
   // The flat form of a stride-1 conv whose output rows are as wide as its
@@ -324,7 +361,8 @@ class DirectConvLowering {
 
   // The conv op's vars at plane (n, c): row, column and every tap at 0.
   std::vector<Expr> plane_op_vars(int vn, int vc) const {
-    std::vector<Expr> op_vars{var(vn), var(vc), int_imm(0), int_imm(0)};
+    const Expr channel = channels_per_task_ == 1 ? var(vc) : var(vc) * channels_per_task_;
+    std::vector<Expr> op_vars{var(vn), channel, int_imm(0), int_imm(0)};
     for (size_t a = 0; a < conv_.reduce_extents.size(); ++a) op_vars.push_back(int_imm(0));
     return op_vars;
   }
@@ -504,6 +542,10 @@ class DirectConvLowering {
   // dwconv_avx2.h has plane_stride2 alone (its header says why).
   bool ukernel_has_plane_same() const { return !depthwise_ukernel_.empty() && depthwise_ukernel_ != "avx2"; }
 
+  // ... and planes8_same, eight channels per call: AVX2's.
+  bool ukernel_has_planes8() const { return depthwise_ukernel_ == "avx2"; }
+
+
   // The padded form needs stride 1, a plane at most kPaddedMaxWidth wide
   // (kPaddedMaxWidthWithoutPlaneUkernel where the micro-kernel lacks plane_same),
   // and a guard that is exactly the input's bounds along each axis (a tap
@@ -654,6 +696,7 @@ class DirectConvLowering {
   Kernel kernel_;
   std::vector<Interval> bounds_;
   std::vector<int> epilogue_buffers_;  // epilogue slot -> kernel buffer (-1: the conv's value)
+  int64_t channels_per_task_ = 1;      // the channels of a task's planes (planes8_same: 8)
   int output_ = -1;
 };
 

@@ -32,8 +32,9 @@
 //     row is one loop that sums and stores through the epilogue (no result
 //     plane).
 //   * the micro-kernel form, where the target has a depthwise micro-kernel
-//     (codegen/ukernels/dwconv_<variant>.h: AVX-512, and AVX2 for the
-//     stride-2 form alone): a stride-1
+//     (codegen/ukernels/dwconv_<variant>.h: AVX-512; on AVX2 the stride-2
+//     form, and planes8_same, eight channels per call, for 'same' planes
+//     of at most 14 x 14 outputs): a stride-1
 //     K x K 'same' conv on a plane of at most 56 x 56 outputs, or a 3 x 3
 //     stride-2 conv padded by 1 at the top and left (at most 64 x 64
 //     outputs: the result plane is a stack array), sums each plane's taps

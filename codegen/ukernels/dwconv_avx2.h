@@ -1,4 +1,4 @@
-// Depthwise convolution micro-kernel, AVX2 + FMA: plane_stride2<H, W> of
+// Depthwise convolution micro-kernels, AVX2 + FMA: plane_stride2<H, W> of
 // dwconv_avx512.h's contract (README.md, "Depthwise contract"; 3 x 3,
 // stride 2, padding 1 at the top and left) on 8-lane vectors, each product
 // summed in tap order (the first a multiply, then one fused multiply-add
@@ -6,13 +6,23 @@
 // strided load per lane): MobileNetV2's four such convs took 2.2 ms of a
 // 24 ms inference on a Zen 1 core, 1.6x onnxruntime's time.
 //
-// No plane_same here: the stride-1 planes keep the generated flat and
+// No plane_same here (planes8_same, below, for small planes): larger
+// stride-1 planes keep the generated flat and
 // padded forms (lower_direct_conv_kernel.h), which on AVX2 need no masks in
 // the interior. A masked micro-kernel was slower in the model (56 x 56 x
 // 144: 0.80 -> 1.0 ms) though faster alone: AVX2 has no mask registers, and
 // vmaskmovps, the load that does not fault on a dropped lane, costs several
 // times a plain load on a Zen 1 core (8 cycles per tap against 2 with a load
 // and an and), so the masks must be vectors in memory, loaded per tap.
+//
+// Small stride-1 planes (MobileNetV2's 7 x 7 and 14 x 14) take planes8_same
+// instead: eight channels at once, one per lane. There a row is one vector
+// or less, and the generated padded form spent three times its FMAs on
+// zeroing, copying and storing the plane in short loops; with channels in
+// the lanes every output is one vector of nine FMAs, the padding is a zeroed
+// border of the transposed plane, and the transposes in and out are 128-bit
+// loads and stores around in-lane shuffles (Zen 1 splits a lane-crossing
+// vperm2f128 into 8 macro-ops).
 #pragma once
 #include <immintrin.h>
 
@@ -141,6 +151,125 @@ inline void plane_stride2(const float* in, const float* w, float* result) {
       else
         _mm256_storeu_ps(out, acc);
     }
+  }
+}
+
+namespace detail {
+
+// The 4 x 4 transposes within each 128-bit half of x0..x3 (rows in, columns
+// out): half h of out[j] holds lane j of half h of x0, x1, x2, x3.
+__attribute__((always_inline)) inline void transpose4_halves(__m256 x0, __m256 x1, __m256 x2, __m256 x3,
+                                                             __m256 (&out)[4]) {
+  const __m256 t0 = _mm256_unpacklo_ps(x0, x1), t1 = _mm256_unpackhi_ps(x0, x1);
+  const __m256 t2 = _mm256_unpacklo_ps(x2, x3), t3 = _mm256_unpackhi_ps(x2, x3);
+  out[0] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  out[1] = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  out[2] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  out[3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+}
+
+// 8 channels' values of 8 consecutive pixels (channel c's at row[c], 8
+// floats each) as 8 pixel vectors, lane c channel c: pixel i into out[i].
+__attribute__((always_inline)) inline void channels_to_lanes(const float* const (&row)[8], __m256 (&out)[8]) {
+  __m256 lo[4], hi[4];
+  for (int c = 0; c < 4; ++c) {
+    lo[c] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(row[c])), _mm_loadu_ps(row[c + 4]), 1);
+    hi[c] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(row[c] + 4)), _mm_loadu_ps(row[c + 4] + 4), 1);
+  }
+  __m256 a[4], b[4];
+  transpose4_halves(lo[0], lo[1], lo[2], lo[3], a);  // pixels 0..3
+  transpose4_halves(hi[0], hi[1], hi[2], hi[3], b);  // pixels 4..7
+  for (int i = 0; i < 4; ++i) {
+    out[i] = a[i];
+    out[i + 4] = b[i];
+  }
+}
+
+// The inverse: 8 pixel vectors (lane c channel c) stored as 8 floats per
+// channel, channel c's at row[c].
+__attribute__((always_inline)) inline void lanes_to_channels(const __m256 (&px)[8], float* const (&row)[8]) {
+  __m256 a[4], b[4];
+  transpose4_halves(px[0], px[1], px[2], px[3], a);  // half h of a[c]: channel c + 4 h, pixels 0..3
+  transpose4_halves(px[4], px[5], px[6], px[7], b);  // pixels 4..7
+  for (int c = 0; c < 4; ++c) {
+    _mm_storeu_ps(row[c], _mm256_castps256_ps128(a[c]));
+    _mm_storeu_ps(row[c] + 4, _mm256_castps256_ps128(b[c]));
+    _mm_storeu_ps(row[c + 4], _mm256_extractf128_ps(a[c], 1));
+    _mm_storeu_ps(row[c + 4] + 4, _mm256_extractf128_ps(b[c], 1));
+  }
+}
+
+}  // namespace detail
+
+//   result[c * H * W + q], c < 8, q < H * W = plane_same's result[q] for
+//   channel c: the sum over taps t = r * K + s, in t order, of
+//   in[c * H * W + q + (r - K/2) * W + (s - K/2)] * w[c * K * K + t], taps
+//   in the padding reading 0 (the first product, then one fused
+//   multiply-add per tap). Eight consecutive channels' planes (in) and taps
+//   (w); result holds 8 * H * W floats. Nothing outside the 8 planes is read.
+// The planes go transposed (lane c channel c) into a local plane with a
+// zeroed border of K / 2 pixels, where each output is K * K loads and FMAs
+// at fixed offsets; 8 outputs at a time are transposed back into result.
+// For small planes: the local plane is (H + K - 1) x (W + K - 1) x 8 floats
+// on the stack.
+template <int H, int W, int K>
+inline void planes8_same(const float* in, const float* w, float* result) {
+  static_assert(K % 2 == 1, "planes8_same: an odd window");
+  constexpr int kPad = K / 2, kWp = W + 2 * kPad, kHp = H + 2 * kPad, kPlane = H * W, kTaps = K * K;
+  constexpr int kGroups = kPlane / kLanes;  // then the last kPlane % kLanes pixels one by one
+  alignas(32) float padded[kHp * kWp * kLanes];
+  auto at = [](int q) { return ((q / W + kPad) * kWp + q % W + kPad) * kLanes; };
+  // The border: the rows above and below, and kPad pixels each side of a row.
+  const __m256 zero = _mm256_setzero_ps();
+  for (int i = 0; i < kPad * kWp; ++i) {
+    _mm256_store_ps(padded + i * kLanes, zero);
+    _mm256_store_ps(padded + ((kHp - kPad) * kWp + i) * kLanes, zero);
+  }
+  for (int r = kPad; r < kHp - kPad; ++r)
+    for (int j = 0; j < kPad; ++j) {
+      _mm256_store_ps(padded + (r * kWp + j) * kLanes, zero);
+      _mm256_store_ps(padded + (r * kWp + kWp - 1 - j) * kLanes, zero);
+    }
+  for (int g = 0; g < kGroups; ++g) {
+    const float* rows[8];
+    for (int c = 0; c < 8; ++c) rows[c] = in + c * kPlane + g * kLanes;
+    __m256 px[8];
+    detail::channels_to_lanes(rows, px);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) _mm256_store_ps(padded + at(g * kLanes + i), px[i]);
+  }
+  for (int q = kGroups * kLanes; q < kPlane; ++q) {
+    alignas(32) float lanes[8];
+    for (int c = 0; c < 8; ++c) lanes[c] = in[c * kPlane + q];
+    _mm256_store_ps(padded + at(q), _mm256_load_ps(lanes));
+  }
+  __m256 weights[kTaps];
+  for (int t = 0; t < kTaps; ++t) {
+    alignas(32) float lanes[8];
+    for (int c = 0; c < 8; ++c) lanes[c] = w[c * kTaps + t];
+    weights[t] = _mm256_load_ps(lanes);
+  }
+  // Output q's window starts at the padded plane's pixel (q / W, q % W).
+  auto output = [&](int q) __attribute__((always_inline)) {
+    const float* window = padded + ((q / W) * kWp + q % W) * kLanes;
+    __m256 acc = _mm256_mul_ps(_mm256_load_ps(window), weights[0]);
+#pragma GCC unroll 25
+    for (int t = 1; t < kTaps; ++t)
+      acc = _mm256_fmadd_ps(_mm256_load_ps(window + ((t / K) * kWp + t % K) * kLanes), weights[t], acc);
+    return acc;
+  };
+  for (int g = 0; g < kGroups; ++g) {
+    __m256 px[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) px[i] = output(g * kLanes + i);
+    float* rows[8];
+    for (int c = 0; c < 8; ++c) rows[c] = result + c * kPlane + g * kLanes;
+    detail::lanes_to_channels(px, rows);
+  }
+  for (int q = kGroups * kLanes; q < kPlane; ++q) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, output(q));
+    for (int c = 0; c < 8; ++c) result[c * kPlane + q] = lanes[c];
   }
 }
 

@@ -18,8 +18,10 @@
   windows, 1- and 2-row maps, 7x7 to 56x56 maps, stride 2 on 14x14 and on
   odd 13x11, channel multiplier 2, batch 2, residual Adds; a 65x65 map keeps
   the flat form; with AVX2 alone stride-1 maps up to 112 wide take the padded
-  form. TILEGRAPH_DWCONV_VARIANT=none keeps the generated loops (the
-  forms above), checked as well;
+  form, and 'same' planes of at most 14 x 14 outputs over channels in eights
+  call planes8_same (7x7, 14x14, 9x5, a 5x5 window, batch 2, a residual).
+  TILEGRAPH_DWCONV_VARIANT=none keeps the generated loops (the forms above),
+  checked as well;
 * stems (3 channels, 3x3 stride 2 and 5x5 dilated, batch 2) and a 1x1 conv
   over 3 channels stay off the direct kernel (scheduler/direct_conv.h);
 * fused epilogues: bias + Clip (Relu6), Relu, a residual Add;
@@ -151,6 +153,28 @@ def planes(path):
     _save(path, nodes, inputs, outs, [_w("w0", 3, 1, 3, 3), _w("b0", 3), _scalar("lo", 0.0), _scalar("hi", 6.0)])
 
 
+def eight(path):
+    # 'same' convs over 16 channels on planes of at most 14 x 14 outputs: on
+    # AVX2 hosts planes8_same, eight channels per call (dwconv_avx2.h): 7x7
+    # with bias + Clip, 14x14 with a residual Add, 5x5 windows (pad 2) on a
+    # batch of 2, and a 9x5 map (45 outputs: 5 past the last group of 8)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 7, 7])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, 14, 14])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 16, 7, 7])
+    u = helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 16, 9, 5])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("a", "b", "c", "d")]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], group=16, pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c0", "lo", "hi"], ["a"]),
+        helper.make_node("Conv", ["y", "w0", "b0"], ["c1"], group=16, pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c1", "y"], ["b"]),
+        helper.make_node("Conv", ["z", "w1", "b0"], ["c"], group=16, pads=[2, 2, 2, 2]),
+        helper.make_node("Conv", ["u", "w0"], ["d"], group=16, pads=[1, 1, 1, 1]),
+    ]
+    _save(path, nodes, [x, y, z, u], outs,
+          [_w("w0", 16, 1, 3, 3), _w("b0", 16), _w("w1", 16, 1, 5, 5), _scalar("lo", 0.0), _scalar("hi", 6.0)])
+
+
 def stem(path):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 17, 15])
     outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "u")]
@@ -165,13 +189,14 @@ def stem(path):
 
 # model -> (its builder, its direct convs, its kernels)
 MODELS = {"odd": (odd, 5, 5), "thin": (thin, 2, 2), "flat": (flat, 10, 10), "planes": (planes, 3, 3),
-          "stem": (stem, 0, 3)}
+          "eight": (eight, 4, 4), "stem": (stem, 0, 3)}
 
 # model -> how many of its direct convs call the depthwise micro-kernel
 # where the host has AVX-512, and where it has AVX2 alone (the 3x3 stride-2
-# convs padded by 1: dwconv_avx2.h has no 'same' form)
-UKERNEL_CONVS = {"odd": 3, "thin": 2, "flat": 8, "planes": 2, "stem": 0}
-AVX2_UKERNEL_CONVS = {"odd": 1, "thin": 0, "flat": 1, "planes": 0, "stem": 0}
+# convs padded by 1, and 'same' convs on planes of at most 14 x 14 over
+# channels in eights: dwconv_avx2.h has no single-plane 'same' form)
+UKERNEL_CONVS = {"odd": 3, "thin": 2, "flat": 8, "planes": 2, "eight": 4, "stem": 0}
+AVX2_UKERNEL_CONVS = {"odd": 1, "thin": 0, "flat": 1, "planes": 0, "eight": 4, "stem": 0}
 
 
 def _forms(prefix):
@@ -180,7 +205,7 @@ def _forms(prefix):
     code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
     kernels = {}
     for chunk in code.split("\nvoid ")[1:]:
-        form = "ukernel" if "tg_dwconv::plane_" in chunk else "padded" if "float padded[" in chunk else "flat" if "for (int64_t q = 0;" in chunk else "segments"
+        form = "ukernel" if "tg_dwconv::plane" in chunk else "padded" if "float padded[" in chunk else "flat" if "for (int64_t q = 0;" in chunk else "segments"
         kernels[chunk.split("(")[0]] = form
     return kernels
 
@@ -190,7 +215,8 @@ def _tune(exe, prefix, env, *flags):
                           stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
 
 
-@pytest.mark.parametrize("name,dwconv", [(n, "") for n in MODELS] + [("odd", "none"), ("flat", "none")])
+@pytest.mark.parametrize("name,dwconv", [(n, "") for n in MODELS] + [("odd", "none"), ("flat", "none"),
+                                                                    ("eight", "none")])
 def test_direct_conv_model(name, dwconv, tmp_path):
     exe = find_tilegraph_bin()
     if exe is None:
@@ -228,6 +254,11 @@ def test_direct_conv_model(name, dwconv, tmp_path):
         assert sorted(forms.values()) == ["padded"] * 9 + ["ukernel"], by_output
     elif name == "flat":
         assert sorted(forms.values()) == ["flat"] + ["padded"] * 7 + ["segments"] * 2, by_output
+    if name == "eight" and with_avx2_ukernel:
+        assert "tg_dwconv::planes8_same<" in "".join(
+            p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")), by_output
+    if name == "eight" and dwconv == "none":
+        assert sorted(forms.values()) == ["padded"] * 4, by_output
     if name == "planes":
         # without it: 28x28 flat, 56x56 with its residual a loop per row;
         # on AVX2 all three (65 <= 112 wide) on the padded form

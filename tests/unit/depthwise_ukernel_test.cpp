@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/lowering/lower_direct_conv_kernel.h"
+#include "compiler/ir/simplify.h"
 #include "driver/pipeline.h"
 #include "frontends/onnx/import.h"
 #include "scheduler/arch_spec.h"
@@ -49,6 +50,10 @@ namespace {
 template <int H, int W>
 void dwconv_avx2_stride2(const float* in, const float* w, float* result) {
   tg_dwconv::avx2::plane_stride2<H, W>(in, w, result);
+}
+template <int H, int W, int K>
+void dwconv_avx2_planes8(const float* in, const float* w, float* result) {
+  tg_dwconv::avx2::planes8_same<H, W, K>(in, w, result);
 }
 }  // namespace
 #pragma GCC pop_options
@@ -161,6 +166,44 @@ TEST(DepthwiseUkernel, Stride2PlaneMatchesTheScalarSumOnEachVariant) {
   expect_stride2_matches_reference<56, 56>();    // AVX2: 28 columns, interior and edge chunks
 }
 
+// AVX2's planes8_same<H, W, K>: eight channels' planes, each as plane_same's
+// sum (bit for bit), read from consecutive planes inside a buffer of NaNs
+// (a read outside the eight planes would turn a sum into NaN), every
+// channel with its own taps.
+template <int H, int W, int K>
+void expect_planes8_match_reference() {
+  SCOPED_TRACE(std::to_string(H) + "x" + std::to_string(W) + " k" + std::to_string(K));
+  constexpr int kPlane = H * W, kGuard = 64;
+  std::vector<float> buffer(static_cast<size_t>(8 * kPlane + 2 * kGuard), std::nanf(""));
+  std::vector<float> taps(static_cast<size_t>(8 * K * K));
+  for (int i = 0; i < 8 * kPlane; ++i)
+    buffer[static_cast<size_t>(kGuard + i)] = static_cast<float>((i * 37) % 23) * 0.25f - 2.5f;
+  for (int t = 0; t < 8 * K * K; ++t) taps[static_cast<size_t>(t)] = static_cast<float>((t * 7) % 5) * 0.5f - 1.0f + 0.01f * t;
+  std::vector<float> result(static_cast<size_t>(8 * kPlane + kGuard), 123.0f);
+  dwconv_avx2_planes8<H, W, K>(buffer.data() + kGuard, taps.data(), result.data());
+  for (int c = 0; c < 8; ++c) {
+    const auto first = buffer.begin() + kGuard + c * kPlane;
+    const std::vector<float> in(first, first + kPlane);
+    const std::vector<float> wt(taps.begin() + c * K * K, taps.begin() + (c + 1) * K * K);
+    const std::vector<float> expected = reference_plane(H, W, K, in, wt);
+    for (int q = 0; q < kPlane; ++q)
+      EXPECT_EQ(result[static_cast<size_t>(c * kPlane + q)], expected[static_cast<size_t>(q)]) << "channel " << c << " q " << q;
+  }
+  for (int i = 8 * kPlane; i < 8 * kPlane + kGuard; ++i) EXPECT_EQ(result[static_cast<size_t>(i)], 123.0f) << "past the planes";
+}
+
+TEST(DepthwiseUkernel, Avx2EightPlanesMatchTheScalarSum) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  expect_planes8_match_reference<1, 1, 3>();    // every tap but the centre in the padding; no group of 8
+  expect_planes8_match_reference<2, 3, 3>();    // 6 outputs: the tail alone
+  expect_planes8_match_reference<7, 7, 3>();    // MobileNetV2's 7 x 7: 6 groups + 1
+  expect_planes8_match_reference<14, 14, 3>();  // 14 x 14: 24 groups + 4, groups across rows
+  expect_planes8_match_reference<4, 8, 3>();    // rows of exactly one group
+  expect_planes8_match_reference<5, 9, 5>();    // 5 x 5: two pixels of border
+  expect_planes8_match_reference<3, 11, 1>();   // 1 x 1: no border
+}
+
 #endif  // defined(__x86_64__)
 
 Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
@@ -177,21 +220,22 @@ std::vector<float> ramp(int n) {
 
 struct DepthwiseConv {
   int64_t height = 7, width = 7, k = 3, pad = 1, stride = 1, dilation = 1;
+  int64_t channels = 8, multiplier = 1;  // input channels; output channels per input channel
 };
 
-// A depthwise conv over 8 channels + bias + Clip(0, 6), scheduled for the
-// host, lowered as the direct kernel with the depthwise micro-kernel
-// `variant` ("" for none).
+// A depthwise conv (c.channels groups, c.multiplier filters each) + bias +
+// Clip(0, 6), scheduled for the host, lowered as the direct kernel with the
+// depthwise micro-kernel `variant` ("" for none).
 codegen::Kernel lower_depthwise(const std::string& name, const DepthwiseConv& c, const std::string& variant) {
-  constexpr int64_t kChannels = 8;
+  const int64_t filters = c.channels * c.multiplier;
   OnnxModelBuilder b(13);
-  b.input("x", 1, {1, kChannels, c.height, c.width}).output("y");
-  b.initializer_f("w", {kChannels, 1, c.k, c.k}, ramp(static_cast<int>(kChannels * c.k * c.k)));
-  b.initializer_f("bias", {kChannels}, ramp(kChannels));
+  b.input("x", 1, {1, c.channels, c.height, c.width}).output("y");
+  b.initializer_f("w", {filters, 1, c.k, c.k}, ramp(static_cast<int>(filters * c.k * c.k)));
+  b.initializer_f("bias", {filters}, ramp(static_cast<int>(filters)));
   b.initializer_f("lo", {}, {0.0f});
   b.initializer_f("hi", {}, {6.0f});
   auto& conv = b.node("Conv", {"x", "w", "bias"}, {"c"});
-  OnnxModelBuilder::attr_int(conv, "group", kChannels);
+  OnnxModelBuilder::attr_int(conv, "group", c.channels);
   OnnxModelBuilder::attr_ints(conv, "pads", {c.pad, c.pad, c.pad, c.pad});
   OnnxModelBuilder::attr_ints(conv, "strides", {c.stride, c.stride});
   OnnxModelBuilder::attr_ints(conv, "dilations", {c.dilation, c.dilation});
@@ -275,6 +319,70 @@ TEST(DepthwiseUkernel, SameConvCallsTheMicroKernelPerPlane) {
   std::vector<codegen::Stmt> avx2_calls;
   calls_in(avx2.body, &avx2_calls);
   EXPECT_TRUE(avx2_calls.empty());
+}
+
+// On AVX2, 'same' planes of at most 14 x 14 outputs call planes8_same per
+// eight channels: 16 channels of 7 x 7, two calls (channel 8 c's plane and
+// taps), into a local result of both planes' 8 x 49 outputs, stored through
+// the epilogue by one flat loop over them. Not where the eight channels'
+// planes or taps are not one after the other (a channel multiplier: two
+// filters read each input plane), nor for 12 channels, nor past 14 x 14: the
+// generated padded form.
+TEST(DepthwiseUkernel, SmallSamePlanesCallTheAvx2MicroKernelPerEightChannels) {
+  DepthwiseConv c7;
+  c7.channels = 16;
+  const codegen::Kernel k = lower_depthwise("planes8_7", c7, "avx2");
+  EXPECT_EQ(k.ukernel, "dwconv_avx2");
+  std::vector<codegen::Stmt> calls, flat, tasks;
+  calls_in(k.body, &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]->callee, "tg_dwconv::planes8_same<7, 7, 3>");
+  ASSERT_EQ(calls[0]->args.size(), 3u);
+  EXPECT_EQ(k.buffers.at(static_cast<size_t>(calls[0]->args[2].buffer)).elements, 400);  // 8 x 49, to 16 floats
+  loops_named(k, k.body, "c", &tasks);
+  ASSERT_EQ(tasks.size(), 1u);
+  int64_t extent = 0;
+  ASSERT_TRUE(is_const_int(tasks[0]->extent, &extent));
+  EXPECT_EQ(extent, 2);
+  // Task c's call: plane 8 c (49 floats each) and taps 8 c (9 each).
+  const codegen::Stmt& call = calls[0];
+  for (const auto& [arg, step] : {std::pair<size_t, int64_t>{0, 8 * 49}, {1, 8 * 9}}) {
+    std::vector<Expr> at(k.var_names.size());
+    for (size_t v = 0; v < at.size(); ++v) at[v] = int_imm(0);
+    const Expr first = simplify(substitute_vars(call->args[arg].value, at), {});
+    at[static_cast<size_t>(tasks[0]->var)] = int_imm(1);
+    const Expr second = simplify(substitute_vars(call->args[arg].value, at), {});
+    int64_t a = -1, b = -1;
+    ASSERT_TRUE(is_const_int(first, &a) && is_const_int(second, &b)) << arg;
+    EXPECT_EQ(a, 0) << arg;
+    EXPECT_EQ(b, step) << arg;
+  }
+  loops_named(k, k.body, "q", &flat);
+  ASSERT_EQ(flat.size(), 1u);
+  ASSERT_TRUE(is_const_int(flat[0]->extent, &extent));
+  EXPECT_EQ(extent, 8 * 49);
+  EXPECT_EQ(k.flops, 2 * 16 * 49 * 9);
+  DepthwiseConv c14 = c7;
+  c14.height = c14.width = 14;
+  std::vector<codegen::Stmt> calls14;
+  calls_in(lower_depthwise("planes8_14", c14, "avx2").body, &calls14);
+  ASSERT_EQ(calls14.size(), 1u);
+  EXPECT_EQ(calls14[0]->callee, "tg_dwconv::planes8_same<14, 14, 3>");
+  DepthwiseConv doubled = c7, twelve = c7, wide = c7;
+  doubled.channels = 8;
+  doubled.multiplier = 2;
+  twelve.channels = 12;
+  wide.height = wide.width = 28;
+  for (const auto& [name, conv] : {std::pair<const char*, DepthwiseConv>{"planes8_x2", doubled}, {"planes8_12", twelve},
+                                   {"planes8_28", wide}}) {
+    const codegen::Kernel other = lower_depthwise(name, conv, "avx2");
+    std::vector<codegen::Stmt> other_calls;
+    calls_in(other.body, &other_calls);
+    EXPECT_TRUE(other_calls.empty()) << name;
+    bool padded = false;
+    for (const codegen::Buffer& b : other.buffers) padded = padded || b.name == "padded";
+    EXPECT_TRUE(padded) << name;
+  }
 }
 
 // A 3 x 3 stride-2 conv padded by 1 calls the stride-2 micro-kernel per
