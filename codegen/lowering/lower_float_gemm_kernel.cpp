@@ -71,16 +71,18 @@ constexpr int64_t kMaxInPlaceBRowPanels = 16;
 // 3136 floats apart (ResNet-50's 56 x 56) reach 16 sets, 784 (28 x 28) 64.
 constexpr int64_t kMinInPlaceBL1Sets = 16;
 
-// ... or at least this many where at most kFewRowPanels row panels share
-// each B panel: there the packing is about as much work as the micro-kernel
-// (it copies every value for 2 x MR FMAs), and the few calls that reread a
-// panel take its rows from the L2. MobileNetV2's 32 -> 16 1x1 conv over 112
-// x 112 pixels (rows 49 KiB apart: 4 sets, 2 row panels): 0.122 -> 0.079 ms
-// at one thread in place, 0.069 -> 0.049 at two; its 16 -> 96 conv over the
-// same pixels (8 row panels) went 0.26 -> 0.36, and BSRN's 64 -> 16 convs
-// with rows in one set (above) were slower too.
-constexpr int64_t kFewRowPanels = 2;
-constexpr int64_t kFewRowPanelsMinL1Sets = 4;
+// ... or at least this many where B has at most kFewRows rows of A (the
+// GEMM's M): there the packing is about as much work as the micro-kernel
+// (it copies every value for M FMAs), and the few calls that reread a panel
+// take its rows from the L2. MobileNetV2's 32 -> 16 1x1 conv over 112 x 112
+// pixels (rows 49 KiB apart: 4 sets), AVX-512 (2 row panels of 8): 0.122 ->
+// 0.079 ms at one thread in place, 0.069 -> 0.049 at two; AVX2 on a Zen 1
+// core (3 row panels of 6, the last of 4; four alternated runs in the
+// model): 0.45-0.53 -> 0.38-0.39. Its 16 -> 96 conv over the same pixels
+// (M = 96) went 0.26 -> 0.36 on AVX-512, and BSRN's 64 -> 16 convs with rows
+// in one set (above) were slower too.
+constexpr int64_t kFewRows = 16;
+constexpr int64_t kFewRowsMinL1Sets = 4;
 
 // The L1 sets (of 64) that rows `ld_bytes` apart reach.
 int64_t l1_sets_of_rows(int64_t ld_bytes) {
@@ -1032,7 +1034,7 @@ class FloatGemmLowering : KernelBuilder {
   // attention's V. The full column panels only: where N has a tail, its
   // panel would read past the row, and is packed as before (tail_b_). Only
   // with few row panels per B panel (kMaxInPlaceBRowPanels) and rows spread
-  // over the L1's sets (kMinInPlaceBL1Sets, kFewRowPanelsMinL1Sets), on AVX-512 and
+  // over the L1's sets (kMinInPlaceBL1Sets, kFewRowsMinL1Sets), on AVX-512 and
   // AVX2 (the variants with tile_ldb), and where B would be packed at run time over all
   // of K or in k blocks (not k outer, whose column tables serve packing).
   // Not with a batch folded into the columns (two images' pixels: a panel
@@ -1046,7 +1048,7 @@ class FloatGemmLowering : KernelBuilder {
         m.cols() < geo_.v.nr || row_panels > kMaxInPlaceBRowPanels)
       return std::nullopt;
     const std::optional<StridedB> b = strided_b(vb, "p");
-    const int64_t min_sets = geo_.panels <= kFewRowPanels ? kFewRowPanelsMinL1Sets : kMinInPlaceBL1Sets;
+    const int64_t min_sets = m.rows() <= kFewRows ? kFewRowsMinL1Sets : kMinInPlaceBL1Sets;
     if (!b || b->column_step != 1 || b->k_step < geo_.v.nr ||
         kernel_.buffers[static_cast<size_t>(b->buffer)].scope != MemoryScope::kGlobal ||
         l1_sets_of_rows(b->k_step * 4) < min_sets)

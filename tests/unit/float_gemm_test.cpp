@@ -1293,8 +1293,8 @@ TEST(FloatGemm, ConvsOverChannelsStayOffTheDirectKernel) {
 
 // A 1x1 conv (16 channels -> `filters`, over h x w) + bias + `activation`
 // ("Relu", "Clip" 0..6, "Sigmoid"), lowered for the AVX-512 variant.
-codegen::Kernel pointwise_avx512_kernel(const std::string& name, int64_t filters, int64_t h, int64_t w,
-                                        const std::string& activation) {
+codegen::Kernel pointwise_kernel(const std::string& variant, const std::string& name, int64_t filters, int64_t h,
+                                 int64_t w, const std::string& activation) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {1, 16, h, w}).output("y");
   b.initializer_f("w", {filters, 16, 1, 1}, ramp(static_cast<int>(filters * 16)));
@@ -1308,10 +1308,15 @@ codegen::Kernel pointwise_avx512_kernel(const std::string& name, int64_t filters
     b.node(activation, {"c"}, {"y"});
   }
   Graph g = import_and_optimize(b, name);
-  LoweredGemm gemm = lower_the_gemm(g, "avx512");
+  LoweredGemm gemm = lower_the_gemm(g, variant);
   EXPECT_EQ(gemm.kernels, 1u) << name << ": the activation should be the GEMM's epilogue";
   codegen::verify(gemm.kernel);
   return gemm.kernel;
+}
+
+codegen::Kernel pointwise_avx512_kernel(const std::string& name, int64_t filters, int64_t h, int64_t w,
+                                        const std::string& activation) {
+  return pointwise_kernel("avx512", name, filters, h, w, activation);
 }
 
 double float_arg(const codegen::CallArg& a) {
@@ -1399,9 +1404,15 @@ TEST(FloatGemm, PointwiseConvReadsItsInputInPlace) {
   EXPECT_FALSE(has_ukernel_param(one_set, "b_in_place"));
   const codegen::Kernel four_sets = pointwise_avx512_kernel("pointwise_aliased_16_48", 48, 16, 16, "Relu");
   EXPECT_FALSE(has_ukernel_param(four_sets, "b_in_place"));
-  // With 2 row panels (16 filters) 4 sets are enough (kFewRowPanelsMinL1Sets).
+  // With 16 filters (2 row panels) 4 sets are enough (kFewRowsMinL1Sets).
   const codegen::Kernel few_panels = pointwise_avx512_kernel("pointwise_aliased_16", 16, 16, 16, "Relu");
   EXPECT_EQ(ukernel_param(few_panels, "b_in_place"), 1);
+  // So on AVX2, where 16 filters are 3 row panels (6 + 6 + 4); 17 are not few.
+  const codegen::Kernel avx2_16 = pointwise_kernel("avx2", "pointwise_aliased_16_avx2", 16, 16, 16, "Relu");
+  EXPECT_EQ(ukernel_param(avx2_16, "row_panels"), 3);
+  EXPECT_EQ(ukernel_param(avx2_16, "b_in_place"), 1);
+  const codegen::Kernel avx2_17 = pointwise_kernel("avx2", "pointwise_aliased_17_avx2", 17, 16, 16, "Relu");
+  EXPECT_FALSE(has_ukernel_param(avx2_17, "b_in_place"));
 }
 
 // On two cores, a pointwise conv whose B is read in place splits its rows
