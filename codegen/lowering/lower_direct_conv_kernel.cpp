@@ -293,11 +293,10 @@ class DirectConvLowering {
     const int64_t k = conv_.reduce_extents[0], stride = window.rows.stride;
     const Shape& in = input_shape(window);
     std::string callee;
-    if (stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
-        shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs && ukernel_has_plane_same())
+    const bool same = stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol];
+    if (same && shape_[kRow] * shape_[kCol] <= kUkernelMaxOutputs && ukernel_has_plane_same())
       callee = str_cat("tg_dwconv::plane_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
-    const bool planes8 = stride == 1 && k % 2 == 1 && in[kRow] == shape_[kRow] && in[kCol] == shape_[kCol] &&
-                         shape_[kRow] * shape_[kCol] <= kUkernelMaxPlanes8Outputs && ukernel_has_planes8() &&
+    const bool planes8 = same && shape_[kRow] * shape_[kCol] <= kUkernelMaxPlanes8Outputs && ukernel_has_planes8() &&
                          shape_[1] % 8 == 0;
     if (planes8) callee = str_cat("tg_dwconv::planes8_same<", in[kRow], ", ", in[kCol], ", ", k, ">");
     if (stride == 2 && k == 3 && shape_[kRow] == (in[kRow] - 1) / 2 + 1 && shape_[kCol] == (in[kCol] - 1) / 2 + 1 &&

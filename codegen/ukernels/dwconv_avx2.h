@@ -199,6 +199,14 @@ __attribute__((always_inline)) inline void lanes_to_channels(const __m256 (&px)[
   }
 }
 
+// first[c * stride] for c < 8, lane c: eight channels' values of one
+// pixel (or tap), each from its own plane.
+__attribute__((always_inline)) inline __m256 lanes_of(const float* first, int stride) {
+  alignas(32) float lanes[8];
+  for (int c = 0; c < 8; ++c) lanes[c] = first[c * stride];
+  return _mm256_load_ps(lanes);
+}
+
 }  // namespace detail
 
 //   result[c * H * W + q], c < 8, q < H * W = plane_same's result[q] for
@@ -238,17 +246,9 @@ inline void planes8_same(const float* in, const float* w, float* result) {
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) _mm256_store_ps(padded + at(g * kLanes + i), px[i]);
   }
-  for (int q = kGroups * kLanes; q < kPlane; ++q) {
-    alignas(32) float lanes[8];
-    for (int c = 0; c < 8; ++c) lanes[c] = in[c * kPlane + q];
-    _mm256_store_ps(padded + at(q), _mm256_load_ps(lanes));
-  }
+  for (int q = kGroups * kLanes; q < kPlane; ++q) _mm256_store_ps(padded + at(q), detail::lanes_of(in + q, kPlane));
   __m256 weights[kTaps];
-  for (int t = 0; t < kTaps; ++t) {
-    alignas(32) float lanes[8];
-    for (int c = 0; c < 8; ++c) lanes[c] = w[c * kTaps + t];
-    weights[t] = _mm256_load_ps(lanes);
-  }
+  for (int t = 0; t < kTaps; ++t) weights[t] = detail::lanes_of(w + t, kTaps);
   // Output q's window starts at the padded plane's pixel (q / W, q % W).
   auto output = [&](int q) __attribute__((always_inline)) {
     const float* window = padded + ((q / W) * kWp + q % W) * kLanes;

@@ -675,6 +675,18 @@ int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::st
   return v;
 }
 
+// relu(a @ w + bias): a rows x k, w k x n, bias per column.
+OnnxModelBuilder linear_relu(int64_t rows = 8, int64_t k = 32, int64_t n = 24) {
+  OnnxModelBuilder b(13);
+  b.input("a", 1, {rows, k}).output("y");
+  b.initializer_f("w", {k, n}, ramp(static_cast<int>(k * n)));
+  b.initializer_f("bias", {n}, ramp(static_cast<int>(n)));
+  b.node("MatMul", {"a", "w"}, {"mm"});
+  b.node("Add", {"mm", "bias"}, {"z"});
+  b.node("Relu", {"z"}, {"y"});
+  return b;
+}
+
 // k outer over a MatMul + a bias per column (+ Relu): 7 column panels of 8
 // run in groups that overshoot them (the last group guarded). The epilogue
 // stores each C tile at its panel clamped to the last one (the same panel
@@ -682,14 +694,7 @@ int64_t value_at(const codegen::Kernel& k, const Expr& e, const std::map<std::st
 // clamping each column index instead (the group's bound says past N) kept
 // GCC from vectorizing the epilogue (ViT-B/16's GELU ran scalar).
 TEST(FloatGemm, KOuterEpilogueReadsTheBiasContiguously) {
-  OnnxModelBuilder b(13);
-  b.input("x", 1, {40, 96}).output("y");
-  b.initializer_f("w", {96, 56}, ramp(96 * 56));
-  b.initializer_f("bias", {56}, ramp(56));
-  b.node("MatMul", {"x", "w"}, {"m"});
-  b.node("Add", {"m", "bias"}, {"a"});
-  b.node("Relu", {"a"}, {"y"});
-  Graph g = import_and_optimize(b, "matmul_k_outer_bias");
+  Graph g = import_and_optimize(linear_relu(40, 96, 56), "matmul_k_outer_bias");
   scheduler::ArchSpec arch = host_with_small_l1();
   arch.l2_bytes = 2048;
   arch.cores = 1;
@@ -1624,16 +1629,6 @@ TEST(FloatGemm, ResidualIsReadOnlyInPlaceTheConvInputIsNot) {
   EXPECT_FALSE(codegen::reads_only_in_place(kernel, r, x)) << "r is read in stores to another buffer";
 }
 
-OnnxModelBuilder linear_relu() {
-  OnnxModelBuilder b(13);
-  b.input("a", 1, {8, 32}).output("y");
-  b.initializer_f("w", {32, 24}, ramp(32 * 24));
-  b.initializer_f("bias", {24}, ramp(24));
-  b.node("MatMul", {"a", "w"}, {"mm"});
-  b.node("Add", {"mm", "bias"}, {"z"});
-  b.node("Relu", {"z"}, {"y"});
-  return b;
-}
 
 TEST(FloatGemm, BiasAndActivationAreFusedAsTheEpilogue) {
   const Graph g = import_and_optimize(linear_relu(), "linear_relu");
