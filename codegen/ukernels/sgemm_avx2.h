@@ -183,49 +183,44 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 
 
 namespace detail {
-// col[j] = lane j of every r[i]: an 8 x 8 transpose in ymm registers.
-__attribute__((always_inline)) inline void transpose8(const __m256 (&r)[8], __m256 (&col)[8]) {
-  __m256 t[8], s[8];
-#pragma GCC unroll 4
-  for (int i = 0; i < 8; i += 2) {  // pairs of rows interleaved
-    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-  }
-#pragma GCC unroll 2
-  for (int h = 0; h < 8; h += 4) {  // four rows of columns j and j + 4
-    s[h] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    s[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    s[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    s[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-#pragma GCC unroll 4
-  for (int j = 0; j < 4; ++j) {  // rows 0-3 from s[j], rows 4-7 from s[j + 4]
-    col[j] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x20);
-    col[j + 4] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x31);
-  }
+// x[j] = lane j of every x[i] as they came in: a 4 x 4 transpose in xmm
+// registers. The packings below stay in 128-bit registers: an 8 x 8
+// transpose in ymm needs eight lane-crossing vperm2f128, which a Zen 1 core
+// splits into 8 macro-ops each (a 6 x 256 A panel took twice as long to pack
+// from L3 that way: ViT-B/16's 197 x 3072 activations, 0.24 -> 0.14 ms).
+__attribute__((always_inline)) inline void transpose4(__m128& x0, __m128& x1, __m128& x2, __m128& x3) {
+  const __m128 t0 = _mm_unpacklo_ps(x0, x1), t1 = _mm_unpackhi_ps(x0, x1);
+  const __m128 t2 = _mm_unpacklo_ps(x2, x3), t3 = _mm_unpackhi_ps(x2, x3);
+  x0 = _mm_movelh_ps(t0, t2);
+  x1 = _mm_movehl_ps(t2, t0);
+  x2 = _mm_movelh_ps(t1, t3);
+  x3 = _mm_movehl_ps(t3, t1);
 }
 }  // namespace detail
 
 // a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
-// from kMR rows that are each contiguous along k (README.md). Eight k at a
-// time as an 8 x 8 transpose in ymm registers (two zero rows): eight row
-// loads and, per k, one store of kMR floats, where the generated loop
-// stored each value kMR floats apart. Each 8-float store but the last
-// overlaps the next k's first two floats, which that k's store then writes.
+// from kMR rows that are each contiguous along k (README.md). Four k at a
+// time: rows 0-3 as a 4 x 4 transpose, rows 4 and 5 interleaved, so each k
+// is a 4-float and a 2-float store where the generated loop stored each
+// value kMR floats apart.
 __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
-  static_assert(kMR == 6, "two zero rows complete the 8 x 8 transpose");
-  const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+  static_assert(kMR == 6, "a 4 x 4 transpose and a pair of rows per 4 k");
   int64_t kk = 0;
-  for (; kk + 8 <= k; kk += 8) {
-    __m256 r[8], col[8];
-#pragma GCC unroll 6
-    for (int i = 0; i < kMR; ++i) r[i] = _mm256_loadu_ps(rows[i] + kk);
-    r[6] = r[7] = _mm256_setzero_ps();
-    detail::transpose8(r, col);
+  for (; kk + 4 <= k; kk += 4) {
+    __m128 r0 = _mm_loadu_ps(rows[0] + kk), r1 = _mm_loadu_ps(rows[1] + kk);
+    __m128 r2 = _mm_loadu_ps(rows[2] + kk), r3 = _mm_loadu_ps(rows[3] + kk);
+    const __m128 r4 = _mm_loadu_ps(rows[4] + kk), r5 = _mm_loadu_ps(rows[5] + kk);
+    detail::transpose4(r0, r1, r2, r3);  // r0: k's rows 0-3, r1: k + 1's, ...
+    const __m128 lo = _mm_unpacklo_ps(r4, r5), hi = _mm_unpackhi_ps(r4, r5);  // rows 4, 5 of k, k + 1 | k + 2, k + 3
     float* out = a + kk * kMR;
-#pragma GCC unroll 7
-    for (int j = 0; j < 7; ++j) _mm256_storeu_ps(out + j * kMR, col[j]);
-    _mm256_maskstore_ps(out + 7 * kMR, six, col[7]);
+    _mm_storeu_ps(out, r0);
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + 4), lo);
+    _mm_storeu_ps(out + kMR, r1);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(out + kMR + 4), lo);
+    _mm_storeu_ps(out + 2 * kMR, r2);
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + 2 * kMR + 4), hi);
+    _mm_storeu_ps(out + 3 * kMR, r3);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(out + 3 * kMR + 4), hi);
   }
   // The remaining columns, counted from 0 (see sgemm_avx512.h's pack).
   const int64_t tail = k - kk;
@@ -236,29 +231,33 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
 
 // b[k' * kNR + j] = first[j * ld + k'] for k' < k: a B panel packed at run
 // time from kNR columns each contiguous along k (README.md; sgemm_avx512.h).
-// Columns from `cols` on repeat column cols - 1.
+// Columns from `cols` on repeat column cols - 1. Four k at a time, each
+// group of four columns a 4 x 4 transpose (detail::transpose4), so every k's
+// row of the panel (one 64-byte line) is written whole before the next.
 __attribute__((noinline)) inline void pack_b_columns(int64_t k, float* b, const float* first, int64_t ld,
                                                      int64_t cols) {
-  static_assert(kNR % 8 == 0, "groups of 8 columns");
-#pragma GCC unroll 1
-  for (int g = 0; g < kNR; g += 8) {
-    const float* rows[8];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) rows[i] = first + (g + i < cols ? g + i : cols - 1) * ld;
-    int64_t kk = 0;
-    for (; kk + 8 <= k; kk += 8) {
-      __m256 r[8], col[8];
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(rows[i] + kk);
-      detail::transpose8(r, col);
-#pragma GCC unroll 8
-      for (int j = 0; j < 8; ++j) _mm256_storeu_ps(b + (kk + j) * kNR + g, col[j]);
+  static_assert(kNR % 4 == 0, "groups of 4 columns");
+  const float* rows[kNR];
+#pragma GCC unroll 16
+  for (int j = 0; j < kNR; ++j) rows[j] = first + (j < cols ? j : cols - 1) * ld;
+  int64_t kk = 0;
+  for (; kk + 4 <= k; kk += 4) {
+    float* out = b + kk * kNR;
+#pragma GCC unroll 4
+    for (int g = 0; g < kNR; g += 4) {
+      __m128 x0 = _mm_loadu_ps(rows[g] + kk), x1 = _mm_loadu_ps(rows[g + 1] + kk);
+      __m128 x2 = _mm_loadu_ps(rows[g + 2] + kk), x3 = _mm_loadu_ps(rows[g + 3] + kk);
+      detail::transpose4(x0, x1, x2, x3);
+      _mm_storeu_ps(out + g, x0);
+      _mm_storeu_ps(out + kNR + g, x1);
+      _mm_storeu_ps(out + 2 * kNR + g, x2);
+      _mm_storeu_ps(out + 3 * kNR + g, x3);
     }
-    const int64_t tail = k - kk;
-    for (int64_t t = 0; t < tail; ++t)
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) b[(kk + t) * kNR + g + i] = rows[i][kk + t];
   }
+  const int64_t tail = k - kk;
+  for (int64_t t = 0; t < tail; ++t)
+#pragma GCC unroll 16
+    for (int j = 0; j < kNR; ++j) b[(kk + t) * kNR + j] = rows[j][kk + t];
 }
 
 // The generated code's form: the kMR row pointers as arguments.
