@@ -22,7 +22,9 @@
 //     Likewise where B is the compile-time packed weights, all of B
 //     overflows the L2 and all of K's A panels overflow the row block (x @ W
 //     with a long K and many rows): A is then packed one k block at a time
-//     (a_per_k_block), so one row block holds every row and streams B once.
+//     (a_per_k_block), so one row block holds every row and streams B once;
+//     with B the weights and all of A within half the L3, A is packed whole
+//     instead, once per task run (not per k block and column group).
 //   * column groups: where B is packed at run time over all of K (one k
 //     block), a task packs b_group column panels together (within half the
 //     L1 or an eighth of the L2) and runs each row panel over all of them
@@ -53,7 +55,7 @@ struct FloatGemmBlocking {
   int64_t max_row_panels = 1; // A panels (MR rows each) one row block may hold
   bool k_outer = false;       // the k-block loop outside the column panels (see above)
   int64_t max_c_tiles = 0;    // k outer: the C tiles (MR x NR) a task keeps across k blocks
-  bool a_per_k_block = false; // k outer with B prepacked: A's panels packed per k block (kc x MR each)
+  bool a_per_k_block = false; // k outer: A's panels packed per k block (kc x MR each), else whole once
   int64_t b_group = 1;        // column panels a task packs and runs together (B packed at run time, one k block)
 };
 

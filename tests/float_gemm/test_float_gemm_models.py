@@ -382,9 +382,9 @@ def test_no_float_ukernels_keeps_the_loop_nests(tmp_path):
 NR = {"scalar": 8, "avx2": 16, "avx512": 32}
 
 
-def _small_l1_spec(path, variant, l2_bytes=1 << 20):
+def _small_l1_spec(path, variant, l2_bytes=1 << 20, l3_bytes=0):
     """A host spec whose L1 is 2 x 32 x NR floats: B panels of K > 64 are split into blocks of
-    at most 32 k values (scheduler/float_gemm_blocking.h)."""
+    at most 32 k values (scheduler/float_gemm_blocking.h). No L3 unless l3_bytes."""
     spec = {"name": "host", "target": "cpu", "description": "the host CPU with a small L1 (k blocks test)",
             "isa": "x86-64", "compute_units": os.cpu_count() or 1, "warp_size": 1, "max_threads_per_block": 1,
             "max_threads_per_unit": 1, "max_blocks_per_unit": 1, "shared_bytes_per_block": 1 << 20,
@@ -400,6 +400,9 @@ def _small_l1_spec(path, variant, l2_bytes=1 << 20):
                  "bandwidth_bytes_per_s": 2e11, "transaction_bytes": 64},
                 {"name": "registers", "scope": "thread", "capacity_bytes": 1024, "bandwidth_bytes_per_s": 1e12,
                  "transaction_bytes": 32}]}
+    if l3_bytes:
+        spec["levels"].insert(1, {"name": "l3", "scope": "device", "capacity_bytes": l3_bytes,
+                                  "bandwidth_bytes_per_s": 5e10, "transaction_bytes": 64})
     path.write_text(json.dumps(spec))
     return path
 
@@ -474,6 +477,23 @@ def test_streamed_weights_pack_a_per_k_block_match_onnxruntime(variant, tmp_path
     params = [k["ukernel_params"] for k in _sgemm_kernels(prefix, variant)]
     assert len(params) == 1, _manifest(prefix)["kernels"]
     assert (params[0]["kc"], params[0]["k_blocks"], params[0].get("a_per_k_block")) == (28, 5, 1), params
+    _matches_onnxruntime(prefix, env)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_streamed_weights_pack_a_whole_match_onnxruntime(variant, tmp_path):
+    """The same GEMM with a 1 MiB L3, which holds all of A's panels: k outer with A packed
+    whole, once per task run, and each k block's calls reading their block of it
+    (scheduler/float_gemm_blocking.h); the tails and the epilogue still match onnxruntime."""
+    prefix = tmp_path / "streamed_weights_whole_a"
+    streamed_weights(prefix)
+    spec = _small_l1_spec(tmp_path / "small_caches_l3.json", variant, l2_bytes=24 << 10, l3_bytes=1 << 20)
+    env = _env(variant)
+    _tune(prefix, env, "--arch-file", str(spec))
+    params = [k["ukernel_params"] for k in _sgemm_kernels(prefix, variant)]
+    assert len(params) == 1, _manifest(prefix)["kernels"]
+    assert (params[0]["kc"], params[0]["k_blocks"], params[0].get("a_per_k_block")) == (28, 5, None), params
+    assert "group_panels" in params[0], params
     _matches_onnxruntime(prefix, env)
 
 

@@ -169,7 +169,8 @@ TEST(FloatGemmBlocking, WeightsThatOverflowTheL2LetTheRowBlockFillIt) {
 }
 
 TEST(FloatGemmBlocking, StreamedWeightsWithRowsBeyondTheRowBlockPackAPerKBlock) {
-  const ArchSpec arch = caches(48 << 10, 2 << 20);
+  ArchSpec arch = caches(48 << 10, 2 << 20);
+  arch.l3_bytes = 4 << 20;  // all of A (2.4 MB) beyond half of it
   // ViT-B/16's FFN output: 197 x 3072 @ 3072 x 768. 25 row panels of 3072 x 8
   // floats against 21 in the L2: k outer, A packed one k block (192 x 8
   // floats) at a time, so one row block holds all 25 and streams B once.
@@ -188,6 +189,30 @@ TEST(FloatGemmBlocking, StreamedWeightsWithRowsBeyondTheRowBlockPackAPerKBlock) 
   EXPECT_FALSE(float_gemm_blocking(matmul_gemm(197, 3072, 160), 8, 32, arch, {false, true}).k_outer);
   // A conv's several reduce axes keep whole-K A panels (pack_a's tables).
   EXPECT_FALSE(float_gemm_blocking(conv_gemm(197, {512, 3, 3}), 8, 32, arch, {false, true}).a_per_k_block);
+}
+
+// The same GEMM where all of A's panels (25 x 3072 x 8 floats, 2.4 MB) fit
+// half an 8 MB L3: k outer over one row block of every row panel, A packed
+// whole (once per task run) rather than again per k block and column group.
+TEST(FloatGemmBlocking, StreamedWeightsPackAWholeWhereItFitsHalfTheL3) {
+  ArchSpec arch = caches(48 << 10, 2 << 20);
+  arch.l3_bytes = 8 << 20;
+  const FloatGemmBlocking b = float_gemm_blocking(matmul_gemm(197, 3072, 768), 8, 32, arch, {false, true});
+  EXPECT_TRUE(b.k_outer);
+  EXPECT_FALSE(b.a_per_k_block);
+  EXPECT_EQ(b.kc, 192);
+  EXPECT_EQ(b.max_row_panels, 25);
+  EXPECT_EQ(b.max_c_tiles, (1 << 20) / (8 * 32 * 4));
+  // Just past half the L3 (2.4 MB against half of a 4.7 MB L3): per k block.
+  arch.l3_bytes = 4700 << 10;
+  EXPECT_TRUE(float_gemm_blocking(matmul_gemm(197, 3072, 768), 8, 32, arch, {false, true}).a_per_k_block);
+  // All of A within half the L3 but one k block of it (175 panels of 192 x 8
+  // floats, 1.05 MB) beyond the row block's half of the L2 budget: per k block.
+  arch.l3_bytes = 64 << 20;
+  EXPECT_TRUE(float_gemm_blocking(matmul_gemm(1400, 3072, 768), 8, 32, arch, {false, true}).a_per_k_block);
+  // Both operands activations: per k block whatever the L3 (B is packed per
+  // k block there too).
+  EXPECT_TRUE(float_gemm_blocking(matmul_gemm(197, 3072, 768), 8, 32, arch, {false, false}).a_per_k_block);
 }
 
 // Both operands activations, K long (Restormer's channel attention: q @ k^T

@@ -775,11 +775,13 @@ Graph streamed_weights_matmul(const std::string& name) {
   return import_and_optimize(b, name);
 }
 
-// host_with_small_l1 with an L2 of 24 KB (B: 139 x 48 floats, 26.7 KB) and
-// one core (one task: the row block holds every row panel).
+// host_with_small_l1 with an L2 of 24 KB (B: 139 x 48 floats, 26.7 KB), an
+// L3 of 48 KB (half of it less than all of A's panels) and one core (one
+// task: the row block holds every row panel).
 scheduler::ArchSpec streamed_weights_arch() {
   scheduler::ArchSpec arch = host_with_small_l1();
   arch.l2_bytes = 24 << 10;
+  arch.l3_bytes = 48 << 10;
   arch.cores = 1;
   return arch;
 }
@@ -815,6 +817,43 @@ TEST(FloatGemm, StreamedWeightsPackAOneKBlockAtATime) {
   const int b_buffer = calls[0]->args[2].buffer;
   ASSERT_GE(b_buffer, 0);
   EXPECT_EQ(kernel.buffers[static_cast<size_t>(b_buffer)].tensor, gemm.packs.b) << "B: the packed weights";
+}
+
+// The same GEMM where all of A's panels fit half the L3 (scheduler/
+// float_gemm_blocking.h): k outer, A packed whole (K = 139 per panel) once,
+// before the k blocks, and each block's calls read their A block in the
+// whole-K panels (panel p at p x the panel's floats, block kcb kcb x kc x MR
+// further).
+TEST(FloatGemm, StreamedWeightsPackAWholeBeforeTheKBlocks) {
+  Graph g = streamed_weights_matmul("matmul_a_whole_k_outer");
+  scheduler::ArchSpec arch = streamed_weights_arch();
+  arch.l3_bytes = 1 << 20;
+  const LoweredGemm gemm = lower_the_gemm(g, "scalar", arch);
+  const codegen::Kernel& kernel = gemm.kernel;
+  codegen::verify(kernel);
+  bool per_k_block = false, k_outer = false;
+  for (const auto& [param, value] : kernel.ukernel_params) {
+    per_k_block = per_k_block || param == "a_per_k_block";
+    k_outer = k_outer || param == "group_panels";
+  }
+  EXPECT_FALSE(per_k_block);
+  EXPECT_TRUE(k_outer);
+  EXPECT_EQ(ukernel_param(kernel, "row_panels"), 21);
+  const int64_t kc = ukernel_param(kernel, "kc"), mr = ukernel_param(kernel, "mr");
+  EXPECT_EQ(kc, 28);
+  std::vector<codegen::Stmt> k_loop, pack, pack_in_block, calls;
+  loops_named(kernel, kernel.body, "kcb", &k_loop);
+  loops_named(kernel, kernel.body, "pa", &pack);
+  ASSERT_EQ(k_loop.size(), 1u);
+  ASSERT_EQ(pack.size(), 1u);
+  loops_named(kernel, k_loop[0], "pa", &pack_in_block);
+  EXPECT_TRUE(pack_in_block.empty()) << "A is packed once, not per k block";
+  calls_in(k_loop[0], "tg_sgemm::tile", &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  // A's argument: p * (139 x MR rounded up to 16 floats) + kcb * kc * MR.
+  const std::string a_arg = to_string(calls[0]->args[1].value);
+  EXPECT_NE(a_arg.find(std::to_string((139 * mr + 15) / 16 * 16)), std::string::npos) << a_arg;
+  EXPECT_NE(a_arg.find(std::to_string(kc) + "), " + std::to_string(mr)), std::string::npos) << a_arg;
 }
 
 // There the row panels run inside the column panels, so each call prefetches
