@@ -140,6 +140,14 @@ def main():
             or args.wake_ms < 0:
         ap.error("--threads and --iters must be >= 1, --warmup, --settle-ms and --wake-ms >= 0")
     settle_s = args.settle_ms / 1e3
+    # Every prefix checked before the first measurement: a typo in the last of fifteen models
+    # should not cost the minutes spent on the others.
+    for prefix in map(Path, args.prefixes):
+        if not (prefix / "model.onnx").is_file():
+            ap.error(f"{prefix}: no model.onnx (a prefix is a directory made by torch2onnx or holding a model)")
+        if not (prefix / "tilegraph_rt" / args.arch).is_dir():
+            ap.error(f"{prefix}: no compiled project for --arch {args.arch} "
+                     f"(run: tilegraph tune {prefix} --arch {args.arch})")
 
     for threads in args.threads:
         head = f"{'model':28s} {'tilegraph ms':>13s} {'onnxruntime ms':>15s} {'ort/tg':>7s}"
