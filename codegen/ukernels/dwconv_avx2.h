@@ -134,6 +134,16 @@ __attribute__((always_inline)) inline void stride2_rows(const float* in, int oh,
   }
 }
 
+// stride2_rows with the chunk's edge loads where it has some (Stride2Masks::edge).
+template <int H, int W, int kRows>
+__attribute__((always_inline)) inline void stride2_chunk(const float* in, int oh, int c, bool edge, const __m256* w,
+                                                         __m256 (&acc)[kRows]) {
+  if (edge)
+    stride2_rows<H, W, true, kRows>(in, oh, c, w, acc);
+  else
+    stride2_rows<H, W, false, kRows>(in, oh, c, w, acc);
+}
+
 }  // namespace detail
 
 //   result[oh * OW + ow] for oh < OH = (H - 1) / 2 + 1, ow < OW = (W - 1) / 2 + 1
@@ -173,10 +183,7 @@ inline void plane_stride2(const float* in, const float* w, float* result) {
     __m256 second_row_first_chunk = _mm256_setzero_ps();
     for (int c = 0; c < M::kChunks; ++c) {
       __m256 acc[2];
-      if (m.edge[c])
-        detail::stride2_rows<H, W, true, 2>(in, oh, c, weights, acc);
-      else
-        detail::stride2_rows<H, W, false, 2>(in, oh, c, weights, acc);
+      detail::stride2_chunk<H, W, 2>(in, oh, c, m.edge[c], weights, acc);
       store(oh, c, acc[0]);
       if (c == 0)
         second_row_first_chunk = acc[1];
@@ -188,10 +195,7 @@ inline void plane_stride2(const float* in, const float* w, float* result) {
   for (; oh < kOutRows; ++oh) {
     for (int c = 0; c < M::kChunks; ++c) {
       __m256 acc[1];
-      if (m.edge[c])
-        detail::stride2_rows<H, W, true, 1>(in, oh, c, weights, acc);
-      else
-        detail::stride2_rows<H, W, false, 1>(in, oh, c, weights, acc);
+      detail::stride2_chunk<H, W, 1>(in, oh, c, m.edge[c], weights, acc);
       store(oh, c, acc[0]);
     }
   }
