@@ -94,8 +94,8 @@ FloatGemmBlocking float_gemm_blocking(const Gemm& m, int mr, int nr, const ArchS
     //
     // Where B is the weights, all of A's panels (all of K) fit in half the
     // L3 and one k block of them in the row block's half of the budget, the
-    // row block takes every row with A packed whole instead,
-    // once per task run (a thread's chunks reuse it): per k block, A was
+    // row block takes every row with A packed whole instead, once per task
+    // run (a thread's chunks reuse it): per k block, A was
     // packed again for every group of column panels, reading the
     // activations from L3 or DRAM each time (ViT-B/16's FFN output, 197 x
     // 3072 @ 3072 x 768 on a Zen 1 core: A packed 4 times at one thread, 2
@@ -104,12 +104,10 @@ FloatGemmBlocking float_gemm_blocking(const Gemm& m, int mr, int nr, const ArchS
     // contiguous panels.
     b.k_outer = true;
     const int64_t l3 = std::max<int64_t>(arch.l3_bytes, 0);  // 0: no L3, A per k block
+    const int64_t panel_block_bytes = padded_floats(b.kc * mr) * kFloatBytes;  // one panel's k block
     const int64_t whole_a = row_panels * padded_floats(k * mr) * kFloatBytes;
-    const int64_t a_block = row_panels * padded_floats(b.kc * mr) * kFloatBytes;
-    b.a_per_k_block = !(b_streams && whole_a <= l3 / 2 && a_block <= budget / 2);
-    b.max_row_panels = b.a_per_k_block
-                           ? std::max<int64_t>(budget / 2 / (padded_floats(b.kc * mr) * kFloatBytes), 1)
-                           : row_panels;
+    b.a_per_k_block = !(b_streams && whole_a <= l3 / 2 && row_panels * panel_block_bytes <= budget / 2);
+    b.max_row_panels = b.a_per_k_block ? std::max<int64_t>(budget / 2 / panel_block_bytes, 1) : row_panels;
     b.max_c_tiles = std::max<int64_t>(budget / 2 / (int64_t{mr} * nr * kFloatBytes), 1);
   }
   // Column groups: B's run-time panels (all of K each) together within half

@@ -45,15 +45,6 @@ constexpr bool kAUnsigned = false;
 
 namespace detail {
 
-// The accumulators of one row of the tile: columns 0-3 and 4-7, each column
-// as two int32 lanes [pair sum k0,k1 | pair sum k2,k3].
-// (An aggregate without default member initializers: an implicit constructor
-// would not inherit a `#pragma GCC target` around this header.)
-struct RowAcc {
-  __m256i cols0to3;
-  __m256i cols4to7;
-};
-
 // One k group of a row: x = the row's 4 int8 sign-extended to int16 in every
 // 64-bit lane (vbroadcastss from memory, a pure load, then vpmovsxbw), each
 // column's two pair sums added to the row's accumulators (t: the first
@@ -66,14 +57,16 @@ struct RowAcc {
   "vpmaddwd %t[hi], %t[x], %t[x]\n\t"                   \
   "vpaddd %t[x], %t[" #acc_hi "], %t[" #acc_hi "]\n\t"
 
-// Adds the two pair sums of each column and stores the row's 8 results. The
-// sums go through memory rather than vphaddd on the accumulators: with
-// vphaddd, GCC 12 spills accumulators inside the k loop. It still vectorizes
-// these sums, and they run once per tile.
-inline void store_row(int32_t* c_row, const RowAcc& acc) {
+// Adds the two pair sums of each column and stores the row's 8 results, from
+// the row's accumulators of columns 0-3 and 4-7 (each column as two int32
+// lanes [pair sum k0,k1 | pair sum k2,k3]). The sums go through memory
+// rather than vphaddd on the accumulators: with vphaddd, GCC 12 spills
+// accumulators inside the k loop. It still vectorizes these sums, and they
+// run once per tile.
+inline void store_row(int32_t* c_row, __m256i cols0to3, __m256i cols4to7) {
   alignas(32) int32_t pairs[16];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc.cols0to3);
-  _mm256_store_si256(reinterpret_cast<__m256i*>(pairs + 8), acc.cols4to7);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), cols0to3);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(pairs + 8), cols4to7);
   for (int j = 0; j < 8; ++j) c_row[j] = pairs[2 * j] + pairs[2 * j + 1];
 }
 
@@ -112,12 +105,12 @@ __attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, cons
     pa += kMR * kKU;
     b += kNR * kKU;
   }
-  detail::store_row(c + 0 * kNR, detail::RowAcc{a0, b0});
-  detail::store_row(c + 1 * kNR, detail::RowAcc{a1, b1});
-  detail::store_row(c + 2 * kNR, detail::RowAcc{a2, b2});
-  detail::store_row(c + 3 * kNR, detail::RowAcc{a3, b3});
-  detail::store_row(c + 4 * kNR, detail::RowAcc{a4, b4});
-  detail::store_row(c + 5 * kNR, detail::RowAcc{a5, b5});
+  detail::store_row(c + 0 * kNR, a0, b0);
+  detail::store_row(c + 1 * kNR, a1, b1);
+  detail::store_row(c + 2 * kNR, a2, b2);
+  detail::store_row(c + 3 * kNR, a3, b3);
+  detail::store_row(c + 4 * kNR, a4, b4);
+  detail::store_row(c + 5 * kNR, a5, b5);
 }
 #undef TG_QGEMM_AVX2_ROW
 

@@ -1668,7 +1668,6 @@ TEST(FloatGemm, ResidualIsReadOnlyInPlaceTheConvInputIsNot) {
   EXPECT_FALSE(codegen::reads_only_in_place(kernel, r, x)) << "r is read in stores to another buffer";
 }
 
-
 TEST(FloatGemm, BiasAndActivationAreFusedAsTheEpilogue) {
   const Graph g = import_and_optimize(linear_relu(), "linear_relu");
   scheduler::Schedule s = scheduler::schedule_tile_graph(g, scheduler::host_arch(), {});
