@@ -190,6 +190,14 @@ using Clock = std::chrono::steady_clock;
 // full spin up to kFullSpinUpTo, none from kNoSpinFrom, linear in between.
 // The average moves within a few milliseconds both ways. A pure function of
 // the samples (no clock), so tests can feed it.
+// A sample counts switches per sample period: one that spans several periods
+// (loops run back to back, and the first to start after the period ends may
+// come many milliseconds later) is scaled down by its length (update_over).
+// Counted whole, the quiet machine's occasional switch made nearly every
+// sample of a model with long kernels a switch or two (Conformer at 2
+// threads, kernels of 1-20 ms: the spin was 0 in 332 of 357 samples), and
+// each loop then slept and woke its pool thread: 1058-1142 ms per inference
+// against 872-930 with the spin fixed at 100 us.
 class SpinBudget {
  public:
   static constexpr int64_t kOne = 256;  // fixed point: switches per sample * kOne
@@ -202,8 +210,12 @@ class SpinBudget {
 
   // One sample: the involuntary switches seen since the last. Returns the
   // new budget.
-  int64_t update(int64_t switches) {
-    const int64_t x = std::min(std::max<int64_t>(switches, 0), kMostSwitchesPerSample) * kOne;
+  int64_t update(int64_t switches) { return update_over(switches, 1, 1); }
+  // A sample of `elapsed` sample periods (elapsed / period, at least one).
+  int64_t update_over(int64_t switches, int64_t elapsed, int64_t period) {
+    const int64_t periods = std::max<int64_t>(elapsed, period);
+    const int64_t scaled = std::max<int64_t>(switches, 0) * kOne * period / periods;
+    const int64_t x = std::min(scaled, kMostSwitchesPerSample * kOne);
     rate_ += (x - rate_) / kAverageOver;
     if (rate_ <= kFullSpinUpTo)
       budget_ns_ = max_ns_;
@@ -242,15 +254,19 @@ class SwitchSampler {
   int64_t poll() { return poll(Clock::now()); }
   int64_t poll(Clock::time_point now) {
     if (now < next_) return -1;
+    elapsed_ = now - (next_ - period_);
     next_ = now + period_;
     const int64_t total = involuntary_switches();
     const int64_t since = seen_ < 0 ? 0 : total - seen_;
     seen_ = total;
     return since;
   }
+  // The time the last sample spans (since the one before it).
+  Clock::duration elapsed() const { return elapsed_; }
 
  private:
   std::chrono::microseconds period_;
+  Clock::duration elapsed_{};
   Clock::time_point next_{};
   int64_t seen_ = -1;
 };
@@ -383,7 +399,9 @@ class Pool {
     const int64_t switches = mine + worker_switches_.exchange(0, std::memory_order_relaxed) +
                              joins_on_caller_cpu_.exchange(0, std::memory_order_relaxed);
     if (now - last_loop_end_ >= kSamplePeriod) return;
-    spin_ns_.store(budget_.update(switches), std::memory_order_relaxed);
+    const int64_t period = std::chrono::nanoseconds(kSamplePeriod).count();
+    const int64_t elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(caller.elapsed()).count();
+    spin_ns_.store(budget_.update_over(switches, elapsed, period), std::memory_order_relaxed);
   }
 
   // Spins (cpu_relax) for the spin budget or until done() holds; true if it did.

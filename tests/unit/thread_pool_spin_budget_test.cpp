@@ -77,6 +77,28 @@ TEST(SpinBudget, ComesBackWhenTheLoadEnds) {
   EXPECT_EQ(budgets.back(), kMax);
 }
 
+// A sample spanning several periods counts its switches per period: the
+// quiet machine's one or two switches over a sample of long kernels (5-13 ms
+// between the loops' samples in Conformer) keep the full spin, while the
+// busy core's three per period still turn it off however long its samples.
+TEST(SpinBudget, LongSamplesCountSwitchesPerPeriod) {
+  SpinBudget quiet(kMax);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(quiet.update_over(2, 8'000'000, 1'000'000), kMax) << "sample " << i;
+  // 2 / 8 per period (the average settles within kAverageOver of it, from below).
+  EXPECT_GT(quiet.rate(), SpinBudget::kOne / 4 - SpinBudget::kAverageOver);
+  EXPECT_LE(quiet.rate(), SpinBudget::kOne / 4);
+  SpinBudget busy(kMax);
+  for (int i = 0; i < 6; ++i) busy.update_over(3 * 8, 8'000'000, 1'000'000);
+  EXPECT_EQ(busy.budget_ns(), 0);
+  // Shorter than a period counts as one: no sample weighs more than its switches.
+  SpinBudget short_samples(kMax);
+  feed(short_samples, 6, 3);
+  for (int i = 0; i < 6; ++i) short_samples.update_over(3, 200'000, 1'000'000);
+  SpinBudget whole(kMax);
+  feed(whole, 12, 3);
+  EXPECT_EQ(short_samples.rate(), whole.rate());
+}
+
 TEST(SpinBudget, NegativeSamplesCountAsQuiet) {
   SpinBudget b(kMax);
   feed(b, 100, -5);
