@@ -566,6 +566,15 @@ TEST(FloatGemm, WideMapPointwiseConvPacksItsColumnPanelsInGroups) {
   EXPECT_TRUE(is_const_int(packs[0]->extent, &extent) && extent == 7);
   EXPECT_TRUE(is_const_int(runs[0]->extent, &extent) && extent == 7);
   EXPECT_EQ(ops_in(packs[0], {BinaryOp::kMin, BinaryOp::kMax}), 0) << codegen::to_string(kernel);
+  // The channel (k) loop encloses the group's panels: each k copies one run
+  // of the group's columns from its input row, not NR floats of every row
+  // per panel (rows H x W floats apart are as many streams).
+  std::vector<codegen::Stmt> k_loops;
+  loops_named(kernel, kernel.body, "kb0", &k_loops);
+  ASSERT_EQ(k_loops.size(), 1u) << codegen::to_string(kernel);
+  EXPECT_TRUE(is_const_int(k_loops[0]->extent, &extent) && extent == 16);
+  ASSERT_EQ(k_loops[0]->body.size(), 1u);
+  EXPECT_EQ(k_loops[0]->body[0], packs[0]);
   // The short group's guard, in both loops.
   EXPECT_EQ(packs[0]->body[0]->kind, codegen::StmtKind::kIf);
   EXPECT_EQ(runs[0]->body[0]->kind, codegen::StmtKind::kIf);
