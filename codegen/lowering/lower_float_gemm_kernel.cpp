@@ -461,21 +461,18 @@ class FloatGemmLowering : KernelBuilder {
     // 112 x 112 1x1 conv in groups of 5 ran 1.6x slower than ungrouped).
     const int vpanel = new_var("ncol", geo_.col_panels);
     const Stmt pack = pack_b(vb, var(vpanel), panels, int_imm(a_floats) + var(vw) * geo_.b_panel, nullptr).whole();
-    std::vector<Stmt> body;
-    if (const StmtNode* k_loop = plain_copy_over_k(pack)) {
-      // The k loop outside the group's panels: each k reads one run of the
-      // group's columns (B's row), where panel by panel it read NR floats of
-      // every row before the next panel's. With rows far apart (a 1x1 conv's
-      // channels, H x W floats apart) every such read was another stream:
-      // BSRN's 64 -> 32 1x1 conv + GELU over 256 x 256 pixels, groups of 8
-      // panels (one core), 18.4 -> 16.8 ms.
-      const Stmt per_k = make_for(vw, int_imm(cgroup), LoopKind::kSerial,
-                                  {in_group(vw, packed_nb, {with_var(make_seq(k_loop->body), vpanel, packed_nb)})});
-      body.push_back(make_for(k_loop->var, k_loop->extent, k_loop->loop, {per_k}));
-    } else {
-      body.push_back(make_for(vw, int_imm(cgroup), LoopKind::kSerial,
-                              {in_group(vw, packed_nb, {with_var(pack, vpanel, packed_nb)})}));
-    }
+    // Where the packing is a plain copy, its k loop goes outside the group's
+    // panels: each k reads one run of the group's columns (B's row), where
+    // panel by panel it read NR floats of every row before the next panel's.
+    // With rows far apart (a 1x1 conv's channels, H x W floats apart) every
+    // such read was another stream: BSRN's 64 -> 32 1x1 conv + GELU over
+    // 256 x 256 pixels, groups of 8 panels (one core), 18.4 -> 16.8 ms.
+    const StmtNode* k_loop = plain_copy_over_k(pack);
+    const Stmt per_panel = k_loop ? make_seq(k_loop->body) : pack;
+    Stmt group = make_for(vw, int_imm(cgroup), LoopKind::kSerial,
+                          {in_group(vw, packed_nb, {with_var(per_panel, vpanel, packed_nb)})});
+    if (k_loop) group = make_for(k_loop->var, k_loop->extent, k_loop->loop, {group});
+    std::vector<Stmt> body = {group};
     const int vp = new_var("p", grid_.row_panels);
     const CallArg b_arg{panels, int_imm(a_floats) + var(vq) * geo_.b_panel};
     std::vector<Stmt> tile = panel_tile(vb, vm, vp, var(vpanel), rows.row0 + var(vp) * geo_.v.mr, a_at(vp), b_arg, ctile);
