@@ -65,7 +65,7 @@ struct Measurement {
 Measurement measure(const QGemmVariantInfo& v, int64_t b_panel_count) {
   std::mt19937 rng(7);
   const int64_t k_groups = kK / v.ku;
-  const Panel a(size_t(v.mr) * kK, rng);
+  const Panel a(size_t(v.mr) * kK * v.a_bytes, rng);  // int16 where a_bytes is 2: any values time the same
   std::vector<Panel> b;
   for (int64_t i = 0; i < b_panel_count; ++i) b.emplace_back(size_t(v.nr) * kK, rng);
   std::vector<int32_t> c(size_t(v.mr) * v.nr * b_panel_count);

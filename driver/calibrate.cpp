@@ -161,7 +161,7 @@ double sgemm_flops(int threads) {
 double qgemm_ops(int threads) {
   constexpr int64_t k = 256, groups = k / tg_qgemm::kKU;
   return summed_rate(threads, 2.0 * k * tg_qgemm::kMR * tg_qgemm::kNR, [&](int, int64_t reps) {
-    alignas(64) static thread_local int8_t a[k * tg_qgemm::kMR], b[k * tg_qgemm::kNR];
+    alignas(64) static thread_local int8_t a[k * tg_qgemm::kMR * tg_qgemm::kABytes], b[k * tg_qgemm::kNR];
     static thread_local int32_t c[tg_qgemm::kMR * tg_qgemm::kNR];
     std::memset(a, 3, sizeof a);
     std::memset(b, 5, sizeof b);

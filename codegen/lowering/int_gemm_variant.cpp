@@ -23,7 +23,7 @@ namespace {
 const std::vector<IntGemmVariant>& variants() {
   static const std::vector<IntGemmVariant> table = {
       {"amx", 32, 32, 64, true, 4},
-      {"avx512vnni", 8, 32, 4, true}, {"avx2", 6, 8, 4, false},  {"i8mm", 8, 8, 8, false},
+      {"avx512vnni", 8, 32, 4, true}, {"avx2", 6, 8, 4, false, 0, 2},  {"i8mm", 8, 8, 8, false},
       {"dotprod", 8, 8, 4, false},    {"neon", 4, 4, 16, false}, {"scalar", 4, 4, 4, false},
   };
   return table;
@@ -69,9 +69,10 @@ IntGemmVariant int_gemm_variant_named(const std::string& name) {
 std::string int_gemm_tile_assert(const IntGemmVariant& v) {
   return str_cat("static_assert(tg_qgemm::kMR == ", v.mr, " && tg_qgemm::kNR == ", v.nr, " && tg_qgemm::kKU == ", v.ku,
                  v.kb > 0 ? str_cat(" && tg_qgemm::kKB == ", v.kb) : std::string(),
-                 " && tg_qgemm::kAUnsigned == ", v.a_unsigned ? "true" : "false", ",\n              \"",
-                 v.header(), " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr,
-                 " x ", v.ku, ", A ", v.a_unsigned ? "unsigned" : "signed", ")\");\n");
+                 " && tg_qgemm::kAUnsigned == ", v.a_unsigned ? "true" : "false", " && tg_qgemm::kABytes == ",
+                 v.a_bytes, ",\n              \"", v.header(),
+                 " does not have the tile the packing loops were generated for (", v.mr, " x ", v.nr, " x ", v.ku,
+                 ", A ", v.a_bytes == 2 ? "int16" : v.a_unsigned ? "unsigned" : "signed", ")\");\n");
 }
 
 std::string float_gemm_tile_assert(const FloatGemmVariant& v) {

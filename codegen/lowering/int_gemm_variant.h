@@ -20,6 +20,10 @@ struct IntGemmVariant {
   // B's bytes of one column come in runs of kb (the header's kKB; 0: ku)
   // within a k group: AMX's B tiles hold 4 k of 16 columns per row.
   int kb = 0;
+  // Bytes of one packed A value (the header's kABytes): 1, or 2 where A is
+  // packed as int16 holding its int8 or uint8 values unchanged (avx2: the
+  // k loop then multiplies A as loaded, without widening it per k group).
+  int a_bytes = 1;
   int b_run() const { return kb > 0 ? kb : ku; }
   // Offset of B(g * ku + u, j) in a packed B panel.
   int64_t b_offset(int64_t g, int64_t j, int64_t u) const {

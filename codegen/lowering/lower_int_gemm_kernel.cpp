@@ -25,7 +25,7 @@ struct Geometry {
   IntGemmVariant v;
   int64_t k_groups = 0;      // ceil(K / KU)
   int64_t col_panels = 0;    // ceil(N / NR)
-  int64_t a_panel = 0;       // bytes of one packed A panel (MR rows), padded to 64
+  int64_t a_panel = 0;       // values of one packed A panel (MR rows), padded to 64 bytes
   int64_t b_panel = 0;       // bytes of one packed B panel (NR columns), padded to 64
   int64_t panels = 0;          // ceil(M / MR)
   int a_offset = 0;          // added to A's values when packing (uint8 <-> int8)
@@ -35,14 +35,17 @@ struct Geometry {
   Geometry(const scheduler::Gemm& gemm, const IntGemmVariant& variant) : m(gemm), v(variant) {
     k_groups = (m.k + v.ku - 1) / v.ku;
     col_panels = (m.cols() + v.nr - 1) / v.nr;
-    a_panel = round_up(k_groups * v.mr * v.ku, 64);
+    a_panel = round_up(k_groups * v.mr * v.ku * v.a_bytes, 64) / v.a_bytes;
     b_panel = round_up(k_groups * v.nr * v.ku, 64);
     panels = (m.rows() + v.mr - 1) / v.mr;
     const bool a_u8 = m.a->dtype == DType::kU8;
-    a_offset = v.a_unsigned ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
+    // int16 holds A's uint8 or int8 values as they are; bytes shift them by
+    // 128 into the variant's signedness.
+    a_offset = v.a_bytes == 2 ? 0 : v.a_unsigned ? (a_u8 ? 0 : 128) : (a_u8 ? -128 : 0);
     b_offset = m.b->dtype == DType::kU8 ? -128 : 0;
-    a_packed = v.a_unsigned ? DType::kU8 : DType::kI8;
+    a_packed = v.a_bytes == 2 ? DType::kI16 : v.a_unsigned ? DType::kU8 : DType::kI8;
   }
+  int64_t a_panel_bytes() const { return a_panel * v.a_bytes; }
   std::vector<Expr> coords(const Expr& b, const Expr& r, const Expr& c) const { return gemm_coords(m, b, r, c); }
   std::vector<Expr> op_vars(const Expr& b, const Expr& r, const Expr& c, const Expr& k) const {
     return gemm_op_vars(m, b, r, c, k);
@@ -126,7 +129,7 @@ class IntGemmLowering : KernelBuilder {
         // Row blocks' packed panels within the L2 share of int_gemm_blocking;
         // how many blocks, and column chunks, balanced_int_gemm_grid decides
         // for the core count.
-        blocking_(scheduler::int_gemm_blocking(arch, geo_.k_groups, v.nr, v.ku, geo_.a_panel)),
+        blocking_(scheduler::int_gemm_blocking(arch, geo_.k_groups, v.nr, v.ku, geo_.a_panel_bytes())),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, blocking_.max_row_panels, geo_.col_panels,
                                      packed.panels >= 0 ? 0.0 : kRuntimeBPanelCost,
                                      std::max(1, arch.compute_units))) {
@@ -144,8 +147,8 @@ class IntGemmLowering : KernelBuilder {
     kernel_.flops = gemm_flops(m.batches(), m.rows(), m.cols(), m.k);
     const int vb = new_var("b", m.batches()), vm = new_var("mb", grid_.row_blocks);
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
-    const int64_t a_block_bytes = grid_.row_panels * geo_.a_panel;
-    const int apack = add_local("a_panels", geo_.a_packed, a_block_bytes, kUkernelAlignment);
+    const int64_t a_block_bytes = grid_.row_panels * geo_.a_panel_bytes();
+    const int apack = add_local("a_panels", geo_.a_packed, grid_.row_panels * geo_.a_panel, kUkernelAlignment);
     // Past 64 KiB, the row block's panels live in the thread's heap scratch
     // (tg_block_scratch), not on its stack.
     if (a_block_bytes > kStackPanelBytes) kernel_.buffers[static_cast<size_t>(apack)].scratch = true;

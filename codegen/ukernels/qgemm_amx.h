@@ -43,6 +43,7 @@ constexpr int kNR = 32;
 constexpr int kKU = 64;
 constexpr int kKB = 4;
 constexpr bool kAUnsigned = true;
+constexpr int kABytes = 1;
 
 namespace detail {
 

@@ -4,22 +4,27 @@
 // Register blocking (kMR = 6, kNR = 8, kKU = 4):
 //   * One k group of B is 8 columns x 4 k = 32 bytes: two vpmovsxbw loads give
 //     two ymm of int16, 4 columns each, one column's 4 values per 64-bit lane.
-//   * One k group of an A row is 4 bytes: vbroadcastss (a pure load, no
-//     shuffle uop) plus one vpmovsxbw repeats its 4 int16 in every 64-bit lane,
-//     lined up with every column of a B register.
+//   * A is packed as int16 (kABytes = 2): its uint8 or int8 values as they
+//     are, so one k group of an A row is 8 bytes, and vpbroadcastq from
+//     memory (a load, no shuffle uop) repeats them in every 64-bit lane,
+//     lined up with every column of a B register. Packed as bytes, each row
+//     took a vpmovsxbw per k group: 8 shuffles per 192 MACs, which bounded
+//     the loop on Zen 3 (47 -> 77 GMAC/s in a hot loop over K = 768, one
+//     core; the generated packing writes the int16 once per row block).
 //   * vpmaddwd then leaves two int32 per column: a0*b0 + a1*b1 and
-//     a2*b2 + a3*b3. They are added once per tile, after the k loop.
+//     a2*b2 + a3*b3. They are added once per tile, after the k loop. With A
+//     up to 255 and B down to -128 a pair is at most 65280 in magnitude, and
+//     K = 65536 sums to -2139095040: still int32.
 //   * Accumulators: 6 rows x 2 ymm = 12 ymm, plus 2 for B, 1 for A and 1 for
 //     a product: all 16 ymm registers (tile() says why its loop is assembly).
-//     Per k group: 12 vpmaddwd + 12 vpaddd (192 MACs)
-//     against 8 vpmovsxbw (6 for A, 2 for B), so the multiply-add ports stay
-//     the bottleneck rather than the shuffle port.
-//   * kKU = 4, not 2: a 32-bit broadcast is a plain load where a 16-bit one
-//     costs a shuffle uop, and one A conversion feeds twice the products.
+//     Per k group: 12 vpmaddwd + 12 vpaddd (192 MACs) against 2 vpmovsxbw
+//     (B's), so the multiply-add ports are the bottleneck. B as int16 too,
+//     multiplied from memory, ran slower (12 loads of B per group instead of
+//     2, and twice the bytes from L2).
+//   * kKU = 4, not 2: one A broadcast feeds twice the products.
 //   * kMR = 6: 4 x 8 and 5 x 8 ran as fast in a hot loop (Zen 4), but 6 rows
-//     reuse each B group more (56 bytes read per 192 MACs against 48 per 128),
-//     which counts when the B panel streams from L2. 3 x 16 (the only kNR = 16
-//     shape that fits) ran about 7% slower.
+//     reuse each B group more, which counts when the B panel streams from
+//     L2. 3 x 16 (the only kNR = 16 shape that fits) ran about 7% slower.
 //
 // Include with -mavx2 (or -march=haswell or newer). A translation unit that
 // enables AVX2 for this header alone with `#pragma GCC target("avx2")` (which
@@ -42,16 +47,16 @@ constexpr int kMR = 6;
 constexpr int kNR = 8;
 constexpr int kKU = 4;
 constexpr bool kAUnsigned = false;
+constexpr int kABytes = 2;
 
 namespace detail {
 
-// One k group of a row: x = the row's 4 int8 sign-extended to int16 in every
-// 64-bit lane (vbroadcastss from memory, a pure load, then vpmovsxbw), each
-// column's two pair sums added to the row's accumulators (t: the first
-// product, the second overwrites x). %[pa]'s offset picks the row.
+// One k group of a row: x = the row's 4 int16 in every 64-bit lane
+// (vpbroadcastq from memory, a pure load), each column's two pair sums added
+// to the row's accumulators (t: the first product, the second overwrites x).
+// %[pa]'s offset picks the row.
 #define TG_QGEMM_AVX2_ROW(offset, acc_lo, acc_hi)        \
-  "vbroadcastss " #offset "(%[pa]), %x[x]\n\t"           \
-  "vpmovsxbw %x[x], %t[x]\n\t"                          \
+  "vpbroadcastq " #offset "(%[pa]), %t[x]\n\t"           \
   "vpmaddwd %t[lo], %t[x], %t[t]\n\t"                   \
   "vpaddd %t[t], %t[" #acc_lo "], %t[" #acc_lo "]\n\t" \
   "vpmaddwd %t[hi], %t[x], %t[x]\n\t"                   \
@@ -73,7 +78,8 @@ inline void store_row(int32_t* c_row, __m256i cols0to3, __m256i cols4to7) {
 }  // namespace detail
 
 // c[r * kNR + j] = sum over k < k_groups * kKU of A(r, k) * B(k, j).
-//   a: A(r, k) at a[((k / kKU) * kMR + r) * kKU + k % kKU], int8
+//   a: A(r, k) at a[((k / kKU) * kMR + r) * kKU + k % kKU], int16 (int8 or
+//      uint8 values)
 //   b: B(k, j) at b[((k / kKU) * kNR + j) * kKU + k % kKU], int8
 // The k loop's body is inline assembly: the twelve accumulators, the two B
 // registers, the A row and one product take all 16 ymm registers, and GCC 12
@@ -88,15 +94,15 @@ inline void store_row(int32_t* c_row, __m256i cols0to3, __m256i cols4to7) {
 // accumulators between registers every iteration; alone it keeps them put.
 __attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   static_assert(kMR == 6 && kNR == 8 && kKU == 4, "the code below is written out for 6 x 8 x 4");
-  const int8_t* pa = static_cast<const int8_t*>(a);
+  const int16_t* pa = static_cast<const int16_t*>(a);
   __m256i a0 = _mm256_setzero_si256(), b0 = a0, a1 = a0, b1 = a0, a2 = a0, b2 = a0;
   __m256i a3 = a0, b3 = a0, a4 = a0, b4 = a0, a5 = a0, b5 = a0;
   for (int64_t g = 0; g < k_groups; ++g) {
     __m256i lo, hi, x, t;  // B's columns 0-3 and 4-7 as int16, the A row, a product
     asm("vpmovsxbw (%[b]), %t[lo]\n\t"
         "vpmovsxbw 16(%[b]), %t[hi]\n\t"
-        TG_QGEMM_AVX2_ROW(0, a0, b0) TG_QGEMM_AVX2_ROW(4, a1, b1) TG_QGEMM_AVX2_ROW(8, a2, b2)
-        TG_QGEMM_AVX2_ROW(12, a3, b3) TG_QGEMM_AVX2_ROW(16, a4, b4) TG_QGEMM_AVX2_ROW(20, a5, b5)
+        TG_QGEMM_AVX2_ROW(0, a0, b0) TG_QGEMM_AVX2_ROW(8, a1, b1) TG_QGEMM_AVX2_ROW(16, a2, b2)
+        TG_QGEMM_AVX2_ROW(24, a3, b3) TG_QGEMM_AVX2_ROW(32, a4, b4) TG_QGEMM_AVX2_ROW(40, a5, b5)
         : [a0] "+x"(a0), [b0] "+x"(b0), [a1] "+x"(a1), [b1] "+x"(b1), [a2] "+x"(a2), [b2] "+x"(b2),
           [a3] "+x"(a3), [b3] "+x"(b3), [a4] "+x"(a4), [b4] "+x"(b4), [a5] "+x"(a5), [b5] "+x"(b5),
           [lo] "=&x"(lo), [hi] "=&x"(hi), [x] "=&x"(x), [t] "=&x"(t)

@@ -41,6 +41,7 @@ constexpr int kMR = 8;
 constexpr int kNR = 32;
 constexpr int kKU = 4;
 constexpr bool kAUnsigned = true;
+constexpr int kABytes = 1;
 
 namespace detail {
 

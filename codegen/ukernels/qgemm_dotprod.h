@@ -52,6 +52,7 @@ constexpr int kMR = 8;
 constexpr int kNR = 8;
 constexpr int kKU = 4;
 constexpr bool kAUnsigned = false;
+constexpr int kABytes = 1;
 
 // Not inlined: inside a big generated loop nest GCC 12 shuffles the
 // accumulators between registers every iteration; alone it keeps them put.

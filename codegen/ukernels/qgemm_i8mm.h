@@ -52,6 +52,7 @@ constexpr int kMR = 8;
 constexpr int kNR = 8;
 constexpr int kKU = 8;
 constexpr bool kAUnsigned = false;
+constexpr int kABytes = 1;
 
 namespace detail {
 

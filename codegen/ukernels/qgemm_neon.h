@@ -46,6 +46,7 @@ constexpr int kMR = 4;
 constexpr int kNR = 4;
 constexpr int kKU = 16;
 constexpr bool kAUnsigned = false;
+constexpr int kABytes = 1;
 
 namespace detail {
 

@@ -23,6 +23,7 @@ constexpr int kMR = 4;
 constexpr int kNR = 4;
 constexpr int kKU = 4;
 constexpr bool kAUnsigned = false;
+constexpr int kABytes = 1;
 
 // c[r * kNR + j] = sum over k < k_groups * kKU of A(r, k) * B(k, j).
 //   a: A(r, k) at a[((k / kKU) * kMR + r) * kKU + k % kKU], int8

@@ -242,7 +242,8 @@ TEST(IntGemm, GeneratedTileAssertMatchesEveryMicroKernelHeader) {
     const std::string check = codegen::int_gemm_tile_assert(v);
     EXPECT_EQ(check.rfind("static_assert(", 0), 0u) << check;
     EXPECT_NE(check.find(str_cat("tg_qgemm::kMR == ", v.mr, " && tg_qgemm::kNR == ", v.nr, " && tg_qgemm::kKU == ",
-                                 v.ku, " && tg_qgemm::kAUnsigned == ", v.a_unsigned ? "true" : "false")),
+                                 v.ku, " && tg_qgemm::kAUnsigned == ", v.a_unsigned ? "true" : "false",
+                                 " && tg_qgemm::kABytes == ", v.a_bytes)),
               std::string::npos) << check;
     for (const codegen::EmbeddedFile& f : codegen::embedded_ukernel_files()) {
       if (f.name != v.header()) continue;
@@ -251,7 +252,8 @@ TEST(IntGemm, GeneratedTileAssertMatchesEveryMicroKernelHeader) {
       for (const std::string& constant :
            {str_cat("constexpr int kMR = ", v.mr, ";"), str_cat("constexpr int kNR = ", v.nr, ";"),
             str_cat("constexpr int kKU = ", v.ku, ";"),
-            str_cat("constexpr bool kAUnsigned = ", v.a_unsigned ? "true" : "false", ";")})
+            str_cat("constexpr bool kAUnsigned = ", v.a_unsigned ? "true" : "false", ";"),
+            str_cat("constexpr int kABytes = ", v.a_bytes, ";")})
         EXPECT_NE(text.find(constant), std::string::npos) << v.header() << " lacks " << constant;
     }
   }

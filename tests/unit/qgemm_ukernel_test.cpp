@@ -21,7 +21,7 @@
 // gtest prints test parameters with this (it is found next to the struct).
 void PrintTo(const QGemmVariantInfo& v, std::ostream* os) {
   *os << v.name << " (" << v.mr << "x" << v.nr << ", kKU " << v.ku << ", A "
-      << (v.a_unsigned ? "uint8" : "int8") << ")";
+      << (v.a_bytes == 2 ? "int16" : v.a_unsigned ? "uint8" : "int8") << ")";
 }
 
 namespace {
@@ -75,12 +75,19 @@ class AlignedBytes {
   uint8_t* data_;
 };
 
-// A (mr x K, K a multiple of ku): A(r, k) at a[((k / ku) * mr + r) * ku + k % ku].
-AlignedBytes pack_a(const Matrix& a, int mr, int ku) {
-  AlignedBytes packed(a.rows * a.cols);
-  for (int64_t r = 0; r < mr; ++r)
-    for (int64_t k = 0; k < a.cols; ++k)
-      packed.data()[((k / ku) * mr + r) * ku + k % ku] = static_cast<uint8_t>(a.at(r, k));
+// A (mr x K, K a multiple of ku): A(r, k) at a[((k / ku) * mr + r) * ku + k % ku],
+// elements of v.a_bytes bytes (bytes, or int16).
+AlignedBytes pack_a(const Matrix& a, const QGemmVariantInfo& v) {
+  AlignedBytes packed(a.rows * a.cols * v.a_bytes);
+  auto* wide = reinterpret_cast<int16_t*>(packed.data());
+  for (int64_t r = 0; r < v.mr; ++r)
+    for (int64_t k = 0; k < a.cols; ++k) {
+      const int64_t at = ((k / v.ku) * v.mr + r) * v.ku + k % v.ku;
+      if (v.a_bytes == 2)
+        wide[at] = static_cast<int16_t>(a.at(r, k));
+      else
+        packed.data()[at] = static_cast<uint8_t>(a.at(r, k));
+    }
   return packed;
 }
 
@@ -104,9 +111,12 @@ std::vector<int64_t> reference_product(const Matrix& a, const Matrix& b) {
   return c;
 }
 
-// The A values a variant takes: int8, or uint8 where kAUnsigned.
-int a_min(const QGemmVariantInfo& v) { return v.a_unsigned ? 0 : -128; }
-int a_max(const QGemmVariantInfo& v) { return v.a_unsigned ? 255 : 127; }
+// The A values a variant takes: int8, or uint8 where kAUnsigned; both where A
+// is int16.
+int a_min(const QGemmVariantInfo& v) { return v.a_unsigned && v.a_bytes == 1 ? 0 : -128; }
+int a_max(const QGemmVariantInfo& v) { return v.a_unsigned || v.a_bytes == 2 ? 255 : 127; }
+// The largest-magnitude product with B's -128: uint8's 255 where A takes it.
+int a_big(const QGemmVariantInfo& v) { return a_max(v) == 255 ? 255 : -128; }
 
 constexpr int32_t kUnwritten = 0x5a5a5a5a;  // c before the call, and its guards
 constexpr int kGuard = 16;                  // int32 checked on each side of c
@@ -115,7 +125,7 @@ constexpr int kGuard = 16;                  // int32 checked on each side of c
 // 64-byte boundary, checks that nothing around c changed, and returns c.
 std::vector<int32_t> run_tile(const QGemmVariantInfo& v, const Matrix& a, const Matrix& b,
                               int c_offset = 0) {
-  const AlignedBytes pa = pack_a(a, v.mr, v.ku);
+  const AlignedBytes pa = pack_a(a, v);
   const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
   const int64_t tile_size = int64_t{v.mr} * v.nr;
   AlignedBytes c_bytes((kGuard + c_offset + tile_size + kGuard) * sizeof(int32_t));
@@ -186,13 +196,13 @@ TEST_P(QGemmTileTest, KcBlocksAccumulateToTheWholeK) {
   const int64_t k_groups = 37;
   const Matrix a = random_matrix(v.mr, k_groups * v.ku, a_min(v), a_max(v), rng);
   const Matrix b = random_matrix(k_groups * v.ku, v.nr, -128, 127, rng);
-  const AlignedBytes pa = pack_a(a, v.mr, v.ku);
+  const AlignedBytes pa = pack_a(a, v);
   const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
   for (int64_t kc : {1, 5, 16, 36}) {
     std::vector<int32_t> c(static_cast<size_t>(v.mr * v.nr), kUnwritten);
     for (int64_t g0 = 0; g0 < k_groups; g0 += kc) {
       const int64_t groups = std::min(kc, k_groups - g0);
-      const uint8_t* a_block = pa.data() + g0 * v.mr * v.ku;
+      const uint8_t* a_block = pa.data() + g0 * v.mr * v.ku * v.a_bytes;
       const int8_t* b_block = reinterpret_cast<const int8_t*>(pb.data()) + g0 * v.nr * v.ku;
       (g0 == 0 ? v.tile : v.tile_accumulate)(groups, a_block, b_block, c.data());
     }
@@ -208,7 +218,7 @@ TEST_P(QGemmTileTest, TileAccumulateAddsToC) {
   const int64_t k = 9 * v.ku;
   const Matrix a = random_matrix(v.mr, k, a_min(v), a_max(v), rng);
   const Matrix b = random_matrix(k, v.nr, -128, 127, rng);
-  const AlignedBytes pa = pack_a(a, v.mr, v.ku);
+  const AlignedBytes pa = pack_a(a, v);
   const AlignedBytes pb = pack_b(b, v.nr, v.ku, v.kb);
   std::vector<int32_t> c(static_cast<size_t>(v.mr * v.nr));
   for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<int32_t>(i * 1000) - 70000;
@@ -250,11 +260,11 @@ TEST_P(QGemmTileTest, ExtremeValuesDoNotSaturate) {
   const int64_t k = 4096;
   const int lo = a_min(v);
   const int hi = a_max(v);
-  const int a_big = v.a_unsigned ? 255 : -128;  // largest magnitude
+  const int big = a_big(v);
   // Rows: all a_big, all lo, all hi, alternating lo/hi along k, then repeat.
   const Matrix a = make_matrix(v.mr, k, [&](int64_t r, int64_t c) {
     switch (r % 4) {
-      case 0: return a_big;
+      case 0: return big;
       case 1: return lo;
       case 2: return hi;
       default: return c % 2 == 0 ? lo : hi;
@@ -271,9 +281,9 @@ TEST_P(QGemmTileTest, ExtremeValuesDoNotSaturate) {
   });
   const std::vector<int32_t> c = run_tile(v, a, b);
   expect_exact(v, a, b, c);
-  // Spelled out for row 0: a_big * -128 and a_big * 127, 4096 times.
-  EXPECT_EQ(c[0], int32_t{a_big} * -128 * 4096);
-  EXPECT_EQ(c[1], int32_t{a_big} * 127 * 4096);
+  // Spelled out for row 0: big * -128 and big * 127, 4096 times.
+  EXPECT_EQ(c[0], int32_t{big} * -128 * 4096);
+  EXPECT_EQ(c[1], int32_t{big} * 127 * 4096);
 }
 
 TEST_P(QGemmTileTest, ExactAtTheContractsLargestK) {
@@ -281,12 +291,12 @@ TEST_P(QGemmTileTest, ExactAtTheContractsLargestK) {
   // -255 * 128 * 65536 = -2139095040 for uint8 x int8, still inside int32.
   const QGemmVariantInfo& v = GetParam();
   const int64_t k = 65536;
-  const int a_big = v.a_unsigned ? 255 : -128;
-  const Matrix a = make_matrix(v.mr, k, [&](int64_t r, int64_t) { return r % 2 == 0 ? a_big : a_min(v); });
+  const int big = a_big(v);
+  const Matrix a = make_matrix(v.mr, k, [&](int64_t r, int64_t) { return r % 2 == 0 ? big : a_min(v); });
   const Matrix b = make_matrix(k, v.nr, [&](int64_t, int64_t c) { return c % 2 == 0 ? -128 : 127; });
   const std::vector<int32_t> c = run_tile(v, a, b);
   expect_exact(v, a, b, c);
-  EXPECT_EQ(c[0], v.a_unsigned ? -2139095040 : 1073741824);
+  EXPECT_EQ(c[0], big == 255 ? -2139095040 : 1073741824);
 }
 
 std::string variant_name(const ::testing::TestParamInfo<QGemmVariantInfo>& info) {

@@ -44,7 +44,7 @@ static bool avx2_supported() {
 QGemmVariantInfo qgemm_avx2_variant() {
   namespace v = tg_qgemm::avx2;
   return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, qgemm_tile_avx2, avx2_supported,
-          qgemm_tile_accumulate_avx2};
+          qgemm_tile_accumulate_avx2, 0, v::kABytes};
 }
 
 #endif  // defined(__x86_64__)

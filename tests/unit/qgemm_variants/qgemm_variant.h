@@ -21,6 +21,7 @@ struct QGemmVariantInfo {
   // c += the same sum (tile_accumulate)
   void (*tile_accumulate)(int64_t k_groups, const void* a, const int8_t* b, int32_t* c);
   int kb = 0;  // kKB where the header has one (AMX: B bytes of a column in runs of 4); 0: ku
+  int a_bytes = 1;  // kABytes: 2 where A is packed as int16 (int8 and uint8 values alike)
 };
 
 // Defined in qgemm_avx2_variant.cpp and qgemm_avx512vnni_variant.cpp, which
