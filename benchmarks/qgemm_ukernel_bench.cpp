@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
   std::vector<QGemmVariantInfo> variants;
   {
     namespace s = tg_qgemm::scalar;
-    variants.push_back({s::kVariant, s::kMR, s::kNR, s::kKU, s::kAUnsigned, s::tile, [] { return true; }});
+    variants.push_back(
+        {s::kVariant, s::kMR, s::kNR, s::kKU, s::kAUnsigned, s::tile, [] { return true; }, nullptr, 0, s::kABytes});
   }
   if (qgemm_avx2_variant) variants.push_back(qgemm_avx2_variant());
   if (qgemm_avx512vnni_variant) variants.push_back(qgemm_avx512vnni_variant());

@@ -28,7 +28,8 @@ namespace {
 
 QGemmVariantInfo scalar_variant() {
   namespace v = tg_qgemm::scalar;
-  return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, v::tile, [] { return true; }, v::tile_accumulate};
+  return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, v::tile, [] { return true; }, v::tile_accumulate,
+          0, v::kABytes};
 }
 
 std::vector<QGemmVariantInfo> linked_variants() {

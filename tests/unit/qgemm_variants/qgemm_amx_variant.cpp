@@ -41,7 +41,7 @@ static bool amx_supported() {
 QGemmVariantInfo qgemm_amx_variant() {
   namespace v = tg_qgemm::amx;
   return {v::kVariant, v::kMR,         v::kNR, v::kKU, v::kAUnsigned, qgemm_tile_amx, amx_supported,
-          qgemm_tile_accumulate_amx, v::kKB};
+          qgemm_tile_accumulate_amx, v::kKB, v::kABytes};
 }
 
 #endif  // defined(__x86_64__) && !defined(__clang__)

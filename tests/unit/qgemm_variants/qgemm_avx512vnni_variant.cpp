@@ -47,7 +47,7 @@ static bool avx512vnni_supported() {
 QGemmVariantInfo qgemm_avx512vnni_variant() {
   namespace v = tg_qgemm::avx512vnni;
   return {v::kVariant, v::kMR, v::kNR, v::kKU, v::kAUnsigned, qgemm_tile_avx512vnni,
-          avx512vnni_supported, qgemm_tile_accumulate_avx512vnni};
+          avx512vnni_supported, qgemm_tile_accumulate_avx512vnni, 0, v::kABytes};
 }
 
 #endif  // defined(__x86_64__)
