@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -286,11 +287,22 @@ std::string micro(double seconds) {
   return buf;
 }
 
+// The system's one-minute load average (runnable processes), or -1 where
+// /proc/loadavg cannot be read.
+double one_minute_load() {
+  std::ifstream in("/proc/loadavg");
+  double load = -1;
+  return (in >> load) ? load : -1;
+}
+
 }  // namespace
 
 Calibration calibrate_host(const CalibrateOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // Read before the benchmark adds its own threads to it.
+  const double load_before = one_minute_load();
   scheduler::ArchSpec a = scheduler::host_arch();
+  const int machine_cores = a.cores;
   const int cores = options.cores > 0 ? options.cores : a.cores;
   if (cores > 4096) throw UserError(str_cat("--cores ", cores, " is more than any machine has"));
   const bool temporary = options.work_dir.empty();
@@ -357,6 +369,11 @@ Calibration calibrate_host(const CalibrateOptions& options) {
                             " (float micro-kernel sgemm_", sgemm.name, " ", giga(c.sgemm_flops, "FLOP"),
                             ", int8 micro-kernel qgemm_", qgemm.name, " ", giga(c.qgemm_ops, "OP"), ")");
     std::ostringstream s;
+    // Other work on the cores makes every rate low, and a saved spec keeps
+    // them; a half-busy core already shows in the micro-kernel rates.
+    if (load_before >= 0.5)
+      s << "warning: load average " << load_before << " before calibrating (" << machine_cores
+        << " cores): other processes ran, so these rates may be low; calibrate again when the machine is quiet\n";
     s << "cores " << cores << "\n";
     for (const scheduler::MemoryLevel& l : a.levels) s << l.name << " bandwidth " << gb(l.bandwidth_bytes_per_s) << "\n";
     s << "vector FMA " << giga(c.fma_flops, "FLOP") << "\n"

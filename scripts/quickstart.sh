@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 MODEL=${MODEL:-bert_small}
 bash scripts/install_deps.sh
 bash scripts/build.sh
+echo "== tilegraph calibrate --save (this CPU's speeds, which tune --arch host uses from now on)"
+build/bin/tilegraph calibrate --save
 PREFIX=$(mktemp -d "/tmp/tilegraph_${MODEL}_XXXX")
 cp -r "models/${MODEL}/." "$PREFIX/"
 echo "== tilegraph tune $PREFIX"

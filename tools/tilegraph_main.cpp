@@ -17,6 +17,7 @@
 #include "driver/aarch64_target.h"
 #include "driver/arch_summary.h"
 #include "driver/calibrate.h"
+#include "driver/saved_host_spec.h"
 #include "driver/compiler_launcher.h"
 #include "driver/explain.h"
 #include "driver/measured_kernels.h"
@@ -124,8 +125,24 @@ scheduler::ArchSpec resolve_arch(const std::string& arch, bool arch_given, const
   return spec;
 }
 
-int tune(const std::string& prefix, std::string arch, bool arch_given, const TuneFlags& f) {
+// The spec file --arch ARCH means: --arch-file when given, else for the host
+// the spec `calibrate --save` kept for this machine (driver/saved_host_spec.h),
+// else none (the built-in spec). ANNOUNCE: say on stderr which host spec a
+// tune uses, and how to get a calibrated one when it is the built-in.
+std::string arch_file_for(const std::string& arch, const std::string& arch_file, bool announce) {
+  if (!arch_file.empty() || canonical_arch(arch) != "host") return arch_file;
+  const std::optional<driver::SavedHostSpec> saved = driver::load_saved_host_spec();
+  if (announce && saved)
+    std::cerr << "arch host: " << saved->spec.description << " (saved in " << saved->path.string() << ")\n";
+  if (announce && !saved && !driver::saved_host_spec_path().empty())
+    std::cerr << "arch host: the built-in spec (nominal speeds); `tilegraph calibrate --save` measures this "
+                 "machine in seconds, and later tunes use it\n";
+  return saved ? saved->path.string() : "";
+}
+
+int tune(const std::string& prefix, std::string arch, bool arch_given, TuneFlags f) {
   const std::string& model = f.model;
+  f.arch_file = arch_file_for(arch, f.arch_file, true);
   if (!f.arch_file.empty()) arch = canonical_arch(resolve_arch(arch, arch_given, f.arch_file).name);
   driver::CompileOptions o;
   o.arch = canonical_arch(arch);  // a bad --arch is reported before anything else
@@ -254,6 +271,7 @@ struct CalibrateFlags {
   std::string refine;        // PREFIX of a model tuned with the spec, whose kernels are measured
   std::string profile_json;  // its kernels' profile (else main_test runs here)
   int iters = 20;
+  bool save = false;         // keep it as this machine's host spec (driver/saved_host_spec.h)
 };
 
 int calibrate(const CalibrateFlags& f) {
@@ -265,6 +283,7 @@ int calibrate(const CalibrateFlags& f) {
     throw UserError("calibrate --arch-file FILE refines that spec: add --refine PREFIX");
   if (!f.profile_json.empty() && f.refine.empty())
     throw UserError("calibrate --profile-json FILE is the profile of --refine PREFIX's kernels: add --refine PREFIX");
+  if (f.save) driver::host_spec_save_path();  // nowhere to save it: say so before measuring
   scheduler::ArchSpec spec;
   if (!f.arch_file.empty()) {
     spec = scheduler::arch_from_file(f.arch_file);
@@ -287,8 +306,13 @@ int calibrate(const CalibrateFlags& f) {
     spec = r.spec;
   }
   const std::string text = scheduler::arch_to_json(spec);
+  if (f.save) {
+    const fs::path saved = driver::save_host_spec(spec);
+    std::cerr << "saved " << saved.string() << ": tune, explain and arch with --arch host use it from now on ("
+              << "TILEGRAPH_HOST_SPEC=builtin ignores it)\n";
+  }
   if (f.output.empty()) {
-    std::cout << text;
+    if (!f.save) std::cout << text;
     return 0;
   }
   std::ofstream out(f.output, std::ios::binary | std::ios::trunc);
@@ -411,10 +435,15 @@ int cli_main(int argc, char** argv) {
   CalibrateFlags calibrate_flags;
   auto* calibrate_cmd = app.add_subcommand(
       "calibrate", "measure this machine (cache and DRAM bandwidth, FMA and int8 micro-kernel rates, parallel-loop "
-                   "overheads) and write an arch spec for tune --arch-file");
+                   "overheads) and write an arch spec for tune --arch-file, or --save it for --arch host");
   calibrate_cmd->add_option("--arch", calibrate_flags.arch, "the arch to calibrate: host (this machine)")
       ->capture_default_str();
-  calibrate_cmd->add_option("-o,--output", calibrate_flags.output, "write the spec here (default: standard output)");
+  calibrate_cmd->add_option("-o,--output", calibrate_flags.output,
+                            "write the spec here (default: standard output, unless --save)");
+  calibrate_cmd->add_flag("--save", calibrate_flags.save,
+                          "keep the spec as this machine's: --arch host uses it from then on, without --arch-file "
+                          "($TILEGRAPH_HOST_SPEC, else $XDG_CONFIG_HOME/tilegraph/host.json, else "
+                          "~/.config/tilegraph/host.json; TILEGRAPH_HOST_SPEC=builtin turns it off)");
   calibrate_cmd->add_option("--cores", calibrate_flags.cores,
                             "threads the models will run on (default: every core); the spec's compute units");
   calibrate_cmd->add_option("--work", calibrate_flags.work, "build the benchmark here and keep it (default: a temporary folder)");
@@ -452,8 +481,8 @@ int cli_main(int argc, char** argv) {
     if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_flags);
     if (*calibrate_cmd) return calibrate(calibrate_flags);
     if (*arch_cmd) {
-      const scheduler::ArchSpec spec =
-          resolve_arch(spec_arch, arch_cmd->get_option("--arch")->count() > 0, spec_arch_file);
+      const scheduler::ArchSpec spec = resolve_arch(spec_arch, arch_cmd->get_option("--arch")->count() > 0,
+                                                    arch_file_for(spec_arch, spec_arch_file, false));
       std::cout << (spec_json ? scheduler::arch_to_json(spec) : driver::arch_summary(spec));
       return 0;
     }
