@@ -248,6 +248,8 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
                             static_cast<double>(std::max<int64_t>(num_elements(out.shape), 1));
   f.padding = root_waste;
   f.inner_extent = config.tile.empty() ? 0 : config.tile.back();
+  f.scalar_inner = !arch.is_gpu() && p.phases.size() > 1 && !config.tile.empty() && !out.shape.empty() &&
+                   out.shape.back() % config.tile.back() != 0;
   for (int i = 0; i < last; ++i) {
     const double computed = static_cast<double>(num_elements({p.phase_plans[i].elements, f.blocks}));
     const double needed = static_cast<double>(std::max<int64_t>(num_elements(g.tensor(p.phases[i].output).shape), 1));

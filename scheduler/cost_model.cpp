@@ -23,7 +23,9 @@
 // A CPU core runs its n tiles one after another, so on a CPU also:
 //   tail             = (ceil(inner / lanes) + 1) * lanes / inner   (vector
 //                      lanes of the compute dtype; the last vector of a row is
-//                      partly used, and a row's loop start costs about one more)
+//                      partly used, and a row's loop start costs about one more);
+//                      lanes where the innermost loop runs a lane at a time
+//                      (a block kernel whose tile overhangs the innermost axis)
 //   compute_seconds  *= tail
 //   shared_seconds   scratch traffic and the re-reads of inputs by a tile's
 //                      later phases (both * tail), at the rate of the level
@@ -113,16 +115,28 @@ const MemoryLevel& memory_level(const ArchSpec& arch, int64_t bytes) {
 // the prefetcher's stream) cost about one vector operation.
 constexpr double kRowOverheadVectors = 1;
 
+// Lanes of a vector of the compute dtype (>= 1).
+int64_t vector_lanes(DType compute, const ArchSpec& arch) {
+  const int64_t element = std::max<int64_t>(dtype_size(compute), 1);
+  // Integer kernels accumulate in 32 bits: their lanes are int32's.
+  return std::max<int64_t>(arch.vector_bytes / std::max<int64_t>(element, 4), 1);
+}
+
 // How much more vector work a CPU tile does than its elements need, rows
 // of `inner` elements: the last, partly filled vector of each row and the
 // row's loop overhead; >= 1. Long rows (a tile spanning the tensor's rows)
 // amortize both.
 double vector_tail(int64_t inner, DType compute, const ArchSpec& arch) {
-  const int64_t element = std::max<int64_t>(dtype_size(compute), 1);
-  // Integer kernels accumulate in 32 bits: their lanes are int32's.
-  const int64_t lanes = std::max<int64_t>(arch.vector_bytes / std::max<int64_t>(element, 4), 1);
+  const int64_t lanes = vector_lanes(compute, arch);
   if (inner <= 1 || lanes <= 1) return 1;
   return (double(ceil_div(inner, lanes)) + kRowOverheadVectors) * double(lanes) / double(inner);
+}
+
+// The vector tail of a CPU kernel's loops, or the lanes of its vectors
+// when its innermost loop runs a lane at a time (KernelFeatures::scalar_inner).
+double cpu_vector_factor(const KernelFeatures& f, const ArchSpec& arch) {
+  if (f.scalar_inner) return double(vector_lanes(f.compute_dtype, arch));
+  return vector_tail(f.inner_extent, f.compute_dtype, arch);
 }
 
 // Scratch a CPU tile may keep cache-resident: the spec's per-block limit, or
@@ -225,7 +239,7 @@ double l1_spill(int64_t working_set, const MemoryLevel& l1) {
 // share (l1_spill) goes to the L2, the rest to the L1, overlapped.
 double cpu_scratch_seconds(const KernelFeatures& f, const ArchSpec& arch, const MemoryLevel& streamed_from) {
   const double scratch_bytes =
-      double(f.shared_bytes_moved + f.reread_bytes) * vector_tail(f.inner_extent, f.compute_dtype, arch);
+      double(f.shared_bytes_moved + f.reread_bytes) * cpu_vector_factor(f, arch);
   const int64_t working_set = f.shared_bytes_per_block + f.tile_footprint_bytes;
   const MemoryLevel* level = scratch_level(arch, working_set);
   if (!level || scratch_bytes <= 0) return 0;
@@ -298,7 +312,7 @@ CostEstimate estimate_cost(const KernelFeatures& f, const ArchSpec& arch) {
   c.compute_seconds = seconds_at(f.flops, peak_rate(f.compute_dtype, arch), latency_hiding,
                                  dtype_name(f.compute_dtype), arch);
   if (!arch.is_gpu()) {
-    c.compute_seconds *= vector_tail(f.inner_extent, f.compute_dtype, arch);
+    c.compute_seconds *= cpu_vector_factor(f, arch);
     c.ukernel_seconds = seconds_at(f.ukernel_flops, ukernel_rate(f.compute_dtype, arch), 1, "micro-kernel", arch);
     c.compute_seconds += c.ukernel_seconds;
     c.pack_seconds = seconds_at(double(f.packed_bytes), pack_rate(arch), 1, "packing", arch);

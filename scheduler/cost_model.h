@@ -41,6 +41,12 @@ struct KernelFeatures {
   // vectorizes (0: unknown). A tile of 17 floats runs 3 AVX2 vectors, the
   // last one 1/8 used.
   int64_t inner_extent = 0;
+  // CPU block kernels (two or more phases) whose root tile overhangs the
+  // output along its innermost axis: the last tile's guard and clamped
+  // indices sit inside the vectorized loop, which then runs about a lane
+  // at a time (vit's patch-embedding add, 1x50x256 tiles of 50x384:
+  // 3.5-4x the time of 1x50x384 or 1x50x64 tiles, measured on Zen 3).
+  bool scalar_inner = false;
   // CPU micro-kernel kinds (scheduler/ukernel_features.h): the operations
   // the GEMM micro-kernel runs (at its achieved rate, not the vector peak;
   // not in `flops`) and the panel bytes the kernel packs at run time.

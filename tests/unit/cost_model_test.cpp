@@ -537,6 +537,14 @@ TEST(CostModel, CpuVectorTailsCostTheWholeLastVector) {
   f.compute_dtype = DType::kI8;
   f.inner_extent = 12;
   EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, 1e9 / 4e12 * 24 / 12);
+  // An innermost loop that runs a lane at a time: every element one
+  // vector's work, whatever its extent.
+  f.compute_dtype = DType::kF32;
+  f.scalar_inner = true;
+  for (int64_t inner : {0, 4, 17, 512}) {
+    f.inner_extent = inner;
+    EXPECT_DOUBLE_EQ(estimate_cost(f, cpu).compute_seconds, plain * 8) << inner;
+  }
 }
 
 TEST(CostModel, CpuPaysTheParallelRegionAndEachTilesSetUp) {

@@ -342,6 +342,41 @@ TEST(SubGraphTiling, CpuLayerNormOfAllTokensRanksBelowRowTiles) {
   expect_row_tiles_beat_the_whole_tensor(residual_layer_norm_graph());
 }
 
+// Measured (--profile-topk, one core, Zen 3; full-size vit's patch-embedding
+// add): a block kernel whose tile overhangs the output's innermost axis
+// (1x50x256 of 50x384) runs 3.5-4x the time of tiles that divide it, where
+// the padding alone says 1.33x: the last tile's guard and clamped indices
+// sit in the vectorized loop, which runs a lane at a time. The model charges
+// its compute and scratch traffic per lane, and never ranks such a tile
+// first when one that divides the axis exists.
+TEST(SubGraphTiling, CpuBlockTilesThatOverhangTheInnermostAxisRunALaneAtATime) {
+  const Graph g = residual_layer_norm_graph();
+  const scheduler::ArchSpec cpu = one_core_host_spec();
+  const scheduler::Schedule s = scheduler::schedule_tile_graph(g, cpu, {});
+  int checked = 0;
+  for (const scheduler::KernelSchedule& k : s.kernels) {
+    if (count_reductions(g, k) == 0 || k.kind != scheduler::KernelKind::kBlock) continue;
+    SCOPED_TRACE(g.ops[k.ops.back()].name);
+    auto plan = [&](std::vector<int64_t> tile, const scheduler::ArchSpec& arch) {
+      return plan_block_kernel(g, k, scheduler::TileConfig{tile, 1, 0}, arch).features;
+    };
+    const scheduler::KernelFeatures whole_rows = plan({1, 2, 768}, cpu), overhang = plan({1, 2, 512}, cpu);
+    EXPECT_FALSE(whole_rows.scalar_inner);
+    EXPECT_TRUE(overhang.scalar_inner);
+    EXPECT_FALSE(plan({1, 2, 256}, cpu).scalar_inner);  // 256 divides 768
+    // 64-byte vectors: 16 lanes per element a vector would have done.
+    const scheduler::CostEstimate a = scheduler::estimate_cost(whole_rows, cpu),
+                                  b = scheduler::estimate_cost(overhang, cpu);
+    EXPECT_GT(b.compute_seconds, 10 * a.compute_seconds);
+    EXPECT_GT(b.seconds, 4 * a.seconds);
+    // A GPU's threads run the guard as a predicate: no change there.
+    EXPECT_FALSE(plan({1, 2, 512}, scheduler::arch_by_name("H100")).scalar_inner);
+    EXPECT_EQ(768 % k.config.tile.back(), 0) << k.config.to_string();
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+}
+
 // MobileNetV2's classifier at batch 1: x[1, 1280] @ W[1280, 1000], 5.1 MB
 // of weights, which the host's L3 would hold but which come from DRAM (the
 // rest of the model passed through the caches since the last inference).
