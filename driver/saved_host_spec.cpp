@@ -1,6 +1,8 @@
 #include "driver/saved_host_spec.h"
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <iostream>
 #include <system_error>
 
@@ -27,18 +29,25 @@ std::string bytes_text(int64_t bytes) {
   return str_cat(bytes, " bytes");
 }
 
-// Loads and checks PATH; the reason it cannot be used goes to WHY.
+// Loads and checks PATH; why it cannot be used, naming the file, goes to WHY.
 std::optional<scheduler::ArchSpec> try_load(const fs::path& path, std::string& why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    why = path.string() + ": cannot open it";
+    return std::nullopt;
+  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   scheduler::ArchSpec spec;
   try {
-    spec = scheduler::arch_from_file(path.string());
+    spec = scheduler::parse_arch_json(text, path.string());
   } catch (const UserError& e) {
     why = e.what();
     return std::nullopt;
   }
-  why = host_spec_mismatch(spec, scheduler::host_arch());
-  if (!why.empty()) return std::nullopt;
-  return spec;
+  const std::string mismatch = host_spec_mismatch(spec, scheduler::host_arch());
+  if (mismatch.empty()) return spec;
+  why = path.string() + ": " + mismatch;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -89,8 +98,8 @@ std::optional<SavedHostSpec> load_saved_host_spec() {
   std::string why;
   std::optional<scheduler::ArchSpec> spec = try_load(path, why);
   if (spec) return SavedHostSpec{path, *spec};
-  if (explicit_choice) throw UserError(str_cat(kEnvironmentVariable, "='", path.string(), "': ", why));
-  std::cerr << "warning: ignoring the saved host spec " << path.string() << ": " << why
+  if (explicit_choice) throw UserError(str_cat(kEnvironmentVariable, "=", why));
+  std::cerr << "warning: ignoring the saved host spec " << why
             << "; using the built-in one (`tilegraph calibrate --save` measures this machine again)\n";
   return std::nullopt;
 }

@@ -481,9 +481,12 @@ int cli_main(int argc, char** argv) {
     if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_flags);
     if (*calibrate_cmd) return calibrate(calibrate_flags);
     if (*arch_cmd) {
-      const scheduler::ArchSpec spec = resolve_arch(spec_arch, arch_cmd->get_option("--arch")->count() > 0,
-                                                    arch_file_for(spec_arch, spec_arch_file, false));
+      const std::string file = arch_file_for(spec_arch, spec_arch_file, false);
+      const scheduler::ArchSpec spec =
+          resolve_arch(spec_arch, arch_cmd->get_option("--arch")->count() > 0, file);
       std::cout << (spec_json ? scheduler::arch_to_json(spec) : driver::arch_summary(spec));
+      if (!spec_json && spec_arch_file.empty() && !file.empty())
+        std::cout << "  saved in " << file << " (tilegraph calibrate --save; TILEGRAPH_HOST_SPEC=builtin ignores it)\n";
       return 0;
     }
     if (*archs_cmd) {

@@ -46,6 +46,8 @@ def test_calibrate_save_is_what_arch_host_and_tune_use(tmp_path):
     spec = json.loads(saved.read_text())
     assert spec["compute_units"] == 1 and "calibrated on 1 core" in spec["description"]
     assert json.loads(tg(config, "arch", "--json").stdout) == spec
+    assert f"saved in {saved}" in tg(config, "arch").stdout
+    assert "saved in" not in tg(config, "arch", spec_env="builtin").stdout
 
     prefix = tmp_path / "nerf"
     prefix.mkdir()
