@@ -1,13 +1,12 @@
 #include "driver/saved_host_spec.h"
 
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <iostream>
 #include <system_error>
 
 #include "compiler/ir/error.h"
 #include "compiler/ir/replace_file.h"
+#include "driver/memory_budget.h"
 
 namespace tilegraph::driver {
 
@@ -23,23 +22,11 @@ std::string environment(const char* name) {
   return value ? value : "";
 }
 
-std::string bytes_text(int64_t bytes) {
-  if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) return str_cat(bytes >> 20, " MiB");
-  if (bytes >= (1 << 10) && bytes % (1 << 10) == 0) return str_cat(bytes >> 10, " KiB");
-  return str_cat(bytes, " bytes");
-}
-
 // Loads and checks PATH; why it cannot be used, naming the file, goes to WHY.
 std::optional<scheduler::ArchSpec> try_load(const fs::path& path, std::string& why) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    why = path.string() + ": cannot open it";
-    return std::nullopt;
-  }
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   scheduler::ArchSpec spec;
   try {
-    spec = scheduler::parse_arch_json(text, path.string());
+    spec = scheduler::arch_from_file(path.string(), path.string());
   } catch (const UserError& e) {
     why = e.what();
     return std::nullopt;
@@ -78,7 +65,7 @@ std::string host_spec_mismatch(const scheduler::ArchSpec& saved, const scheduler
                 {"l3", saved.l3_bytes, here.l3_bytes}};
   for (const auto& c : caches)
     if (c.saved != c.here)
-      return str_cat("its ", c.name, " is ", bytes_text(c.saved), ", this machine's ", bytes_text(c.here));
+      return str_cat("its ", c.name, " is ", format_bytes(c.saved), ", this machine's ", format_bytes(c.here));
   if (saved.cores > here.cores)
     return str_cat("it was calibrated on ", saved.cores, " cores, this machine has ", here.cores);
   return "";

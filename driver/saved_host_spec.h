@@ -29,7 +29,7 @@ namespace tilegraph::driver {
 std::filesystem::path saved_host_spec_path();
 
 // Why SAVED does not describe HERE (the machine's built-in host spec), e.g.
-// "its l2 is 1 MiB, this machine's 512 KiB"; empty when it does.
+// "its l2 is 1.0 MiB, this machine's 512.0 KiB"; empty when it does.
 std::string host_spec_mismatch(const scheduler::ArchSpec& saved, const scheduler::ArchSpec& here);
 
 struct SavedHostSpec {

@@ -413,11 +413,12 @@ ArchSpec without_tensor_cores(ArchSpec arch) {
   return arch;
 }
 
-ArchSpec arch_from_file(const std::string& path) {
+ArchSpec arch_from_file(const std::string& path, const std::string& origin) {
+  const std::string named = origin.empty() ? "--arch-file '" + path + "'" : origin;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("--arch-file '" + path + "': cannot open it");
+  if (!in) throw UserError(named + ": cannot open it");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_arch_json(text, "--arch-file '" + path + "'");
+  return parse_arch_json(text, named);
 }
 
 std::string arch_to_json(const ArchSpec& a) {

@@ -106,8 +106,9 @@ std::vector<std::string> known_arch_names();
 // throws UserError naming `origin` and the missing or malformed field.
 ArchSpec parse_arch_json(const std::string& text, const std::string& origin);
 // An arch spec file (--arch-file, e.g. written by `tilegraph calibrate`);
-// throws UserError naming the file when it cannot be read or parsed.
-ArchSpec arch_from_file(const std::string& path);
+// throws UserError naming the file when it cannot be read or parsed, as
+// ORIGIN when given (default: "--arch-file 'PATH'").
+ArchSpec arch_from_file(const std::string& path, const std::string& origin = "");
 // The JSON document parse_arch_json reads back as `a` (every field it has).
 std::string arch_to_json(const ArchSpec& a);
 
