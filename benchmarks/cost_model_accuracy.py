@@ -2,6 +2,7 @@
 
     python3 benchmarks/cost_model_accuracy.py [--models vit_small,bert_small,NAFNet_small,q:cnn_qdq,...] \
         [--topk 8] [--repeats 3] [--threads N] [--work build/cost_model_accuracy] [--arch-file FILE] [--json OUT]
+    python3 benchmarks/cost_model_accuracy.py --rescore SAVED.json [--work DIR] [--arch-file FILE]
 
 For each model, `tilegraph tune PREFIX --profile-topk on --topk K` times the cost
 model's K best tile configs of every kernel with more than one candidate (kernels
@@ -22,6 +23,14 @@ with more runnable processes than cores, every parallel region of two or more
 threads waits for the scheduler (milliseconds) and hides the kernels' own
 times. Prints per model and overall: the problems, the geometric mean of
 top-1 / best and the fraction within 10%.
+
+--rescore SAVED.json scores the current cost model against the measurements a
+previous --json run saved, without profiling again (seconds instead of minutes,
+and without the machine's noise between the two): each model is tuned without
+profiling or building, and each saved kernel's new top-1 is looked up among its
+saved candidates (a kernel that now picks a config that was not profiled, or
+that no longer exists because fusion changed, is listed as unscored). For trying
+a cost model change; the measured run stays the reference.
 
 Models: a name under models/ (its model.onnx), a path to an .onnx file (a
 full-size export from torch2onnx, say; its PREFIX under --work is named after
@@ -95,6 +104,41 @@ def tune_once(tg: str, prefix: Path, topk: int, arch_file: str | None, threads: 
     return json.loads((project / "manifest.json").read_text())
 
 
+def current_picks(tg: str, prefix: Path, arch_file: str | None) -> dict:
+    """{kernel: config} the cost model picks now (tune without profiling or building)."""
+    cmd = [tg, "tune", str(prefix), "--no-build"]
+    if arch_file:
+        cmd += ["--arch-file", arch_file]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    manifest = json.loads((prefix / "tilegraph_rt/host/manifest.json").read_text())
+    return {k["name"]: k["launch"]["config"] for k in manifest["kernels"] if "launch" in k}
+
+
+def rescore(tg: str, saved: dict, work: Path, arch_file: str | None) -> None:
+    """Scores the current picks against a saved run's measurements (--rescore)."""
+    everything, unscored = [], 0
+    for model, rows in saved.items():
+        picks = current_picks(tg, prepare(model, work), arch_file)
+        ratios = []
+        print(f"\n{model}:")
+        for row in rows:
+            configs, times = row["configs"], row["measured_ms"]
+            pick = picks.get(row["kernel"])
+            if pick not in configs or times[configs.index(pick)] <= 0:
+                unscored += 1
+                print(f"       -  {row['kernel'][:50]}: now {pick or 'not a kernel (fused otherwise)'}, not profiled")
+                continue
+            ratio = times[configs.index(pick)] / min(t for t in times if t > 0)
+            ratios.append(ratio)
+            was = "" if pick == configs[0] else f"  (was {configs[0]}: {row['top1_over_best']:.3f})"
+            print(f"  {ratio:6.3f}  {row['kernel'][:50]}: {pick}{was}")
+        print(f"  {summary(ratios)}")
+        everything += ratios
+    print(f"\nall: {summary(everything)}; {unscored} unscored")
+
+
 def top1_over_best(times: list[float]) -> float | None:
     measured = [t for t in times if t > 0]
     if times[0] <= 0 or not measured:
@@ -132,9 +176,14 @@ def main() -> None:
     ap.add_argument("--arch-file", default=None, help="a calibrated arch spec (tilegraph calibrate)")
     ap.add_argument("--threads", type=int, default=None, help="OpenMP threads of the profiled candidates")
     ap.add_argument("--json", default=None, help="also write the per-kernel numbers here")
+    ap.add_argument("--rescore", default=None, metavar="SAVED.json",
+                    help="score the current cost model's picks against a saved --json run, without profiling")
     args = ap.parse_args()
     tg = tilegraph_bin()
     work = Path(args.work)
+    if args.rescore:
+        rescore(tg, json.loads(Path(args.rescore).read_text()), work, args.arch_file)
+        return
     everything, everything_held_out, report = [], [], {}
     for model in args.models.split(","):
         prefix = prepare(model, work)

@@ -40,3 +40,22 @@ def test_held_out_ratio_needs_two_repeats():
 def test_summary_counts_the_ratios_within_ten_percent():
     assert cma.summary([1.0, 1.05, 1.2, 1.5]) == "4 kernels, geomean top-1/best 1.173, within 10%: 50%"
     assert cma.summary([]) == "no profiled kernels"
+
+
+def test_rescore_scores_the_current_picks_against_the_saved_times(monkeypatch, capsys, tmp_path):
+    saved = {"m.onnx": [
+        {"kernel": "k1", "configs": ["a", "b", "c"], "measured_ms": [2.0, 1.0, 4.0], "top1_over_best": 2.0},
+        {"kernel": "k2", "configs": ["x", "y"], "measured_ms": [1.0, 1.5], "top1_over_best": 1.0},
+        {"kernel": "k3", "configs": ["p", "q"], "measured_ms": [1.0, 1.1], "top1_over_best": 1.0},
+        {"kernel": "k4", "configs": ["r"], "measured_ms": [1.0], "top1_over_best": 1.0},
+    ]}
+    monkeypatch.setattr(cma, "prepare", lambda model, work: Path(work) / model)
+    # k1 now picks the fastest, k2 the slower one, k3 a config that was not profiled; k4 is gone.
+    monkeypatch.setattr(cma, "current_picks", lambda tg, prefix, arch: {"k1": "b", "k2": "y", "k3": "z"})
+    cma.rescore("tilegraph", saved, tmp_path, None)
+    out = capsys.readouterr().out
+    assert "1.000  k1: b  (was a: 2.000)" in out
+    assert "1.500  k2: y  (was x: 1.000)" in out
+    assert "k3: now z, not profiled" in out
+    assert "k4: now not a kernel (fused otherwise), not profiled" in out
+    assert "all: 2 kernels, geomean top-1/best 1.225, within 10%: 50%; 2 unscored" in out
