@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -279,23 +280,29 @@ Graph attention_softmax_graph() {
   return optimized(b, "bert_softmax");
 }
 
+// n = (h - mean(h)) / sqrt(var(h) + eps) over the last axis, as torch
+// exports a LayerNorm (without its scale and shift).
+void add_normalization(OnnxModelBuilder& b, const std::string& h, const std::string& n) {
+  b.initializer_f("eps", {}, {1e-12f});
+  b.initializer_f("two", {}, {2.0f});
+  B::attr_ints(b.node("ReduceMean", {h}, {"mu"}), "axes", {-1});
+  b.node("Sub", {h, "mu"}, {"d"});
+  b.node("Pow", {"d", "two"}, {"d2"});
+  B::attr_ints(b.node("ReduceMean", {"d2"}, {"var"}), "axes", {-1});
+  b.node("Add", {"var", "eps"}, {"ve"});
+  b.node("Sqrt", {"ve"}, {"sd"});
+  b.node("Div", {"d", "sd"}, {n});
+}
+
 // bert's residual add and layer norm over the 768 features of each of 128
 // tokens (384 KB of float).
 Graph residual_layer_norm_graph() {
   OnnxModelBuilder b(13);
   b.input("x", kF32, {1, 128, 768}).input("r", kF32, {1, 128, 768}).output("y");
-  b.initializer_f("eps", {}, {1e-12f});
-  b.initializer_f("two", {}, {2.0f});
   b.initializer_f("w", {768}, std::vector<float>(768, 1.5f));
   b.initializer_f("bias", {768}, std::vector<float>(768, 0.25f));
   b.node("Add", {"x", "r"}, {"h"});
-  B::attr_ints(b.node("ReduceMean", {"h"}, {"mu"}), "axes", {-1});
-  b.node("Sub", {"h", "mu"}, {"d"});
-  b.node("Pow", {"d", "two"}, {"d2"});
-  B::attr_ints(b.node("ReduceMean", {"d2"}, {"var"}), "axes", {-1});
-  b.node("Add", {"var", "eps"}, {"ve"});
-  b.node("Sqrt", {"ve"}, {"sd"});
-  b.node("Div", {"d", "sd"}, {"n"});
+  add_normalization(b, "h", "n");
   b.node("Mul", {"n", "w"}, {"nw"});
   b.node("Add", {"nw", "bias"}, {"y"});
   return optimized(b, "residual_layer_norm");
@@ -391,17 +398,9 @@ TEST(SubGraphTiling, CpuGatheredRowsCostTheirBytesNotATransactionPerElement) {
   std::vector<float> table(1024 * 768);
   for (size_t i = 0; i < table.size(); ++i) table[i] = float(i % 97) / 97.0f;  // not a splat
   b.initializer_f("table", {1024, 768}, table);
-  b.initializer_f("eps", {}, {1e-12f});
-  b.initializer_f("two", {}, {2.0f});
   B::attr_int(b.node("Gather", {"table", "ids"}, {"words"}), "axis", 0);
   b.node("Add", {"words", "pos"}, {"h"});
-  B::attr_ints(b.node("ReduceMean", {"h"}, {"mu"}), "axes", {-1});
-  b.node("Sub", {"h", "mu"}, {"d"});
-  b.node("Pow", {"d", "two"}, {"d2"});
-  B::attr_ints(b.node("ReduceMean", {"d2"}, {"var"}), "axes", {-1});
-  b.node("Add", {"var", "eps"}, {"ve"});
-  b.node("Sqrt", {"ve"}, {"sd"});
-  b.node("Div", {"d", "sd"}, {"y"});
+  add_normalization(b, "h", "y");
   const Graph g = optimized(b, "embedding_layer_norm");
   const scheduler::ArchSpec cpu = one_core_host_spec();
   const scheduler::Schedule s = scheduler::schedule_tile_graph(g, cpu, {});
