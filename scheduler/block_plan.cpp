@@ -27,7 +27,8 @@ namespace {
 // regions that are not loose (strided reads touch every line of their box).
 int64_t loose_read_bytes(int64_t loads, const Region& region, int64_t tile_inner, int64_t element_bytes,
                          int64_t transaction) {
-  const bool loose = std::any_of(region.dims.begin(), region.dims.end(), [](const RegionDim& d) { return d.whole_dim; });
+  const bool loose =
+      std::any_of(region.dims.begin(), region.dims.end(), [](const RegionDim& d) { return d.whole_dim; });
   int64_t run = element_bytes;
   if (loose && !region.dims.back().whole_dim && region.dims.back().extent == tile_inner)
     run = std::clamp<int64_t>(tile_inner * element_bytes, element_bytes, transaction);
@@ -225,10 +226,11 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     const Tensor& t = g.tensor(tensor);
     std::vector<int64_t> extent;
     for (const RegionDim& d : region.dims) extent.push_back(d.extent);
+    const int64_t tile_inner = config.tile.empty() ? 1 : config.tile.back();
     const int64_t per_block = std::min(
         box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)), region_origin(region, block), extent,
                           transaction),
-        loose_read_bytes(reads[tensor], region, config.tile.empty() ? 1 : config.tile.back(), dtype_size(t.dtype), transaction));
+        loose_read_bytes(reads[tensor], region, tile_inner, dtype_size(t.dtype), transaction));
     // A loose footprint (a gather's whole table) holds only the rows the
     // tile loads: the table itself never sits in the tile's cache level.
     const int64_t region_bytes = std::min(region.volume() * dtype_size(t.dtype), per_block);
