@@ -3,9 +3,31 @@
 #include <cstdio>
 #include <sstream>
 
+#include "scheduler/block_plan.h"
+
 namespace tilegraph::driver {
 
 namespace {
+
+// A block kernel's top-k tile candidates with the cost model's terms (the
+// roofline's inputs: DRAM, L2, scratch, compute) and its prediction, in the
+// search's order: what the model weighed when it ranked them, next to what
+// `tune --profile-topk` measures of the same list.
+nlohmann::json candidate_costs(const Graph& g, const scheduler::KernelSchedule& k, const scheduler::ArchSpec& arch) {
+  nlohmann::json list = nlohmann::json::array();
+  if (k.kind != scheduler::KernelKind::kBlock || k.candidates.size() < 2) return list;
+  for (const scheduler::TileConfig& config : k.candidates) {
+    const scheduler::CostEstimate c =
+        scheduler::estimate_cost(scheduler::plan_block_kernel(g, k, config, arch).features, arch);
+    list.push_back({{"config", config.to_string()},
+                    {"predicted_ms", c.seconds * 1e3},
+                    {"dram_ms", c.dram_seconds * 1e3},
+                    {"l2_ms", c.l2_seconds * 1e3},
+                    {"scratch_ms", c.shared_seconds * 1e3},
+                    {"compute_ms", c.compute_seconds * 1e3}});
+  }
+  return list;
+}
 
 nlohmann::json kernel_json(const Graph& g, const scheduler::KernelSchedule& k) {
   nlohmann::json ops = nlohmann::json::array();
@@ -110,13 +132,17 @@ nlohmann::json explain_json(const Graph& g, const scheduler::Schedule& fused,
   j["predicted_ms"] = f.ms;
   j["predicted_ms_unfused"] = u.ms;
   j["subgraphs"] = nlohmann::json::array();
-  for (const auto& k : fused.kernels) j["subgraphs"].push_back(kernel_json(g, k));
+  for (const auto& k : fused.kernels) {
+    nlohmann::json kernel = kernel_json(g, k);
+    if (nlohmann::json costs = candidate_costs(g, k, arch); !costs.empty()) kernel["candidate_costs"] = costs;
+    j["subgraphs"].push_back(kernel);
+  }
   j["subgraphs_unfused"] = nlohmann::json::array();
   for (const auto& k : unfused.kernels) j["subgraphs_unfused"].push_back(kernel_json(g, k));
   return j;
 }
 
-std::string explain_text(const nlohmann::json& e, bool no_fusion) {
+std::string explain_text(const nlohmann::json& e, bool no_fusion, bool candidates) {
   std::ostringstream out;
   const nlohmann::json& list = e.at(no_fusion ? "subgraphs_unfused" : "subgraphs");
   out << "arch " << e.at("arch").get<std::string>() << (no_fusion ? " (one op per kernel)" : "") << "\n";
@@ -170,6 +196,16 @@ std::string explain_text(const nlohmann::json& e, bool no_fusion) {
                   k.at("waves").get<double>(), megabytes(k.at("dram_bytes").get<int64_t>()).c_str(),
                   k.at("predicted_ms").get<double>());
     out << line;
+    if (const auto costs = k.find("candidate_costs"); candidates && costs != k.end()) {
+      out << "    candidates, best first (ms): predicted = roofline of dram, l2, scratch, compute\n";
+      for (const nlohmann::json& c : *costs) {
+        std::snprintf(line, sizeof line, "      %-28s %9.4f   dram %.4f  l2 %.4f  scratch %.4f  compute %.4f\n",
+                      c.at("config").get<std::string>().c_str(), c.at("predicted_ms").get<double>(),
+                      c.at("dram_ms").get<double>(), c.at("l2_ms").get<double>(), c.at("scratch_ms").get<double>(),
+                      c.at("compute_ms").get<double>());
+        out << line;
+      }
+    }
   }
   const int64_t kf = e.at("kernels"), ku = e.at("kernels_unfused");
   const int64_t df = e.at("dram_bytes"), du = e.at("dram_bytes_unfused");

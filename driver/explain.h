@@ -15,13 +15,17 @@
 namespace tilegraph::driver {
 
 // Top level: kernels, kernels_unfused, dram_bytes, dram_bytes_unfused,
-// predicted_ms, predicted_ms_unfused, arch, subgraphs (per kernel list),
-// subgraphs_unfused.
+// predicted_ms, predicted_ms_unfused, arch, subgraphs (per kernel list; a
+// block kernel with several tile candidates also has candidate_costs: per
+// candidate, best first, its predicted_ms and the dram_ms, l2_ms, scratch_ms
+// and compute_ms terms), subgraphs_unfused.
 nlohmann::json explain_json(const Graph& g, const scheduler::Schedule& fused,
                             const scheduler::Schedule& unfused, const scheduler::ArchSpec& arch);
 
 // The human-readable form of explain_json's output (no_fusion: list the
-// one-op-per-kernel schedule's kernels instead of the fused ones).
-std::string explain_text(const nlohmann::json& explain, bool no_fusion);
+// one-op-per-kernel schedule's kernels instead of the fused ones; candidates:
+// under each block kernel, its top-k tile candidates with the cost model's
+// terms, from "candidate_costs").
+std::string explain_text(const nlohmann::json& explain, bool no_fusion, bool candidates = false);
 
 }  // namespace tilegraph::driver

@@ -204,7 +204,7 @@ fs::path runnable_project(const std::string& prefix, const std::string& arch) {
 }
 
 struct ExplainFlags {
-  bool json = false, no_fusion = false, measured = false;
+  bool json = false, no_fusion = false, measured = false, candidates = false;
   std::string profile_json;  // main_test --export-json of a --profile run; "" = run main_test here
   int iters = 20;
 };
@@ -258,7 +258,7 @@ int explain(const std::string& prefix, const std::string& arch, const ExplainFla
   if (flags.json) {
     std::cout << e.dump(2) << "\n";
   } else {
-    std::cout << driver::explain_text(e, flags.no_fusion);
+    std::cout << driver::explain_text(e, flags.no_fusion, flags.candidates);
     if (e.contains("measured")) std::cout << driver::measured_text(e);
   }
   return 0;
@@ -431,6 +431,10 @@ int cli_main(int argc, char** argv) {
                           "with --measured: use this profile (`tilegraph run PREFIX --profile --export-json FILE`) "
                           "instead of running main_test");
   explain_cmd->add_option("--iters", explain_flags.iters, "with --measured: profiled iterations")->capture_default_str();
+  explain_cmd->add_flag("--candidates", explain_flags.candidates,
+                        "under each block kernel, its top-k tile candidates, best first, with the cost model's "
+                        "prediction and its terms (DRAM, L2, scratch, compute; in --json always, as "
+                        "candidate_costs)");
 
   CalibrateFlags calibrate_flags;
   auto* calibrate_cmd = app.add_subcommand(

@@ -72,6 +72,36 @@ def test_explain_text_shows_fused_vs_unfused(tuned):
     assert unfused.stdout.count("\n#") > r.stdout.count("\n#")
 
 
+def test_explain_candidates_show_what_the_cost_model_weighed(tmp_path):
+    """Host block kernels with several tile candidates list them, best first, with the
+    prediction and its roofline terms (--json always; the text with --candidates)."""
+    prefix = tmp_path / "bert_small"
+    prefix.mkdir()
+    shutil.copy(REPO / "models/bert_small/model.onnx", prefix / "model.onnx")
+    r = tg("tune", prefix, "--no-build")
+    assert r.returncode == 0, r.stderr
+    e = json.loads(tg("explain", prefix, "--json").stdout)
+    ranked = [k for k in e["subgraphs"] if "candidate_costs" in k]
+    assert ranked, "no block kernel with several candidates"
+    for k in ranked:
+        costs = k["candidate_costs"]
+        assert [c["config"] for c in costs] == k["candidates"] and len(costs) >= 2
+        # Not profiled: the chosen config is the first candidate, with the kernel's prediction.
+        assert costs[0]["config"] == k["config"]
+        assert costs[0]["predicted_ms"] == pytest.approx(k["predicted_ms"], rel=1e-9)
+        predicted = [c["predicted_ms"] for c in costs]
+        assert predicted == sorted(predicted), k["name"]
+        for c in costs:
+            terms = [c["dram_ms"], c["l2_ms"], c["scratch_ms"], c["compute_ms"]]
+            assert min(terms) >= 0 and max(terms) > 0
+            assert c["predicted_ms"] >= max(terms) * (1 - 1e-9)  # the roofline's max, plus overheads
+    text = tg("explain", prefix, "--candidates").stdout
+    assert "candidates, best first (ms)" in text
+    for c in ranked[0]["candidate_costs"]:
+        assert c["config"] in text
+    assert "candidates, best first" not in tg("explain", prefix).stdout
+
+
 def test_retune_hits_the_schedule_cache(tuned):
     prefix, first = tuned
     again = tg("tune", prefix, "--arch", "H100", "--no-build")
