@@ -55,54 +55,38 @@ static double now(void) {
   "vpmaddwd %%ymm11, %%ymm15, %%ymm15\n\t"                     \
   "vpaddd %%ymm15, %%ymm" #hi ", %%ymm" #hi "\n\t"
 
-// Each returns the loop's work per second (instructions or MACs).
+// The body of a rate function: `loop` (asm text) N times; returns the work
+// per second, `work` per iteration (instructions or MACs). %1: a_rows, %2: b_panel.
+#define TIMED_LOOP(loop, work)                                                                  \
+  long n = N;                                                                                     \
+  const double t = now();                                                                         \
+  __asm__ volatile("1:\n\t" loop "dec %0\n\tjnz 1b\n\t" : "+r"(n) : "r"(a_rows), "r"(b_panel) : CLOBBER); \
+  return N * (double)(work) / (now() - t)
+
 static double fma_rate(void) {
-  long n = N;
-  const double t = now();
-  __asm__ volatile("1:\n\t" FMA(0) FMA(1) FMA(2) FMA(3) FMA(4) FMA(5) FMA(6) FMA(7) FMA(8) FMA(9) FMA(10) FMA(11)
-                   "dec %0\n\tjnz 1b\n\t"
-                   : "+r"(n) : "r"(a_rows), "r"(b_panel) : CLOBBER);
-  return N * 12.0 / (now() - t);
+  TIMED_LOOP(FMA(0) FMA(1) FMA(2) FMA(3) FMA(4) FMA(5) FMA(6) FMA(7) FMA(8) FMA(9) FMA(10) FMA(11), 12);
 }
 
 static double madd_rate(void) {
-  long n = N;
-  const double t = now();
-  __asm__ volatile("1:\n\t" MADD(0) MADD(1) MADD(2) MADD(3) MADD(4) MADD(5) MADD(6) MADD(7) MADD(8) MADD(9)
-                   MADD(10) MADD(11) "dec %0\n\tjnz 1b\n\t"
-                   : "+r"(n) : "r"(a_rows), "r"(b_panel) : CLOBBER);
-  return N * 12.0 / (now() - t);
+  TIMED_LOOP(MADD(0) MADD(1) MADD(2) MADD(3) MADD(4) MADD(5) MADD(6) MADD(7) MADD(8) MADD(9) MADD(10) MADD(11), 12);
 }
 
 static double int16_madd_add_rate(void) {
-  long n = N;
-  const double t = now();
-  __asm__ volatile("1:\n\t" MADD_ADD(0, 1) MADD_ADD(2, 3) MADD_ADD(4, 5) MADD_ADD(6, 7) MADD_ADD(8, 9)
-                   MADD_ADD(10, 11) "dec %0\n\tjnz 1b\n\t"
-                   : "+r"(n) : "r"(a_rows), "r"(b_panel) : CLOBBER);
-  return N * 192.0 / (now() - t);
+  TIMED_LOOP(MADD_ADD(0, 1) MADD_ADD(2, 3) MADD_ADD(4, 5) MADD_ADD(6, 7) MADD_ADD(8, 9) MADD_ADD(10, 11), 192);
 }
 
 static double int16_kernel_rate(void) {
-  long n = N;
-  const double t = now();
-  __asm__ volatile("1:\n\t"
-                   "vpmovsxbw (%2), %%ymm12\n\t"
-                   "vpmovsxbw 16(%2), %%ymm13\n\t" ROW_INT16(0, 0, 1) ROW_INT16(8, 2, 3) ROW_INT16(16, 4, 5)
-                       ROW_INT16(24, 6, 7) ROW_INT16(32, 8, 9) ROW_INT16(40, 10, 11) "dec %0\n\tjnz 1b\n\t"
-                   : "+r"(n) : "r"(a_rows), "r"(b_panel) : CLOBBER);
-  return N * 192.0 / (now() - t);
+  TIMED_LOOP("vpmovsxbw (%2), %%ymm12\n\t"
+             "vpmovsxbw 16(%2), %%ymm13\n\t" ROW_INT16(0, 0, 1) ROW_INT16(8, 2, 3) ROW_INT16(16, 4, 5)
+                 ROW_INT16(24, 6, 7) ROW_INT16(32, 8, 9) ROW_INT16(40, 10, 11),
+             192);
 }
 
 static double u8s8_rate(void) {
-  long n = N;
-  const double t = now();
-  __asm__ volatile("1:\n\t"
-                   "vmovdqu (%2), %%ymm12\n\t"
-                   "vmovdqu 32(%2), %%ymm13\n\t" ROW_U8S8(0, 0, 1) ROW_U8S8(4, 2, 3) ROW_U8S8(8, 4, 5)
-                       ROW_U8S8(12, 6, 7) ROW_U8S8(16, 8, 9) "dec %0\n\tjnz 1b\n\t"
-                   : "+r"(n) : "r"(a_rows), "r"(b_panel) : CLOBBER);
-  return N * 320.0 / (now() - t);
+  TIMED_LOOP("vmovdqu (%2), %%ymm12\n\t"
+             "vmovdqu 32(%2), %%ymm13\n\t" ROW_U8S8(0, 0, 1) ROW_U8S8(4, 2, 3) ROW_U8S8(8, 4, 5) ROW_U8S8(12, 6, 7)
+                 ROW_U8S8(16, 8, 9),
+             320);
 }
 
 int main(void) {
