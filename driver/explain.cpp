@@ -3,23 +3,22 @@
 #include <cstdio>
 #include <sstream>
 
-#include "scheduler/block_plan.h"
-
 namespace tilegraph::driver {
 
 namespace {
 
 // A block kernel's top-k tile candidates with the cost model's terms (the
-// roofline's inputs: DRAM, L2, scratch, compute) and its prediction, in the
-// search's order: what the model weighed when it ranked them, next to what
+// roofline's inputs: DRAM, L2, scratch, compute) and its prediction, as the
+// search ranked them: what the model weighed, next to what
 // `tune --profile-topk` measures of the same list.
-nlohmann::json candidate_costs(const Graph& g, const scheduler::KernelSchedule& k, const scheduler::ArchSpec& arch) {
+nlohmann::json candidate_costs(const scheduler::KernelSchedule& k) {
   nlohmann::json list = nlohmann::json::array();
-  if (k.kind != scheduler::KernelKind::kBlock || k.candidates.size() < 2) return list;
-  for (const scheduler::TileConfig& config : k.candidates) {
-    const scheduler::CostEstimate c =
-        scheduler::estimate_cost(scheduler::plan_block_kernel(g, k, config, arch).features, arch);
-    list.push_back({{"config", config.to_string()},
+  if (k.kind != scheduler::KernelKind::kBlock || k.candidates.size() < 2 ||
+      k.candidate_estimates.size() != k.candidates.size())
+    return list;
+  for (size_t i = 0; i < k.candidates.size(); ++i) {
+    const scheduler::CostEstimate& c = k.candidate_estimates[i];
+    list.push_back({{"config", k.candidates[i].to_string()},
                     {"predicted_ms", c.seconds * 1e3},
                     {"dram_ms", c.dram_seconds * 1e3},
                     {"l2_ms", c.l2_seconds * 1e3},
@@ -134,7 +133,7 @@ nlohmann::json explain_json(const Graph& g, const scheduler::Schedule& fused,
   j["subgraphs"] = nlohmann::json::array();
   for (const auto& k : fused.kernels) {
     nlohmann::json kernel = kernel_json(g, k);
-    if (nlohmann::json costs = candidate_costs(g, k, arch); !costs.empty()) kernel["candidate_costs"] = costs;
+    if (nlohmann::json costs = candidate_costs(k); !costs.empty()) kernel["candidate_costs"] = costs;
     j["subgraphs"].push_back(kernel);
   }
   j["subgraphs_unfused"] = nlohmann::json::array();

@@ -222,11 +222,11 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     for (TensorId in : loaded) ++loading_phases[in];
   }
   int64_t dram = 0, l2_traffic = 0, footprint = 0, reread = 0, constant = 0;
+  const int64_t tile_inner = config.tile.empty() ? 1 : config.tile.back();
   for (const auto& [tensor, region] : p.tiling.input_regions) {
     const Tensor& t = g.tensor(tensor);
     std::vector<int64_t> extent;
     for (const RegionDim& d : region.dims) extent.push_back(d.extent);
-    const int64_t tile_inner = config.tile.empty() ? 1 : config.tile.back();
     const int64_t per_block = std::min(
         box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)), region_origin(region, block), extent,
                           transaction),

@@ -101,6 +101,7 @@ class Connector {
                                 ") fits ", arch_.name, "'s limits: ", r.infeasible_reason));
       k.config = r.top.front();
       k.candidates = r.top;
+      k.candidate_estimates = r.estimates;
       k.features = r.features.front();
       k.estimate = r.estimates.front();
       const std::vector<Op> phases = phase_ops(g_, k);

@@ -98,6 +98,7 @@ struct KernelSchedule {
   std::optional<LibraryGemm> library_gemm;
   TileConfig config;                    // the chosen tile
   std::vector<TileConfig> candidates;   // top-k by the cost model, best first
+  std::vector<CostEstimate> candidate_estimates;  // the search's, parallel to candidates
   KernelFeatures features;              // of the chosen config
   CostEstimate estimate;
   // Top-k profiling (tune --profile-topk): each candidate's measured median
