@@ -91,28 +91,26 @@ def profiled_problems(manifest: dict) -> dict:
     return {name: (configs, times) for name, configs, times in problems.values()}
 
 
-def tune_once(tg: str, prefix: Path, topk: int, arch_file: str | None, threads: int | None) -> dict:
-    project = prefix / "tilegraph_rt/host"
-    (project / "profile_cache.json").unlink(missing_ok=True)
-    cmd = [tg, "tune", str(prefix), "--profile-topk", "on", "--topk", str(topk)]
+def run_tune(tg: str, prefix: Path, flags: list[str], arch_file: str | None, env: dict | None = None) -> dict:
+    """`tilegraph tune PREFIX FLAGS [--arch-file]`; the host project's manifest."""
+    cmd = [tg, "tune", str(prefix), *flags]
     if arch_file:
         cmd += ["--arch-file", arch_file]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-    return json.loads((project / "manifest.json").read_text())
+    return json.loads((prefix / "tilegraph_rt/host/manifest.json").read_text())
+
+
+def tune_once(tg: str, prefix: Path, topk: int, arch_file: str | None, threads: int | None) -> dict:
+    (prefix / "tilegraph_rt/host/profile_cache.json").unlink(missing_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None
+    return run_tune(tg, prefix, ["--profile-topk", "on", "--topk", str(topk)], arch_file, env)
 
 
 def current_picks(tg: str, prefix: Path, arch_file: str | None) -> dict:
     """{kernel: config} the cost model picks now (tune without profiling or building)."""
-    cmd = [tg, "tune", str(prefix), "--no-build"]
-    if arch_file:
-        cmd += ["--arch-file", arch_file]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-    manifest = json.loads((prefix / "tilegraph_rt/host/manifest.json").read_text())
+    manifest = run_tune(tg, prefix, ["--no-build"], arch_file)
     return {k["name"]: k["launch"]["config"] for k in manifest["kernels"] if "launch" in k}
 
 
