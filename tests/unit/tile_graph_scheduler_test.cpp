@@ -431,6 +431,38 @@ TEST(SubGraphTiling, CpuGatheredRowsCostTheirBytesNotATransactionPerElement) {
   EXPECT_LT(scratch_seconds[0] * 2, scratch_seconds[1]);
 }
 
+// vit's patch embedding leaves a channel-major [384, 49] map that the
+// next kernel reads token by token: a 1 x 1 x 128 tile loads one float from
+// each of 128 lines. The next token's tile loads the same lines (16 tokens
+// share each), which on one core are still in the L1: what the L2 delivers
+// is about the map once, not a line per float (1.2 MB, which ranked these
+// tiles, measured fastest, behind 50 x 64 ones). A GPU's blocks run on other
+// SMs and keep paying their lines.
+TEST(SubGraphTiling, CpuNeighbourTilesSharingLinesReadThemFromTheL1) {
+  OnnxModelBuilder b(13);
+  b.input("x", kF32, {1, 384, 49}).input("pos", kF32, {1, 49, 384}).output("y");
+  B::attr_ints(b.node("Transpose", {"x"}, {"t"}), "perm", {0, 2, 1});
+  b.node("Add", {"t", "pos"}, {"y"});
+  const Graph g = optimized(b, "token_major");
+  scheduler::KernelSchedule k = scheduler::schedule_tile_graph(g, one_core_host_spec(), {}).kernels.back();
+  k.ops.clear();
+  for (size_t i = 0; i < g.ops.size(); ++i) k.ops.push_back(static_cast<int>(i));
+  const scheduler::TileConfig column{{1, 1, 128}, 1, 0};
+  scheduler::ArchSpec cpu = one_core_host_spec();
+  const int64_t map_lines = 384 * 4 * 64;  // 49 floats of a channel: 4 lines
+  const int64_t pos_and_lines = map_lines + 49 * 384 * 4;
+  const scheduler::KernelFeatures shared = plan_block_kernel(g, k, column, cpu).features;
+  EXPECT_GE(shared.l2_bytes, 49 * 384 * 4 * 2);  // the map and pos at least once
+  EXPECT_LE(shared.l2_bytes, pos_and_lines * 5 / 4);
+  // Three blocks of 128 lines (24 KB) pass between neighbours: in a 16 KB
+  // L1 they are gone, and each block pays its 128 lines.
+  cpu.l1_bytes = 16 << 10;
+  const scheduler::KernelFeatures evicted = plan_block_kernel(g, k, column, cpu).features;
+  EXPECT_GE(evicted.l2_bytes, 49 * 3 * 128 * 64);
+  scheduler::ArchSpec gpu = scheduler::arch_by_name("H100");
+  EXPECT_GE(plan_block_kernel(g, k, column, gpu).features.l2_bytes, 49 * 3 * 128 * 32);
+}
+
 // MobileNetV2's classifier at batch 1: x[1, 1280] @ W[1280, 1000], 5.1 MB
 // of weights, which the host's L3 would hold but which come from DRAM (the
 // rest of the model passed through the caches since the last inference).
