@@ -157,4 +157,10 @@ std::string depthwise_variant_for(const scheduler::ArchSpec& arch) {
   return name == "avx512" || name == "avx2" ? name : "";
 }
 
+std::string max_pool_variant_for(const scheduler::ArchSpec& arch) {
+  if (const char* forced = std::getenv("TILEGRAPH_MAXPOOL_VARIANT"); forced && std::string(forced) == "none") return "";
+  const std::string& name = float_gemm_variant_for(arch).name;
+  return name == "avx512" || name == "avx2" ? "avx2" : "";
+}
+
 }  // namespace tilegraph::codegen

@@ -71,6 +71,11 @@ FloatGemmVariant float_gemm_variant_named(const std::string& name);
 // turns it off (to compare the two).
 std::string depthwise_variant_for(const scheduler::ArchSpec& arch);
 
+// The max pooling micro-kernel (maxpool_<name>.h) of a CPU target: "avx2"
+// where the float one is AVX2 or AVX-512 (which runs it too), else empty
+// (the generated loops). TILEGRAPH_MAXPOOL_VARIANT=none turns it off.
+std::string max_pool_variant_for(const scheduler::ArchSpec& arch);
+
 // The C++ the generated code places after including the variant's header:
 // a static_assert that the header's tile constants (tg_qgemm::kMR, kNR, kKU,
 // kAUnsigned) are the ones the packing loops were generated for.

@@ -65,6 +65,13 @@ class KernelBuilder {
     return vars;
   }
 
+  // A kernel of the one op `op`: named after it, with its ONNX nodes.
+  void start_single_op_kernel(const Op& op, const scheduler::KernelSchedule& schedule) {
+    kernel_.name = op.name;
+    kernel_.source_nodes = op.source_nodes;
+    kernel_.schedule = schedule;
+  }
+
   // Graph tensor `id` as the kernel's next global buffer (add_global_buffer).
   int add_global(TensorId id, bool written) { return add_global_buffer(kernel_, g_, id, written); }
 

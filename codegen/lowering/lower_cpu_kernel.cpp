@@ -16,9 +16,7 @@ class LoopNestBuilder : KernelBuilder {
  public:
   LoopNestBuilder(const Graph& g, const Op& op, const scheduler::KernelSchedule& schedule)
       : KernelBuilder(g), op_(op) {
-    kernel_.name = op.name;
-    kernel_.source_nodes = op.source_nodes;
-    kernel_.schedule = schedule;
+    start_single_op_kernel(op, schedule);
     for (size_t s = 0; s < op.inputs.size(); ++s) add_global(op.inputs[s], false);
     output_buffer_ = add_global(op.output, true);
   }

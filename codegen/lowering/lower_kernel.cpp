@@ -6,6 +6,7 @@
 #include "codegen/lowering/lower_cpu_kernel.h"
 #include "codegen/lowering/lower_direct_conv_kernel.h"
 #include "codegen/lowering/lower_library_gemm.h"
+#include "codegen/lowering/lower_pool_kernel.h"
 #include "codegen/lowering/lower_winograd_conv_kernel.h"
 #include "codegen/lowering/hoist_reciprocals.h"
 #include "codegen/lowering/prefetch_next_tile.h"
@@ -19,11 +20,24 @@ namespace tilegraph::codegen {
 
 namespace {
 
+// A loop-nest kernel: on a target with the pooling micro-kernel, a max pool
+// it computes takes it (lower_pool_kernel.h); any other op the loops.
+Kernel lower_loop_nest(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+  const std::string variant = arch.is_gpu() ? "" : max_pool_variant_for(arch);
+  if (!variant.empty()) {
+    const std::vector<Op> phases = scheduler::phase_ops(g, ks);
+    if (phases.size() == 1)
+      if (const std::optional<MaxPoolPlane> plane = max_pool_3x3_s2_plane(g, phases.front()))
+        return lower_max_pool_kernel(g, ks, phases.front(), *plane, variant);
+  }
+  return lower_cpu_kernel(g, ks);
+}
+
 Kernel lower_by_kind(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
                      const KernelPacks& packs) {
   switch (ks.kind) {
     case scheduler::KernelKind::kLoopNest:
-      return lower_cpu_kernel(g, ks);
+      return lower_loop_nest(g, ks, arch);
     case scheduler::KernelKind::kBlock:
       return lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch));
     case scheduler::KernelKind::kIntGemm:

@@ -105,13 +105,16 @@ void write_thread_pool_header(const std::string& out_dir) {
   write_file(fs::path(out_dir) / kThreadPoolHeader, std::string(files[0].contents));
 }
 
-// The depthwise micro-kernel header the kernels call (dwconv_<variant>.h:
-// their Kernel::ukernel), if any: at most one variant per project.
-std::string depthwise_ukernel_header(const std::vector<Kernel>& kernels) {
+// The header of the micro-kernel family `prefix` the kernels call
+// (dwconv_<variant>.h, maxpool_<variant>.h: their Kernel::ukernel), if any:
+// at most one variant per project.
+std::string ukernel_header(const std::vector<Kernel>& kernels, const std::string& prefix) {
   for (const Kernel& k : kernels)
-    if (k.ukernel.rfind("dwconv_", 0) == 0) return k.ukernel + ".h";
+    if (k.ukernel.rfind(prefix, 0) == 0) return k.ukernel + ".h";
   return "";
 }
+// The kernels' own micro-kernel families (beside the GEMMs' and Winograd's).
+constexpr const char* kKernelUkernelFamilies[] = {"dwconv_", "maxpool_"};
 
 // The Winograd transforms' header (winograd_f23_<variant>.h, which includes
 // winograd_f23_layout.h), if a kernel calls them: the float micro-kernel's
@@ -132,8 +135,9 @@ std::string kernels_header(const std::vector<Kernel>& kernels, const ProjectInfo
   if (info.int_gemm) out << "#include \"" << info.int_gemm->header() << "\"\n" << int_gemm_tile_assert(*info.int_gemm);
   if (info.float_gemm)
     out << "#include \"" << info.float_gemm->header() << "\"\n" << float_gemm_tile_assert(*info.float_gemm);
-  if (const std::string dwconv = depthwise_ukernel_header(kernels); !dwconv.empty())
-    out << "#include \"" << dwconv << "\"\n";
+  for (const char* family : kKernelUkernelFamilies)
+    if (const std::string header = ukernel_header(kernels, family); !header.empty())
+      out << "#include \"" << header << "\"\n";
   if (calls_winograd(kernels)) out << "#include \"" << winograd_header(info) << "\"\n";
   if (std::any_of(kernels.begin(), kernels.end(), is_library_gemm)) out << library_gemm_reference_source();
   out << "\nnamespace tg_kernels {\n";
@@ -238,8 +242,9 @@ nlohmann::json emit_cpu_project(const Graph& g, const std::vector<Kernel>& kerne
   write_file(fs::path(out_dir) / "kernels.h", kernels_header(kernels, info, t.dialect));
   if (info.int_gemm) write_ukernel_header(info.int_gemm->header(), out_dir);
   if (info.float_gemm) write_ukernel_header(info.float_gemm->header(), out_dir);
-  if (const std::string dwconv = depthwise_ukernel_header(kernels); !dwconv.empty())
-    write_ukernel_header(dwconv, out_dir);
+  for (const char* family : kKernelUkernelFamilies)
+    if (const std::string header = ukernel_header(kernels, family); !header.empty())
+      write_ukernel_header(header, out_dir);
   if (calls_winograd(kernels)) {
     write_ukernel_header(winograd_header(info), out_dir);
     write_ukernel_header(kWinogradLayoutHeader, out_dir);

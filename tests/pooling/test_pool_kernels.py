@@ -94,3 +94,34 @@ def test_pool_behind_conv_relu(name, tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     assert acc.returncode == 0, acc.stdout
     assert "PASS" in acc.stdout, acc.stdout
+
+
+def _host_has_avx2():
+    try:
+        return " avx2" in Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+
+
+def test_stem_max_pool_runs_on_the_micro_kernel(tmp_path):
+    """With the float micro-kernels (the default) the stem's pool is a kernel of
+    its own: on AVX2 the pooling micro-kernel's (codegen/ukernels/maxpool_avx2.h),
+    one call per plane of the conv's 65 x 64 output; the same values as
+    onnxruntime either way."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    hw, pool = CASES["max_stem"]
+    prefix = tmp_path / "max_stem_ukernel"
+    _stem(prefix, hw, pool)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, env=env, timeout=900)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    if _host_has_avx2():
+        assert "tg_maxpool::plane_3x3_s2<65, 64>(" in code, code[-6000:]
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix)],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert acc.returncode == 0, acc.stdout
+    assert "PASS" in acc.stdout, acc.stdout
