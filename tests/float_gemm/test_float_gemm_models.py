@@ -309,10 +309,11 @@ def _kernel_source(prefix):
     return "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
 
 
-def _tuned_kernels_by_node(make_model, prefix, variant):
-    """Writes and tunes the model for `variant`; the manifest's kernel of each ONNX node."""
+def _tuned_kernels_by_node(make_model, prefix, variant, env=None):
+    """Writes and tunes the model for `variant` (in `env`, default _env(variant)); the
+    manifest's kernel of each ONNX node."""
     make_model(prefix)
-    _tune(prefix, _env(variant))
+    _tune(prefix, env or _env(variant))
     return {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
 
 
@@ -779,9 +780,12 @@ def stem_pool(path):
 def test_a_pools_overlapping_windows_leave_the_conv_its_epilogue(variant, tmp_path):
     """The conv's bias and Relu run in the micro-kernel's store (graph_connecting's
     steals_gemm_epilogue), not staged in the max pool's tile; the pool's simd loop has its
-    padded first column peeled (split_piecewise_loops), so the rest indexes without a clamp."""
+    padded first column peeled (split_piecewise_loops), so the rest indexes without a clamp.
+    The pool's loops, not the pooling micro-kernel it takes on AVX2 and AVX-512
+    (TILEGRAPH_MAXPOOL_VARIANT=none; tests/pooling/test_pool_kernels.py tests that one)."""
     prefix = tmp_path / "stem_pool"
-    kernels = _tuned_kernels_by_node(stem_pool, prefix, variant)
+    env = dict(_env(variant), TILEGRAPH_MAXPOOL_VARIANT="none")
+    kernels = _tuned_kernels_by_node(stem_pool, prefix, variant, env)
     assert kernels["conv"].get("ukernel") == f"sgemm_{variant}", kernels["conv"]
     assert kernels["relu"] is kernels["conv"], "the bias and Relu: the GEMM's epilogue"
     assert kernels["pool"]["onnx_nodes"] == ["pool"], kernels["pool"]
@@ -791,5 +795,5 @@ def test_a_pools_overlapping_windows_leave_the_conv_its_epilogue(variant, tmp_pa
     assert "shared" not in pool and "tg_block_scratch" not in pool, "the pool stages no tile"
     assert re.search(r"for \(int64_t \w+_s1 = 0; \w+_s1 < INT64_C\(\d+\)", pool), \
         "the window's padded first column peeled off its simd loop"
-    acc = _matches_onnxruntime(prefix, _env(variant), "--threads", "1")
+    acc = _matches_onnxruntime(prefix, env, "--threads", "1")
     assert "PASS" in acc, acc
