@@ -263,9 +263,14 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   }
   int64_t dram = 0, l2_traffic = 0, footprint = 0, reread = 0, constant = 0;
   const int64_t tile_inner = config.tile.empty() ? 1 : config.tile.back();
-  // Bytes of each input a block loads, and of everything it touches.
+  // Bytes of the tile's outputs a block writes, of each input it loads, and
+  // of everything it touches.
+  int64_t written_bytes = 0;
+  for (int i = 0; i <= last; ++i)
+    if (i == last || extra_outputs.count(p.phases[i].output))
+      written_bytes += p.phase_plans[i].elements * dtype_size(g.tensor(p.phases[i].output).dtype);
   std::map<TensorId, int64_t> block_reads;
-  int64_t block_bytes = 0;
+  int64_t block_bytes = written_bytes;
   for (const auto& [tensor, region] : p.tiling.input_regions) {
     const Tensor& t = g.tensor(tensor);
     std::vector<int64_t> extent;
@@ -276,9 +281,6 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
         loose_read_bytes(reads[tensor], region, tile_inner, dtype_size(t.dtype), transaction));
     block_bytes += block_reads[tensor];
   }
-  for (int i = 0; i <= last; ++i)
-    if (i == last || extra_outputs.count(p.phases[i].output))
-      block_bytes += p.phase_plans[i].elements * dtype_size(g.tensor(p.phases[i].output).dtype);
   for (const auto& [tensor, region] : p.tiling.input_regions) {
     const Tensor& t = g.tensor(tensor);
     const int64_t per_block = block_reads[tensor];
@@ -311,10 +313,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   f.dram_bytes = dram;
   f.constant_bytes = constant;
   f.l2_bytes = l2_traffic;
-  for (int i = 0; i <= last; ++i)
-    if (i == last || extra_outputs.count(p.phases[i].output))
-      footprint += p.phase_plans[i].elements * dtype_size(g.tensor(p.phases[i].output).dtype);
-  f.tile_footprint_bytes = footprint;
+  f.tile_footprint_bytes = footprint + written_bytes;
   f.reread_bytes = num_elements({reread, f.blocks});
   f.shared_bytes_moved = num_elements({shared_reads + shared_writes, f.blocks});
   f.flops = flops * static_cast<double>(f.blocks);

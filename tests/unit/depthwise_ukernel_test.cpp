@@ -20,6 +20,7 @@
 #include "scheduler/int_gemm.h"
 #include "scheduler/ukernel_features.h"
 #include "tests/unit/kernel_calls.h"
+#include "tests/unit/imported_graph.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/unit_temp_dir.h"
 
@@ -63,6 +64,7 @@ namespace tilegraph {
 namespace {
 
 using testing::calls_in;
+using testing::import_and_optimize;
 using testing::OnnxModelBuilder;
 
 #if defined(__x86_64__)
@@ -205,12 +207,6 @@ TEST(DepthwiseUkernel, Avx2EightPlanesMatchTheScalarSum) {
 }
 
 #endif  // defined(__x86_64__)
-
-Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
-  const std::string path = (testing::unit_temp_dir() / "depthwise_ukernel" / name / "model.onnx").string();
-  b.save(path);
-  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
-}
 
 std::vector<float> ramp(int n) {
   std::vector<float> v;

@@ -26,6 +26,7 @@
 #include "scheduler/int_gemm.h"
 #include "scheduler/ukernel_features.h"
 #include "tests/unit/kernel_calls.h"
+#include "tests/unit/imported_graph.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/unit_temp_dir.h"
 
@@ -33,14 +34,8 @@ namespace tilegraph {
 namespace {
 
 using testing::calls_in;
+using testing::import_and_optimize;
 using testing::OnnxModelBuilder;
-
-Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
-  const std::string path =
-      (testing::unit_temp_dir() / "float_gemm" / name / "model.onnx").string();
-  b.save(path);
-  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
-}
 
 std::vector<scheduler::Gemm> float_gemms(const Graph& g) {
   std::vector<scheduler::Gemm> found;

@@ -16,20 +16,15 @@
 #include "scheduler/arch_spec.h"
 #include "scheduler/graph_connecting.h"
 #include "scheduler/int_gemm.h"
+#include "tests/unit/imported_graph.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/unit_temp_dir.h"
 
 namespace tilegraph {
 namespace {
 
+using testing::import_and_optimize;
 using testing::OnnxModelBuilder;
-
-Graph import_and_optimize(const OnnxModelBuilder& b, const std::string& name) {
-  const std::string path =
-      (testing::unit_temp_dir() / name / "model.onnx").string();
-  b.save(path);
-  return driver::optimize_graph(driver::CompileOptions{}, onnx_frontend::import_model(path));
-}
 
 // The only op of g that is an integer GEMM.
 scheduler::Gemm only_gemm(const Graph& g) {
