@@ -17,14 +17,17 @@ more repeats gave worse scores, docs/cost_model_accuracy.md), so with
 --repeats of 2 or more each row also has a held-out ratio: the best candidate
 chosen on the odd-numbered repeats, both it and the top-1 timed on the even
 ones (their medians); "held out" in the summary. --threads N runs the candidates on N
-OpenMP threads (OMP_NUM_THREADS; pair it with a spec of N cores,
-`tilegraph calibrate --cores N -o FILE` and --arch-file FILE): on a machine
+OpenMP threads (OMP_NUM_THREADS) and, without --arch-file, tunes with the built-in
+host spec for N cores (`tilegraph arch --cores N --json`): a spec of the machine's
+2 cores charges a one-tile candidate for the idle second core, which a one-thread
+run does not have (a calibrated spec: `tilegraph calibrate --cores N -o FILE`,
+--arch-file FILE). Prefer --threads 1: on a machine
 with more runnable processes than cores, every parallel region of two or more
 threads waits for the scheduler (milliseconds) and hides the kernels' own
 times. Prints per model and overall: the problems, the geometric mean of
 top-1 / best and the fraction within 10%.
 
---rescore SAVED.json scores the current cost model against the measurements a
+--rescore SAVED.json [--threads N] scores the current cost model against the measurements a
 previous --json run saved, without profiling again (seconds instead of minutes,
 and without the machine's noise between the two): each model is tuned without
 profiling or building, and each saved kernel's new top-1 is looked up among its
@@ -114,6 +117,19 @@ def current_picks(tg: str, prefix: Path, arch_file: str | None) -> dict:
     return {k["name"]: k["launch"]["config"] for k in manifest["kernels"] if "launch" in k}
 
 
+def spec_for_threads(tg: str, threads: int, work: Path) -> str:
+    """The built-in host spec as for THREADS cores, written under WORK: its file."""
+    spec = work / f"host_{threads}_cores.json"
+    cmd = [tg, "arch", "--cores", str(threads), "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
+    work.mkdir(parents=True, exist_ok=True)
+    spec.write_text(r.stdout)
+    print(f"spec: the built-in host spec for {threads} core{'s' if threads > 1 else ''} ({spec})")
+    return str(spec)
+
+
 def rescore(tg: str, saved: dict, work: Path, arch_file: str | None) -> None:
     """Scores the current picks against a saved run's measurements (--rescore)."""
     everything, unscored = [], 0
@@ -179,6 +195,10 @@ def main() -> None:
     args = ap.parse_args()
     tg = tilegraph_bin()
     work = Path(args.work)
+    if args.threads is not None and args.threads < 1:
+        sys.exit("--threads must be at least 1")
+    if args.threads and not args.arch_file:
+        args.arch_file = spec_for_threads(tg, args.threads, work)
     if args.rescore:
         rescore(tg, json.loads(Path(args.rescore).read_text()), work, args.arch_file)
         return

@@ -35,7 +35,7 @@ const char* scope_text(scheduler::LevelScope s) {
 
 std::string arch_summary(const scheduler::ArchSpec& a) {
   std::string s = str_cat(a.name, ": ", a.description, "\n", "  target ", a.target, ", ISA ", a.isa, ", ",
-                          a.compute_units, a.is_gpu() ? " compute units (SMs / CUs)" : " cores", "\n");
+                          a.compute_units, a.is_gpu() ? " compute units (SMs / CUs)" : a.compute_units == 1 ? " core" : " cores", "\n");
   s += str_cat("  peak fp32 ", fixed(a.peak_fp32_flops / 1e9, 1), " GFLOP/s, fp16 ", fixed(a.peak_fp16_flops / 1e9, 1),
                " GFLOP/s", a.is_gpu() ? (a.tensor_cores ? " (tensor cores)" : " (tensor cores off)") : "",
                ", int8 ", fixed(a.peak_int8_ops / 1e9, 1), " GOP/s\n");

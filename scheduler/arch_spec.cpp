@@ -297,13 +297,14 @@ ArchSpec parse_arch_json(const std::string& text, const std::string& origin) {
   return a;
 }
 
-ArchSpec host_arch() {
+ArchSpec host_arch(int cores) {
   ArchSpec a;
   a.name = "host";
   a.target = "cpu";
   a.description = "the host CPU";
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  a.cores = cores > 0 ? static_cast<int>(cores) : 1;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  a.cores = cores > 0 ? cores : online > 0 ? static_cast<int>(online) : 1;
+  if (cores > 0 && cores != online) a.description = str_cat("the host CPU, as ", cores, cores == 1 ? " core" : " cores");
   const HostCaches caches = read_host_caches();
   if (caches.found) {  // otherwise keep the header's defaults
     if (caches.l1 > 0) a.l1_bytes = caches.l1;

@@ -96,7 +96,10 @@ struct ArchSpec {
 ArchSpec without_tensor_cores(ArchSpec arch);
 
 // The machine tilegraph runs on (cores from the OS, caches from sysfs).
-ArchSpec host_arch();
+// CORES > 0: the same machine as if it had that many cores, for kernels run
+// on that many threads (the per-core rates and caches stay; the totals
+// scale): what `tilegraph arch --cores N` prints.
+ArchSpec host_arch(int cores = 0);
 // An arch by its --arch name (case-insensitive); throws UserError listing the
 // known names.
 ArchSpec arch_by_name(const std::string& name);

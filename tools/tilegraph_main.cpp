@@ -463,6 +463,7 @@ int cli_main(int argc, char** argv) {
 
   std::string spec_arch = "host", spec_arch_file;
   bool spec_json = false;
+  int spec_cores = 0;
   auto* arch_cmd = app.add_subcommand(
       "arch", "print an arch's resolved spec as tune uses it: peak FLOP/s per data type, each memory level's "
               "capacity and bandwidth, compute units (the host's as read from this machine)");
@@ -470,6 +471,11 @@ int cli_main(int argc, char** argv) {
   arch_cmd->add_option("--arch-file", spec_arch_file,
                        "an arch spec file (as tune --arch-file takes it): print it as tune would read it");
   arch_cmd->add_flag("--json", spec_json, "print the spec as one JSON object (the format of scheduler/arch/*.json)");
+  arch_cmd->add_option("--cores", spec_cores,
+                       "the host's built-in spec as if it had N cores (each core's rates and caches, the totals "
+                       "for N): an --arch-file for tunes whose kernels run on N threads; a saved spec is "
+                       "not used (`tilegraph calibrate --cores N` measures one)")
+      ->check(CLI::Range(1, 4096));
 
   auto* archs_cmd = app.add_subcommand("archs", "list the known --arch targets");
   auto* ops_cmd = app.add_subcommand("ops", "list the ONNX operators tilegraph lowers");
@@ -484,6 +490,13 @@ int cli_main(int argc, char** argv) {
     if (*run_cmd) return run(run_prefix, run_arch, run_cmd->remaining());
     if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_flags);
     if (*calibrate_cmd) return calibrate(calibrate_flags);
+    if (*arch_cmd && spec_cores != 0) {
+      if (!spec_arch_file.empty() || canonical_arch(spec_arch) != "host")
+        throw UserError("--cores describes the host's built-in spec: it takes neither --arch-file nor an --arch other than host");
+      const scheduler::ArchSpec spec = scheduler::host_arch(spec_cores);
+      std::cout << (spec_json ? scheduler::arch_to_json(spec) : driver::arch_summary(spec));
+      return 0;
+    }
     if (*arch_cmd) {
       const std::string file = arch_file_for(spec_arch, spec_arch_file, false);
       const scheduler::ArchSpec spec =

@@ -1,6 +1,7 @@
 """benchmarks/cost_model_accuracy.py's ratios on hand-made profiles: the plain top-1 / best over
 all repeats, and the held-out one (the best chosen on some repeats, timed on the others)."""
 import importlib.util
+import json
 import statistics
 from pathlib import Path
 
@@ -59,3 +60,17 @@ def test_rescore_scores_the_current_picks_against_the_saved_times(monkeypatch, c
     assert "k3: now z, not profiled" in out
     assert "k4: now not a kernel (fused otherwise), not profiled" in out
     assert "all: 2 kernels, geomean top-1/best 1.225, within 10%: 50%; 2 unscored" in out
+
+
+TILEGRAPH = Path(__file__).resolve().parents[2] / "build" / "bin" / "tilegraph"
+
+
+@pytest.mark.skipif(not TILEGRAPH.exists(), reason="tilegraph is not built")
+def test_one_thread_runs_are_priced_with_the_built_in_spec_for_one_core(tmp_path, capsys):
+    # A spec of the machine's cores would charge a one-tile candidate for cores a one-thread
+    # run does not have.
+    spec = Path(cma.spec_for_threads(str(TILEGRAPH), 1, tmp_path / "work"))
+    written = json.loads(spec.read_text())
+    assert spec.parent == tmp_path / "work"
+    assert written["name"] == "host" and written["compute_units"] == 1
+    assert "built-in host spec for 1 core" in capsys.readouterr().out

@@ -73,3 +73,24 @@ def test_bad_input_is_one_line_naming_it(tmp_path):
     r = tg("arch", "--arch-file", bad)
     assert r.returncode == 1 and str(bad) in r.stderr and r.stderr.count("\n") == 1
     assert "arch" in tg("--help").stdout
+
+
+def test_cores_gives_the_built_in_host_spec_for_that_many_threads_as_a_spec_file(tmp_path):
+    r = tg("arch", "--cores", "1", "--json")
+    assert r.returncode == 0, r.stderr
+    one = json.loads(r.stdout)
+    mine = json.loads(tg("arch", "--json").stdout)
+    assert one["name"] == "host" and one["compute_units"] == 1
+    assert one["peak_fp32_flops"] * mine["compute_units"] == pytest.approx(mine["peak_fp32_flops"])
+    spec = tmp_path / "host1.json"
+    spec.write_text(r.stdout)
+    back = tg("arch", "--arch-file", spec, "--json")  # readable as tune --arch-file reads it
+    assert back.returncode == 0, back.stderr
+    assert json.loads(back.stdout)["compute_units"] == 1
+
+
+@pytest.mark.parametrize("args", [("--cores", "0"), ("--cores", "2", "--arch", "h100")])
+def test_cores_refuses_what_it_cannot_describe(args):
+    r = tg("arch", *args)
+    assert r.returncode != 0 and r.stdout == ""
+    assert "--cores" in r.stderr

@@ -121,6 +121,26 @@ TEST(ArchSpec, HostArch) {
   EXPECT_GT(a.peak_fp32_flops, 0);
 }
 
+// host_arch(N): the machine's per-core rates and caches, the totals for N
+// cores (what a tune whose kernels run on N threads is priced for).
+TEST(ArchSpec, HostArchForAGivenCoreCount) {
+  const ArchSpec one = host_arch(1), four = host_arch(4);
+  EXPECT_EQ(one.cores, 1);
+  EXPECT_EQ(one.compute_units, 1);
+  EXPECT_EQ(four.compute_units, 4);
+  EXPECT_DOUBLE_EQ(four.peak_fp32_flops, 4 * one.peak_fp32_flops);
+  EXPECT_DOUBLE_EQ(four.peak_int8_ops, 4 * one.peak_int8_ops);
+  for (const char* level : {"l1", "l2"}) {
+    EXPECT_DOUBLE_EQ(four.level(level)->bandwidth_bytes_per_s, 4 * one.level(level)->bandwidth_bytes_per_s) << level;
+    EXPECT_EQ(four.level(level)->capacity_bytes, one.level(level)->capacity_bytes) << level;
+  }
+  EXPECT_EQ(four.l1_bytes, one.l1_bytes);
+  EXPECT_EQ(four.shared_bytes_per_block, one.shared_bytes_per_block);
+  EXPECT_NE(one.description.find("as 1 core"), std::string::npos) << one.description;
+  // No count: the machine's own, as before.
+  EXPECT_EQ(host_arch().compute_units, host_arch(host_arch().cores).compute_units);
+}
+
 // A valid document to break one field at a time.
 nlohmann::json valid_spec() {
   return nlohmann::json::parse(R"({
