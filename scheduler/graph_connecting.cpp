@@ -36,7 +36,7 @@ bool is_contraction(const Op& op) {
 
 // Bump when the cost model, the search or the cache layout changes: cached
 // results of another version are ignored.
-constexpr const char* kCacheFormat = "tilegraph-schedule-cache/14";
+constexpr const char* kCacheFormat = "tilegraph-schedule-cache/15";
 
 struct Group {
   std::vector<int> ops;              // sorted (topological)

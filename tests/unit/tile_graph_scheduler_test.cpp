@@ -463,6 +463,27 @@ TEST(SubGraphTiling, CpuNeighbourTilesSharingLinesReadThemFromTheL1) {
   EXPECT_GE(plan_block_kernel(g, k, column, gpu).features.l2_bytes, 49 * 3 * 128 * 32);
 }
 
+// A tile that does not divide the tensor: swin's layer-norm means over 784
+// tokens in two tiles of 512 rows. The block that stands for all of them is
+// the first, full one; the second, of 272 rows, priced both at 0.42 MB of
+// the 0.60 MB input, and the tiles ranked first (measured 2.2x the whole
+// tensor's one tile).
+TEST(SubGraphTiling, APartialLastTileDoesNotPriceTheOthers) {
+  OnnxModelBuilder b(13);
+  b.input("x", kF32, {1, 784, 192}).output("y");
+  B::attr_ints(b.node("ReduceMean", {"x"}, {"y"}), "axes", {2});
+  const Graph g = optimized(b, "partial_tiles");
+  scheduler::KernelSchedule k = scheduler::schedule_tile_graph(g, one_core_host_spec(), {}).kernels.back();
+  k.ops.clear();
+  for (size_t i = 0; i < g.ops.size(); ++i) k.ops.push_back(static_cast<int>(i));
+  const int64_t input = 784 * 192 * 4;
+  for (int64_t rows : {512, 300}) {  // two blocks, three blocks
+    const scheduler::KernelFeatures f = plan_block_kernel(g, k, {{1, rows, 1}, 1, 0}, one_core_host_spec()).features;
+    EXPECT_GE(f.dram_bytes, input) << rows;
+    EXPECT_GE(f.l2_bytes, input) << rows;
+  }
+}
+
 // MobileNetV2's classifier at batch 1: x[1, 1280] @ W[1280, 1000], 5.1 MB
 // of weights, which the host's L3 would hold but which come from DRAM (the
 // rest of the model passed through the caches since the last inference).
