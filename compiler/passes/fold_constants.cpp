@@ -15,7 +15,14 @@ std::shared_ptr<const std::vector<uint8_t>> try_fold(const Graph& g, const Op& o
   int64_t input_elements = 0;
   for (TensorId in : op.inputs) input_elements += num_elements(g.tensor(in).shape);
   const int64_t out_elements = num_elements(out.shape);
-  if (out_elements > 4096 && out_elements > 4 * input_elements) return nullptr;
+  // A gather is the exception up to kMaxFoldedGatherElements: left to run,
+  // it is inlined into its consumers and repeated per use with a checked
+  // index read per element (swin's relative position bias, a [169, heads]
+  // table gathered to [heads, 49, 49] and added to every window's scores:
+  // 16-64 windows each gathered it again, ~5 cycles per element).
+  const bool gathers = any_node(op.body, [](const Expr& e) { return e->kind == ExprKind::kCheckIndex; });
+  if (out_elements > 4096 && out_elements > 4 * input_elements && !(gathers && out_elements <= kMaxFoldedGatherElements))
+    return nullptr;
   // The interpreter walks every point of the reduce domain: keep folding cheap.
   int64_t work = out_elements;
   for (int64_t r : op.reduce_extents)

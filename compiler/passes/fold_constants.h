@@ -18,6 +18,10 @@ namespace tilegraph::passes {
 // huge activation-sized tensor stays a kernel instead of bloating weights.bin.
 constexpr int64_t kMaxFoldedElements = int64_t{1} << 25;
 
+// A gather of constants (a table indexed by a constant index tensor) folds
+// up to this many output elements even where that is many times its inputs.
+constexpr int64_t kMaxFoldedGatherElements = int64_t{1} << 16;
+
 // The folded output data, or nullptr when the op does not qualify.
 std::shared_ptr<const std::vector<uint8_t>> try_fold(const Graph& g, const Op& op);
 

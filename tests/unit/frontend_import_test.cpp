@@ -153,5 +153,52 @@ TEST(FrontendImport, ConstantMatMulFoldsExactly) {
   EXPECT_EQ(aw.value_as_double(3), 11);  // 5 + 6
 }
 
+// swin's relative position bias: a [169, heads] table gathered by a constant
+// [2401] index, reshaped to [heads, 49, 49] and added to every window's
+// scores. The gather's output is 4-9x its inputs, yet it folds (up to
+// kMaxFoldedGatherElements): inlined, every window gathered it again.
+Graph import_relative_position_bias(const std::string& name, int64_t heads) {
+  OnnxModelBuilder b(13);
+  std::vector<float> table(static_cast<size_t>(169 * heads));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = 0.25f * static_cast<float>(i);
+  std::vector<int64_t> index(2401);
+  for (size_t i = 0; i < index.size(); ++i) index[i] = static_cast<int64_t>((i * 7) % 169);
+  b.initializer_f("table", {169, heads}, table);
+  b.initializer_i64("index", {2401}, index);
+  b.initializer_i64("shape", {3}, {49, 49, heads});
+  b.input("x", 1, {4, heads, 49, 49}).output("y");
+  b.node("Gather", {"table", "index"}, {"rows"});
+  b.node("Reshape", {"rows", "shape"}, {"bias_hwc"});
+  OnnxModelBuilder::attr_ints(b.node("Transpose", {"bias_hwc"}, {"bias"}), "perm", {2, 0, 1});
+  b.node("Add", {"x", "bias"}, {"y"});
+  const std::string path = temp_model_path(name);
+  b.save(path);
+  return onnx_frontend::import_model(path);
+}
+
+TEST(FrontendImport, ConstantGatherFoldsThoughItGrows) {
+  const Graph g = import_relative_position_bias("gather_folds", 6);  // 14406 elements from 3415
+  ASSERT_EQ(g.ops.size(), 1u) << to_string(g);
+  const Op& add = g.ops[0];
+  ASSERT_EQ(add.inputs.size(), 2u) << to_string(g);  // x and the folded bias; no index tensor
+  const Tensor& bias = g.tensor(add.inputs[1]);
+  ASSERT_TRUE(bias.data);
+  ASSERT_EQ(bias.shape, (Shape{6, 49, 49}));
+  // bias[h, r, c] = table[index[r * 49 + c], h]
+  for (int64_t h : {0, 5})
+    for (int64_t rc : {0, 1, 2400}) {
+      const int64_t row = (rc * 7) % 169;
+      EXPECT_EQ(bias.value_as_double(h * 2401 + rc), 0.25 * static_cast<double>(row * 6 + h)) << h << " " << rc;
+    }
+}
+
+TEST(FrontendImport, ConstantGatherBeyondTheCapStaysAKernelsRead) {
+  const Graph g = import_relative_position_bias("gather_stays", 32);  // 76832 elements
+  bool reads_the_index = false;
+  for (const Op& op : g.ops)
+    for (TensorId in : op.inputs) reads_the_index |= g.tensor(in).dtype == DType::kI64;
+  EXPECT_TRUE(reads_the_index) << to_string(g);
+}
+
 }  // namespace
 }  // namespace tilegraph
