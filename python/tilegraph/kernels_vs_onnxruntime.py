@@ -1,6 +1,6 @@
 """Per-kernel times of a compiled model next to onnxruntime's per-node times.
 
-    python -m tilegraph.kernels_vs_onnxruntime PREFIX [--threads 1] [--iters 10]
+    python -m tilegraph.kernels_vs_onnxruntime PREFIX [--threads 1] [--iters 10] [--rounds 1]
         [--top 30] [--ort-optimization all|basic|none] [--json FILE]
 
 Where a model is slower than onnxruntime, this says which kernels lose the time.
@@ -29,8 +29,11 @@ table by groups of neighbouring kernels, and the totals as the truth.
 matches, but onnxruntime then runs slower than its default).
 
 Rows are sorted by the time tilegraph loses (kernel ms - onnxruntime ms). Noise:
-both engines' times move together with the machine's load; compare ratios
-within one run, not across runs.
+each engine runs for its own stretch of time, and a VM's speed drifts between
+them (swin_t at one thread, three runs in a row: its 75 GEMM kernels at 0.83,
+1.01 and 1.23x onnxruntime's MatMul nodes). ``--rounds N`` alternates the
+engines N times and takes each time's median over the rounds, and prints each
+round's totals so the drift shows.
 """
 from __future__ import annotations
 
@@ -151,16 +154,24 @@ def onnxruntime_node_ms(model_path: Path, feeds: dict, threads: int, iters: int,
 
 
 def compare(prefix: str | os.PathLike, threads: int = 1, iters: int = 10, arch: str = "host",
-            optimization: str = "all", seed: int = 0) -> dict:
+            optimization: str = "all", seed: int = 0, rounds: int = 1) -> dict:
     """Both profiles, and each kernel's rows: {"kernels": [...], "unmatched": {...},
-    "tilegraph_total_ms", "onnxruntime_total_ms", "threads"}; medians per run."""
+    "tilegraph_total_ms", "onnxruntime_total_ms", "threads", "round_totals_ms"}; medians
+    per run. With ``rounds`` > 1 the engines take turns, ``iters`` runs each per round,
+    and each kernel's or node's time is the median of its per-round medians: the
+    machine's speed drifts between one engine's minutes and the other's."""
     prefix = Path(prefix)
     model_path = prefix / "model.onnx"
     feeds = generate_inputs(model_inputs(str(model_path)), seed=seed, ranges=load_input_ranges(prefix))
+    tg_rounds, ort_rounds, nodes_of = [], [], {}
     with CompiledModel(prefix, arch=arch, num_threads=threads) as compiled:
-        kernels = [(name, statistics.median(runs), nodes)
-                   for name, runs, nodes in compiled.profile_runs(feeds, iters=iters)]
-    ort_ms = onnxruntime_node_ms(model_path, feeds, threads, iters, optimization)
+        for _ in range(rounds):
+            profile = compiled.profile_runs(feeds, iters=iters)
+            tg_rounds.append({name: statistics.median(runs) for name, runs, _ in profile})
+            nodes_of = {name: nodes for name, _, nodes in profile}
+            ort_rounds.append(onnxruntime_node_ms(model_path, feeds, threads, iters, optimization))
+    kernels = [(name, statistics.median(r[name] for r in tg_rounds), nodes) for name, nodes in nodes_of.items()]
+    ort_ms = {name: statistics.median(r.get(name, 0.0) for r in ort_rounds) for name in ort_rounds[0]}
 
     # A node split over several kernels (a conv whose bias add and ReLU fuse
     # into the next kernel) is charged to the first: the one that starts its
@@ -181,7 +192,9 @@ def compare(prefix: str | os.PathLike, threads: int = 1, iters: int = 10, arch: 
     rows = [{"kernel": name, "tilegraph_ms": ms, "onnxruntime_ms": charged[i],
              "loss_ms": ms - charged[i], "nodes": list(dict.fromkeys(nodes))}
             for i, (name, ms, nodes) in enumerate(kernels)]
-    return {"threads": threads, "iters": iters, "onnxruntime_optimization": optimization,
+    return {"threads": threads, "iters": iters, "rounds": rounds, "onnxruntime_optimization": optimization,
+            "round_totals_ms": [{"tilegraph": sum(t.values()), "onnxruntime": sum(o.values())}
+                                for t, o in zip(tg_rounds, ort_rounds)],
             "tilegraph_total_ms": sum(r["tilegraph_ms"] for r in rows),
             "onnxruntime_total_ms": sum(ort_ms.values()),
             "kernels": rows, "unmatched": unmatched}
@@ -189,10 +202,15 @@ def compare(prefix: str | os.PathLike, threads: int = 1, iters: int = 10, arch: 
 
 def format_table(result: dict, top: int) -> str:
     rows = sorted(result["kernels"], key=lambda r: -r["loss_ms"])
-    lines = [f"{result['threads']} thread(s), {result['iters']} runs each; onnxruntime graph optimization: "
-             f"{result['onnxruntime_optimization']}",
+    rounds = result.get("rounds", 1)
+    lines = [f"{result['threads']} thread(s), {result['iters']} runs each"
+             + (f" in each of {rounds} alternated rounds (medians of the rounds' medians)" if rounds > 1 else "")
+             + f"; onnxruntime graph optimization: {result['onnxruntime_optimization']}",
              f"tilegraph kernels {result['tilegraph_total_ms']:.3f} ms, onnxruntime nodes "
              f"{result['onnxruntime_total_ms']:.3f} ms (both summed per run)"]
+    if rounds > 1:
+        lines.append("per round, tilegraph / onnxruntime ms: " + ", ".join(
+            f"{t['tilegraph']:.1f} / {t['onnxruntime']:.1f}" for t in result["round_totals_ms"]))
     if result["unmatched"]:
         worst = sorted(result["unmatched"].items(), key=lambda kv: -kv[1])
         lines.append(f"onnxruntime nodes without a kernel: {sum(result['unmatched'].values()):.3f} ms: "
@@ -214,19 +232,23 @@ def main(argv=None) -> int:
     ap.add_argument("prefix", help="a tuned model directory (PREFIX/model.onnx, PREFIX/tilegraph_rt)")
     ap.add_argument("--arch", default="host")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--iters", type=int, default=10, help="profiled runs per engine")
+    ap.add_argument("--iters", type=int, default=10, help="profiled runs per engine (per round)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternate the engines this many times and take medians over the rounds "
+                         "(this machine's speed drifts between one engine's run and the other's)")
     ap.add_argument("--top", type=int, default=30, help="rows to print, most time lost first")
     ap.add_argument("--seed", type=int, default=0, help="input seed (test_acc's generator)")
     ap.add_argument("--ort-optimization", choices=_OPTIMIZATION_LEVELS, default="all",
                     help="onnxruntime's graph optimization level (none: its nodes are the file's)")
     ap.add_argument("--json", metavar="FILE", help="also write every row as JSON")
     args = ap.parse_args(argv)
-    if args.threads < 1 or args.iters < 1 or args.top < 0:
-        ap.error("--threads and --iters must be at least 1, --top at least 0")
+    if args.threads < 1 or args.iters < 1 or args.rounds < 1 or args.top < 0:
+        ap.error("--threads, --iters and --rounds must be at least 1, --top at least 0")
     if not (Path(args.prefix) / "model.onnx").is_file():
         ap.error(f"{args.prefix}: no model.onnx (tune the model first: tilegraph tune PREFIX)")
     try:
-        result = compare(args.prefix, args.threads, args.iters, args.arch, args.ort_optimization, args.seed)
+        result = compare(args.prefix, args.threads, args.iters, args.arch, args.ort_optimization, args.seed,
+                         args.rounds)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

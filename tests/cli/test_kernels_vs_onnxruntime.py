@@ -111,3 +111,17 @@ def test_profile_runs_gives_each_kernel_one_time_per_run(tuned):
         assert sum(times[r] for _, times, _ in runs) > 0
     stem = next(times for _, times, nodes in runs if "/stem/stem.0/Conv" in nodes)
     assert min(stem) > 0
+
+
+def test_rounds_alternate_the_engines_and_take_medians_over_them(tuned):
+    result = compare(tuned, threads=1, iters=2, optimization="none", rounds=3)
+    assert result["rounds"] == 3 and len(result["round_totals_ms"]) == 3
+    totals = result["round_totals_ms"]
+    assert all(t["tilegraph"] > 0 and t["onnxruntime"] > 0 for t in totals)
+    # Medians per kernel and node over the rounds (their sum need not lie between the
+    # rounds' totals: each kernel's median may come from another round).
+    assert result["tilegraph_total_ms"] > 0 and result["onnxruntime_total_ms"] > 0
+    assert sum(k["onnxruntime_ms"] for k in result["kernels"]) == pytest.approx(result["onnxruntime_total_ms"])
+    with CompiledModel(tuned) as m:
+        assert [k["kernel"] for k in result["kernels"]] == [name for name, _ in m.kernels()]
+    assert result["unmatched"] == {}  # unoptimized onnxruntime: every node found its kernel
