@@ -18,8 +18,8 @@ more repeats gave worse scores, docs/cost_model_accuracy.md), so with
 chosen on the odd-numbered repeats, both it and the top-1 timed on the even
 ones (their medians); "held out" in the summary. --threads N runs the candidates on N
 OpenMP threads (OMP_NUM_THREADS) and, without --arch-file, tunes with the built-in
-host spec for N cores (`tilegraph arch --cores N --json`): a spec of the machine's
-2 cores charges a one-tile candidate for the idle second core, which a one-thread
+host spec for N cores (`tilegraph arch --cores N --json`): a spec of all the machine's
+cores charges a one-tile candidate for the cores it leaves idle, which a one-thread
 run does not have (a calibrated spec: `tilegraph calibrate --cores N -o FILE`,
 --arch-file FILE). Prefer --threads 1: on a machine
 with more runnable processes than cores, every parallel region of two or more

@@ -490,17 +490,14 @@ int cli_main(int argc, char** argv) {
     if (*run_cmd) return run(run_prefix, run_arch, run_cmd->remaining());
     if (*explain_cmd) return explain(explain_prefix, explain_arch, explain_flags);
     if (*calibrate_cmd) return calibrate(calibrate_flags);
-    if (*arch_cmd && spec_cores != 0) {
-      if (!spec_arch_file.empty() || canonical_arch(spec_arch) != "host")
-        throw UserError("--cores describes the host's built-in spec: it takes neither --arch-file nor an --arch other than host");
-      const scheduler::ArchSpec spec = scheduler::host_arch(spec_cores);
-      std::cout << (spec_json ? scheduler::arch_to_json(spec) : driver::arch_summary(spec));
-      return 0;
-    }
     if (*arch_cmd) {
-      const std::string file = arch_file_for(spec_arch, spec_arch_file, false);
+      if (spec_cores != 0 && (!spec_arch_file.empty() || canonical_arch(spec_arch) != "host"))
+        throw UserError("--cores describes the host's built-in spec: it takes neither --arch-file nor an --arch other than host");
+      // --cores: the built-in spec for that many cores, never a saved one.
+      const std::string file = spec_cores != 0 ? "" : arch_file_for(spec_arch, spec_arch_file, false);
       const scheduler::ArchSpec spec =
-          resolve_arch(spec_arch, arch_cmd->get_option("--arch")->count() > 0, file);
+          spec_cores != 0 ? scheduler::host_arch(spec_cores)
+                          : resolve_arch(spec_arch, arch_cmd->get_option("--arch")->count() > 0, file);
       std::cout << (spec_json ? scheduler::arch_to_json(spec) : driver::arch_summary(spec));
       if (!spec_json && spec_arch_file.empty() && !file.empty())
         std::cout << "  saved in " << file << " (tilegraph calibrate --save; TILEGRAPH_HOST_SPEC=builtin ignores it)\n";

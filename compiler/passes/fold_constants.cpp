@@ -20,8 +20,9 @@ std::shared_ptr<const std::vector<uint8_t>> try_fold(const Graph& g, const Op& o
   // index read per element (swin's relative position bias, a [169, heads]
   // table gathered to [heads, 49, 49] and added to every window's scores:
   // 16-64 windows each gathered it again, ~5 cycles per element).
-  const bool gathers = any_node(op.body, [](const Expr& e) { return e->kind == ExprKind::kCheckIndex; });
-  if (out_elements > 4096 && out_elements > 4 * input_elements && !(gathers && out_elements <= kMaxFoldedGatherElements))
+  if (out_elements > 4096 && out_elements > 4 * input_elements &&
+      !(out_elements <= kMaxFoldedGatherElements &&
+        any_node(op.body, [](const Expr& e) { return e->kind == ExprKind::kCheckIndex; })))
     return nullptr;
   // The interpreter walks every point of the reduce domain: keep folding cheap.
   int64_t work = out_elements;
