@@ -887,6 +887,79 @@ TEST(FloatGemm, StreamedWeightsPrefetchTheNextColumnPanelsBlock) {
   }
 }
 
+// x (600 x 64) @ w (64 x 64) on a 1-core arch whose L2 (64 KB) the 150 KB
+// activation overflows while the 16 KB of packed weights stay in its
+// quarter: several row blocks, each packing its A from x.
+Graph streamed_activation_matmul(const std::string& name) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {600, 64}).output("y");
+  b.initializer_f("w", {64, 64}, ramp(64 * 64));
+  b.node("MatMul", {"x", "w"}, {"y"});
+  return import_and_optimize(b, name);
+}
+
+scheduler::ArchSpec streamed_activation_arch() {
+  scheduler::ArchSpec arch = scheduler::host_arch();
+  arch.l2_bytes = 64 << 10;
+  arch.cores = 1;
+  return arch;
+}
+
+// There the weights need no prefetch, and the row block's tile calls
+// prefetch the next row block's rows of x instead, each call its share
+// (whole lines) in the order the calls run (column panel, then row panel),
+// clamped inside x. TILEGRAPH_PREFETCH_NEXT_A=off (and weights beyond a
+// quarter of the L2) keep the weights' next block.
+TEST(FloatGemm, CachedWeightsPrefetchTheNextRowBlocksActivation) {
+  Graph g = streamed_activation_matmul("matmul_next_row_block");
+  const LoweredGemm gemm = lower_the_gemm(g, "scalar", streamed_activation_arch());
+  ASSERT_GE(gemm.packs.b, 0);
+  const codegen::Kernel& kernel = gemm.kernel;
+  codegen::verify(kernel);
+  EXPECT_EQ(ukernel_param(kernel, "prefetch_next_a"), 1);
+  const int64_t row_panels = ukernel_param(kernel, "row_panels"), mr = ukernel_param(kernel, "mr");
+  const int64_t col_panels = 64 / ukernel_param(kernel, "nr"), block_rows = row_panels * mr;
+  ASSERT_LT(block_rows, 600) << "several row blocks";
+  std::vector<codegen::Stmt> packs, calls;
+  calls_in(kernel.body, "tg_sgemm::pack_a_rows", &packs);
+  calls_in(kernel.body, "tg_sgemm::tile", &calls);
+  ASSERT_EQ(packs.size(), 1u);
+  ASSERT_FALSE(calls.empty());
+  for (const codegen::Stmt& call : calls) {
+    const std::vector<codegen::CallArg>& args = call->args;
+    ASSERT_EQ(args.size(), 7u) << "the call takes `next` and its floats";
+    EXPECT_EQ(args[5].buffer, packs[0]->args[2].buffer) << "x, which the row block packs";
+    int64_t floats = 0;
+    ASSERT_TRUE(is_const_int(args[6].value, &floats));
+    EXPECT_EQ(floats, ((block_rows * 64 + col_panels * row_panels - 1) / (col_panels * row_panels) + 15) / 16 * 16);
+    EXPECT_EQ(value_at(kernel, args[5].value, {{"mb", 0}, {"nb", 0}, {"p", 0}}), block_rows * 64);
+    EXPECT_EQ(value_at(kernel, args[5].value, {{"mb", 1}, {"nb", 1}, {"p", 2}}),
+              2 * block_rows * 64 + (row_panels + 2) * floats)
+        << "column panel 1, row panel 2's share of row block 2";
+    const int64_t last_block = (600 + block_rows - 1) / block_rows - 1;
+    EXPECT_EQ(value_at(kernel, args[5].value, {{"mb", last_block}, {"nb", col_panels - 1}, {"p", row_panels - 1}}),
+              600 * 64 - floats)
+        << "the last block's shares stay inside x";
+  }
+
+  ASSERT_EQ(setenv("TILEGRAPH_PREFETCH_NEXT_A", "off", 1), 0);
+  Graph off_graph = streamed_activation_matmul("matmul_next_row_block_off");
+  const LoweredGemm off = lower_the_gemm(off_graph, "scalar", streamed_activation_arch());
+  unsetenv("TILEGRAPH_PREFETCH_NEXT_A");
+  scheduler::ArchSpec small_l2 = streamed_activation_arch();
+  small_l2.l2_bytes = 48 << 10;  // the 16 KB of weights beyond its quarter
+  Graph streamed_graph = streamed_activation_matmul("matmul_next_row_block_small_l2");
+  const LoweredGemm streamed = lower_the_gemm(streamed_graph, "scalar", small_l2);
+  for (const LoweredGemm* other : {&off, &streamed}) {
+    std::vector<codegen::Stmt> other_calls;
+    calls_in(other->kernel.body, "tg_sgemm::tile", &other_calls);
+    ASSERT_FALSE(other_calls.empty());
+    for (const auto& [param, value] : other->kernel.ukernel_params) EXPECT_NE(param, "prefetch_next_a");
+    ASSERT_EQ(other_calls[0]->args.size(), 7u);
+    EXPECT_EQ(other_calls[0]->args[5].buffer, other_calls[0]->args[2].buffer) << "the packed weights' next block";
+  }
+}
+
 // The one pack_a_rows call of `kernel` (the activation A contiguous along k),
 // with the MR row pointers into `a_buffer` checked at `at`: row r of the
 // panel reads x's row rows[r] from column k_first, and the call packs `count`
