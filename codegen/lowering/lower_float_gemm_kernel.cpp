@@ -169,9 +169,12 @@ scheduler::Gemm float_gemm_of(const Graph& g, const Op& gemm) {
 // when B is packed at run time; streaming it again when B was packed at
 // compile time but one batch's B overflows the L2; else nothing (it stays
 // cached for the next task).
+// One core's L2, 2 MiB when the arch does not say.
+int64_t l2_bytes_of(const scheduler::ArchSpec& arch) { return arch.l2_bytes > 0 ? arch.l2_bytes : (2 << 20); }
+
 double b_panel_cost(const FloatGeometry& geo, bool b_prepacked, const scheduler::ArchSpec& arch) {
   if (!b_prepacked) return kRuntimeBPanelCost;
-  const int64_t l2 = arch.l2_bytes > 0 ? arch.l2_bytes : (2 << 20);
+  const int64_t l2 = l2_bytes_of(arch);
   const int64_t b_bytes = geo.col_panels * geo.b_panel * static_cast<int64_t>(sizeof(float));
   return b_bytes > l2 ? kStreamedBPanelCost : 0.0;
 }
@@ -276,7 +279,7 @@ class FloatGemmLowering : KernelBuilder {
         cores_(std::max(1, arch.cores)),
         grid_(balanced_int_gemm_grid(geo_.m.batches(), geo_.panels, geo_.blocking.max_row_panels, geo_.col_panels,
                                      b_panel_cost(geo_, packed.b >= 0, arch), cores_)),
-        l2_bytes_(arch.l2_bytes > 0 ? arch.l2_bytes : (2 << 20)) {
+        l2_bytes_(l2_bytes_of(arch)) {
     epilogue_buffers_ = begin_gemm_kernel(phases_, ks, "sgemm_" + v.name);
     if (packed.a >= 0) packed_a_ = add_global(packed.a, false);
     if (packed.b >= 0) packed_b_ = add_global(packed.b, false);
@@ -610,29 +613,28 @@ class FloatGemmLowering : KernelBuilder {
     if (packed_a_ >= 0 || packed_b_ < 0 || geo_.blocking.a_per_k_block || geo_.k_blocked() ||
         grid_.row_blocks < 2 || m.k_extents.size() != 1)
       return std::nullopt;
-    const int64_t l2 = l2_bytes_;
     const int64_t b_bytes = geo_.col_panels * geo_.b_panel * int64_t{sizeof(float)};
     const int64_t a_bytes = m.batches() * m.rows() * m.k * int64_t{sizeof(float)};
-    if (b_bytes > l2 / 4 || a_bytes <= l2) return std::nullopt;
+    if (b_bytes > l2_bytes_ / 4 || a_bytes <= l2_bytes_) return std::nullopt;
     const int64_t block_rows = grid_.row_panels * geo_.v.mr;
-    auto index_at = [&](const Expr& row, const Expr& k) -> Expr {
+    // A's value at (row, k): a float load with one flat index, or null.
+    auto load_at = [&](const Expr& row, const Expr& k) -> Expr {
       const Expr a = op_value(m.a, gemm_op_vars(m, var(vb), row, int_imm(0), {k}));
-      if (a->kind != ExprKind::kLoad || a->args.size() != 1 || a->dtype != DType::kF32) return nullptr;
-      return a->args[0];
+      return a->kind == ExprKind::kLoad && a->args.size() == 1 && a->dtype == DType::kF32 ? a : nullptr;
     };
     // The steps along k and along the rows, read at the first rows (the
     // value's clamp of the row to M's last does not fold at a variable one).
-    const Expr origin = index_at(int_imm(0), int_imm(0));
-    const Expr second_k = index_at(int_imm(0), int_imm(1));
-    const Expr second_row = index_at(int_imm(1), int_imm(0));
-    const Expr first = index_at(row0 + int_imm(block_rows), int_imm(0));
+    const Expr origin = load_at(int_imm(0), int_imm(0));
+    const Expr second_k = load_at(int_imm(0), int_imm(1));
+    const Expr second_row = load_at(int_imm(1), int_imm(0));
+    const Expr first = load_at(row0 + int_imm(block_rows), int_imm(0));
     if (!origin || !second_k || !second_row || !first) return std::nullopt;
     int64_t k_step = 0, row_step = 0;
-    if (!is_const_int(simplify(second_k - origin, bounds_), &k_step) || k_step != 1 ||
-        !is_const_int(simplify(second_row - origin, bounds_), &row_step) || row_step < m.k || row_step > 2 * m.k)
+    if (!is_const_int(simplify(second_k->args[0] - origin->args[0], bounds_), &k_step) || k_step != 1 ||
+        !is_const_int(simplify(second_row->args[0] - origin->args[0], bounds_), &row_step) || row_step < m.k ||
+        row_step > 2 * m.k)
       return std::nullopt;
-    const int64_t buffer = op_value(m.a, gemm_op_vars(m, var(vb), int_imm(0), int_imm(0), {int_imm(0)}))->int_value;
-    return NextRowBlock{static_cast<int>(buffer), simplify(first, bounds_), block_rows * row_step};
+    return NextRowBlock{static_cast<int>(first->int_value), simplify(first->args[0], bounds_), block_rows * row_step};
   }
 
   // Call `share` of `calls` (the row block's tile calls) prefetches its
@@ -2052,7 +2054,7 @@ class FloatGemmLowering : KernelBuilder {
   FloatGeometry geo_;
   int cores_ = 1;  // the arch's, at least 1: the task grids' cores
   IntGemmTaskGrid grid_;
-  int64_t l2_bytes_ = 0;  // one core's L2 (2 MiB when the arch does not say)
+  int64_t l2_bytes_ = 0;  // l2_bytes_of(arch)
   std::optional<InteriorPanels> interior_;  // interior_panels, once per kernel
   std::optional<InPlaceB> in_place_b_;      // find_in_place_b, once per kernel
   std::optional<CallArg> tail_b_;           // N's tail panel, packed where B is read in place
