@@ -12,6 +12,7 @@
 #include "codegen/lowering/int_gemm_task_grid.h"
 #include "codegen/lowering/kernel_builder.h"
 #include "codegen/lowering/narrow_index.h"
+#include "codegen/lowering/prefetch_next_tile.h"
 #include "codegen/kernel_ir/kernel_exprs.h"
 #include "compiler/ir/error.h"
 #include "compiler/ir/evaluate.h"
@@ -28,6 +29,10 @@ namespace {
 
 // Packed panels start on 64-byte lines: 16 floats.
 constexpr int64_t kPanelAlign = 16;
+
+// Tensors whose next row block a GEMM's A prefetches at most (a Concat of
+// two: NeRF's skip connection).
+constexpr size_t kMaxPrefetchedSources = 2;
 
 // Packing one B panel at run time, in units of one micro-kernel call on a
 // packed A panel (a gather per value against MR FMAs per k).
@@ -373,13 +378,25 @@ class FloatGemmLowering : KernelBuilder {
           const int vp = new_var("p", grid_.row_panels);
           const Expr row = row0 + var(vp) * v.mr;
           std::vector<CallArg> next_b;
-          if (const std::optional<NextRowBlock> next_a = next_row_block_a(vb, row0)) {
-            add_next_a(&next_b, *next_a, var(vnl) * grid_.row_panels + var(vp), groups * grid_.row_panels);
-            kernel_.ukernel_params.push_back({"prefetch_next_a", 1});
+          std::vector<Stmt> per_panel;
+          const std::vector<NextRowBlock> next_a = next_row_block_a(vb, row0);
+          if (!next_a.empty()) {
+            // The first source through the call's `next`, any other (a
+            // Concat's) as a prefetch of its share before the call.
+            const Expr share = var(vnl) * grid_.row_panels + var(vp);
+            const int64_t calls = groups * grid_.row_panels;
+            next_b = next_a_share(next_a[0], share, calls);
+            for (size_t i = 1; i < next_a.size(); ++i) {
+              std::vector<CallArg> args = next_a_share(next_a[i], share, calls);
+              args[1].value = args[1].value * int_imm(int64_t{sizeof(float)});
+              per_panel.push_back(make_call(std::string(kPrefetchBytesCallee) + "<2>", args));
+            }
+            kernel_.ukernel_params.push_back({"prefetch_next_a", static_cast<int64_t>(next_a.size())});
           } else if (prefetches_b()) {
             add_next_b(&next_b, vp, b_panel_at + geo_.b_panel, m.k);
           }
-          panel_body.push_back(row_panel_loop(vp, rows, panel_tile(vb, vm, vp, nb, row, a_at(vp), b_arg, ctile, next_b)));
+          for (Stmt& s : panel_tile(vb, vm, vp, nb, row, a_at(vp), b_arg, ctile, next_b)) per_panel.push_back(s);
+          panel_body.push_back(row_panel_loop(vp, rows, per_panel));
         }
       } else {
         // K in blocks of kc (scheduler/float_gemm_blocking.h): per column
@@ -595,56 +612,84 @@ class FloatGemmLowering : KernelBuilder {
   };
 
   // Whether the row block's tile calls prefetch the next row block's A
-  // instead of the weights' next B block, and where that A lies: where A is
-  // an activation in rows along k, packed whole per row block (pack_a_rows),
-  // several row blocks follow each other, all of A overflows the L2 and all
-  // of the packed B stays cached (a quarter of the L2 at most, so its next
-  // block needs no prefetch). Each row block's packing otherwise waited on
-  // its rows from DRAM while the tiles before it left the memory idle:
-  // NeRF's 64 -> 64 layers over 2 M points (A 530 MB, B 16 KB), one core,
-  // kernel alone: 257-273 -> 226-238 ms. The rows of the next block, first
-  // row (vm + 1) x rows per block, lie in one run when consecutive rows
-  // are at most 2K floats apart (a Split's columns leave gaps: prefetched
-  // with them). Null elsewhere, or with TILEGRAPH_PREFETCH_NEXT_A=off.
-  std::optional<NextRowBlock> next_row_block_a(int vb, const Expr& row0) {
-    if (const char* off = std::getenv("TILEGRAPH_PREFETCH_NEXT_A"); off && std::string(off) == "off")
-      return std::nullopt;
+  // instead of the weights' next B block, and where that A lies (one run
+  // per tensor A reads: two for a Concat's): where A is an activation in
+  // rows along k, packed whole per row block, several row blocks follow
+  // each other, all of A overflows the L2 and all of the packed B stays
+  // cached (a quarter of the L2 at most, so its next block needs no
+  // prefetch). Each row block's packing otherwise waited on its rows from
+  // DRAM while the tiles before it left the memory idle: NeRF's 64 -> 64
+  // layers over 2 M points (A 530 MB, B 16 KB), one core, kernel alone:
+  // 257-273 -> 226-238 ms. Each tensor's rows of the next block, first row
+  // (vm + 1) x rows per block, lie in one run when its consecutive rows are
+  // at most 2K floats apart (a Split's columns leave gaps: prefetched with
+  // them). Empty elsewhere, or with TILEGRAPH_PREFETCH_NEXT_A=off.
+  std::vector<NextRowBlock> next_row_block_a(int vb, const Expr& row0) {
+    if (const char* off = std::getenv("TILEGRAPH_PREFETCH_NEXT_A"); off && std::string(off) == "off") return {};
     const scheduler::Gemm& m = geo_.m;
     if (packed_a_ >= 0 || packed_b_ < 0 || geo_.blocking.a_per_k_block || geo_.k_blocked() ||
         grid_.row_blocks < 2 || m.k_extents.size() != 1)
-      return std::nullopt;
+      return {};
     const int64_t b_bytes = geo_.col_panels * geo_.b_panel * int64_t{sizeof(float)};
     const int64_t a_bytes = m.batches() * m.rows() * m.k * int64_t{sizeof(float)};
-    if (b_bytes > l2_bytes_ / 4 || a_bytes <= l2_bytes_) return std::nullopt;
+    if (b_bytes > l2_bytes_ / 4 || a_bytes <= l2_bytes_) return {};
     const int64_t block_rows = grid_.row_panels * geo_.v.mr;
-    // A's value at (row, k): a float load with one flat index, or null.
-    auto load_at = [&](const Expr& row, const Expr& k) -> Expr {
-      const Expr a = op_value(m.a, gemm_op_vars(m, var(vb), row, int_imm(0), {k}));
-      return a->kind == ExprKind::kLoad && a->args.size() == 1 && a->dtype == DType::kF32 ? a : nullptr;
+    // The loads of A's value at `row` and a k var (a constant k would fold
+    // a Concat's select to one of them).
+    const int vk = new_var("k_next", m.k);
+    auto loads_at = [&](const Expr& row) {
+      std::vector<Expr> loads;
+      visit(op_value(m.a, gemm_op_vars(m, var(vb), row, int_imm(0), {var(vk)})), [&](const Expr& n) {
+        if (n->kind == ExprKind::kLoad) loads.push_back(n);
+      });
+      return loads;
+    };
+    auto at_k = [&](const Expr& e, const Expr& k) {
+      std::vector<Expr> values = vars_as_themselves();
+      values[static_cast<size_t>(vk)] = k;
+      return simplify(substitute_vars(e, values), bounds_);
     };
     // The steps along k and along the rows, read at the first rows (the
     // value's clamp of the row to M's last does not fold at a variable one).
-    const Expr origin = load_at(int_imm(0), int_imm(0));
-    const Expr second_k = load_at(int_imm(0), int_imm(1));
-    const Expr second_row = load_at(int_imm(1), int_imm(0));
-    const Expr first = load_at(row0 + int_imm(block_rows), int_imm(0));
-    if (!origin || !second_k || !second_row || !first) return std::nullopt;
-    int64_t k_step = 0, row_step = 0;
-    if (!is_const_int(simplify(second_k->args[0] - origin->args[0], bounds_), &k_step) || k_step != 1 ||
-        !is_const_int(simplify(second_row->args[0] - origin->args[0], bounds_), &row_step) || row_step < m.k ||
-        row_step > 2 * m.k)
-      return std::nullopt;
-    return NextRowBlock{static_cast<int>(first->int_value), simplify(first->args[0], bounds_), block_rows * row_step};
+    const std::vector<Expr> origin = loads_at(int_imm(0)), second_row = loads_at(int_imm(1));
+    const std::vector<Expr> next = loads_at(row0 + int_imm(block_rows));
+    if (origin.empty() || origin.size() > kMaxPrefetchedSources || second_row.size() != origin.size() ||
+        next.size() != origin.size())
+      return {};
+    std::vector<NextRowBlock> runs;
+    for (size_t i = 0; i < origin.size(); ++i) {
+      const Expr& load = origin[i];
+      if (load->args.size() != 1 || load->dtype != DType::kF32 || second_row[i]->int_value != load->int_value ||
+          next[i]->int_value != load->int_value)
+        return {};
+      // A Concat clamps each input's column into that input (min(k, 23),
+      // max(k - 24, 0)): the row's start is at k = 0, and the step along k
+      // is 1 inside the input's own columns, found at one of a few k.
+      const Expr index = load->args[0];
+      int64_t row_step = 0;
+      if (!is_const_int(simplify(at_k(second_row[i]->args[0], int_imm(0)) - at_k(index, int_imm(0)), bounds_),
+                        &row_step) ||
+          row_step < 1 || row_step > 2 * m.k)
+        return {};
+      bool along_k = false;
+      for (int64_t k : {int64_t{0}, m.k / 2, m.k - 2}) {
+        int64_t step = 0;
+        along_k = along_k || (k >= 0 && is_const_int(at_k(index, int_imm(k + 1)) - at_k(index, int_imm(k)), &step) &&
+                              step == 1);
+      }
+      if (!along_k) return {};
+      runs.push_back({static_cast<int>(load->int_value), at_k(next[i]->args[0], int_imm(0)), block_rows * row_step});
+    }
+    return runs;
   }
 
-  // Call `share` of `calls` (the row block's tile calls) prefetches its
-  // slice of the next row block's A (sgemm_*.h: `next`, `next_floats`),
-  // whole lines, kept inside A's buffer.
-  void add_next_a(std::vector<CallArg>* args, const NextRowBlock& next, const Expr& share, int64_t calls) const {
+  // Call `share` of `calls` (the row block's tile calls): its slice of `next`
+  // (sgemm_*.h: `next`, `next_floats`), whole lines, kept inside the buffer.
+  std::vector<CallArg> next_a_share(const NextRowBlock& next, const Expr& share, int64_t calls) const {
     const int64_t total = kernel_.buffers[static_cast<size_t>(next.buffer)].elements;
     const int64_t slice = std::min(total, round_up(ceil_div(next.floats, std::max<int64_t>(calls, 1)), kPanelAlign));
-    args->push_back({next.buffer, simplify(min(next.first + share * slice, int_imm(total - slice)), bounds_)});
-    args->push_back({-1, int_imm(slice)});
+    const Expr at = max(min(next.first + share * slice, int_imm(total - slice)), int_imm(0));
+    return {{next.buffer, simplify(at, bounds_)}, {-1, int_imm(slice)}};
   }
 
   // K's extent in k block `block`: kc, or what is left of K in the last one.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -958,6 +959,38 @@ TEST(FloatGemm, CachedWeightsPrefetchTheNextRowBlocksActivation) {
     ASSERT_EQ(other_calls[0]->args.size(), 7u);
     EXPECT_EQ(other_calls[0]->args[5].buffer, other_calls[0]->args[2].buffer) << "the packed weights' next block";
   }
+}
+
+// A read through a Concat of two activations (NeRF's skip connection:
+// [x1 | x2] @ w) prefetches both: x1's share through the call's `next`,
+// x2's through a prefetch of its bytes before the call.
+TEST(FloatGemm, ConcatenatedActivationPrefetchesTheNextRowBlockOfBoth) {
+  OnnxModelBuilder b(13);
+  b.input("x1", 1, {600, 24}).input("x2", 1, {600, 40}).output("y");
+  b.initializer_f("w", {64, 64}, ramp(64 * 64));
+  OnnxModelBuilder::attr_int(b.node("Concat", {"x1", "x2"}, {"x"}), "axis", 1);
+  b.node("MatMul", {"x", "w"}, {"y"});
+  Graph g = import_and_optimize(b, "matmul_next_row_block_concat");
+  const LoweredGemm gemm = lower_the_gemm(g, "scalar", streamed_activation_arch());
+  const codegen::Kernel& kernel = gemm.kernel;
+  codegen::verify(kernel);
+  EXPECT_EQ(ukernel_param(kernel, "prefetch_next_a"), 2);
+  const int64_t row_panels = ukernel_param(kernel, "row_panels"), mr = ukernel_param(kernel, "mr");
+  const int64_t calls_per_block = 64 / ukernel_param(kernel, "nr") * row_panels, block_rows = row_panels * mr;
+  std::vector<codegen::Stmt> calls, prefetches;
+  calls_in(kernel.body, "tg_sgemm::tile", &calls);
+  calls_in(kernel.body, "tg_prefetch_bytes<2>", &prefetches);
+  ASSERT_FALSE(calls.empty());
+  ASSERT_EQ(prefetches.size(), 1u);
+  ASSERT_EQ(calls[0]->args.size(), 7u);
+  const int first = calls[0]->args[5].buffer, second = prefetches[0]->args[0].buffer;
+  auto tensor_name = [&](int buffer) { return g.tensor(kernel.buffers[static_cast<size_t>(buffer)].tensor).name; };
+  EXPECT_EQ((std::set<std::string>{tensor_name(first), tensor_name(second)}), (std::set<std::string>{"x1", "x2"}));
+  const int64_t width = tensor_name(second) == "x1" ? 24 : 40;
+  const int64_t slice = ((block_rows * width + calls_per_block - 1) / calls_per_block + 15) / 16 * 16;
+  EXPECT_EQ(value_at(kernel, prefetches[0]->args[1].value, {}), slice * 4) << "bytes";
+  EXPECT_EQ(value_at(kernel, prefetches[0]->args[0].value, {{"mb", 1}, {"nb", 1}, {"p", 2}}),
+            2 * block_rows * width + (row_panels + 2) * slice);
 }
 
 // The one pack_a_rows call of `kernel` (the activation A contiguous along k),
