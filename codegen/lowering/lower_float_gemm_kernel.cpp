@@ -170,13 +170,13 @@ scheduler::Gemm float_gemm_of(const Graph& g, const Op& gemm) {
   return *match;
 }
 
+// One core's L2, 2 MiB when the arch does not say.
+int64_t l2_bytes_of(const scheduler::ArchSpec& arch) { return arch.l2_bytes > 0 ? arch.l2_bytes : (2 << 20); }
+
 // A task's cost per B panel in balanced_int_gemm_grid's units: packing it
 // when B is packed at run time; streaming it again when B was packed at
 // compile time but one batch's B overflows the L2; else nothing (it stays
 // cached for the next task).
-// One core's L2, 2 MiB when the arch does not say.
-int64_t l2_bytes_of(const scheduler::ArchSpec& arch) { return arch.l2_bytes > 0 ? arch.l2_bytes : (2 << 20); }
-
 double b_panel_cost(const FloatGeometry& geo, bool b_prepacked, const scheduler::ArchSpec& arch) {
   if (!b_prepacked) return kRuntimeBPanelCost;
   const int64_t l2 = l2_bytes_of(arch);
@@ -385,9 +385,10 @@ class FloatGemmLowering : KernelBuilder {
             // Concat's) as a prefetch of its share before the call.
             const Expr share = var(vnl) * grid_.row_panels + var(vp);
             const int64_t calls = groups * grid_.row_panels;
-            next_b = next_a_share(next_a[0], share, calls);
+            auto share_of = [&](const NextRowBlock& r) { return prefetch_share(r.buffer, r.first, r.floats, share, calls); };
+            next_b = share_of(next_a[0]);
             for (size_t i = 1; i < next_a.size(); ++i) {
-              std::vector<CallArg> args = next_a_share(next_a[i], share, calls);
+              std::vector<CallArg> args = share_of(next_a[i]);
               args[1].value = args[1].value * int_imm(int64_t{sizeof(float)});
               per_panel.push_back(make_call(std::string(kPrefetchBytesCallee) + "<2>", args));
             }
@@ -597,10 +598,18 @@ class FloatGemmLowering : KernelBuilder {
   // (sgemm_*.h: `next`, `next_floats`): its 1/row_panels, kept inside the
   // packed weights (the last block of the last panel has no next).
   void add_next_b(std::vector<CallArg>* args, int vp, const Expr& next, int64_t k) {
-    const int64_t total = kernel_.buffers[static_cast<size_t>(packed_b_)].elements;
-    const int64_t slice = std::min(total, round_up(ceil_div(k * geo_.v.nr, grid_.row_panels), kPanelAlign));
-    args->push_back({packed_b_, simplify(min(next + var(vp) * slice, int_imm(total - slice)), bounds_)});
-    args->push_back({-1, int_imm(slice)});
+    for (CallArg& arg : prefetch_share(packed_b_, next, k * geo_.v.nr, var(vp), grid_.row_panels))
+      args->push_back(std::move(arg));
+  }
+
+  // Call `share` of `calls`: its slice (whole lines) of the `floats` floats
+  // of `buffer` from `first` on, as the tile call's prefetch arguments
+  // (sgemm_*.h: `next`, `next_floats`), kept inside the buffer.
+  std::vector<CallArg> prefetch_share(int buffer, const Expr& first, int64_t floats, const Expr& share,
+                                      int64_t calls) const {
+    const int64_t total = kernel_.buffers[static_cast<size_t>(buffer)].elements;
+    const int64_t slice = std::min(total, round_up(ceil_div(floats, std::max<int64_t>(calls, 1)), kPanelAlign));
+    return {{buffer, simplify(min(first + share * slice, int_imm(total - slice)), bounds_)}, {-1, int_imm(slice)}};
   }
 
   // The next row block's A where the tile calls prefetch it (next_row_block_a):
@@ -678,18 +687,11 @@ class FloatGemmLowering : KernelBuilder {
                               step == 1);
       }
       if (!along_k) return {};
-      runs.push_back({static_cast<int>(load->int_value), at_k(next[i]->args[0], int_imm(0)), block_rows * row_step});
+      // Floored at 0: a share's offset then stays inside the buffer at both ends.
+      const Expr first = simplify(max(at_k(next[i]->args[0], int_imm(0)), int_imm(0)), bounds_);
+      runs.push_back({static_cast<int>(load->int_value), first, block_rows * row_step});
     }
     return runs;
-  }
-
-  // Call `share` of `calls` (the row block's tile calls): its slice of `next`
-  // (sgemm_*.h: `next`, `next_floats`), whole lines, kept inside the buffer.
-  std::vector<CallArg> next_a_share(const NextRowBlock& next, const Expr& share, int64_t calls) const {
-    const int64_t total = kernel_.buffers[static_cast<size_t>(next.buffer)].elements;
-    const int64_t slice = std::min(total, round_up(ceil_div(next.floats, std::max<int64_t>(calls, 1)), kPanelAlign));
-    const Expr at = max(min(next.first + share * slice, int_imm(total - slice)), int_imm(0));
-    return {{next.buffer, simplify(at, bounds_)}, {-1, int_imm(slice)}};
   }
 
   // K's extent in k block `block`: kc, or what is left of K in the last one.

@@ -770,15 +770,18 @@ TEST(FloatGemm, MatMulKBlocksReadThePackedWeightsPerBlock) {
             value_at(kernel, calls[0]->args[2].value, {{"kcb", 1}}) + floats);
 }
 
-// x (83 x 139) @ w (139 x 45, a ramp): with streamed_weights_arch, its
-// weights as B overflow the L2 and A is packed per k block.
-Graph streamed_weights_matmul(const std::string& name) {
+// x (m x k) @ w (k x n, a ramp), imported and optimized as `name`.
+Graph activation_times_weights(const std::string& name, int64_t m, int64_t k, int64_t n) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {83, 139}).output("y");
-  b.initializer_f("w", {139, 45}, ramp(139 * 45));
+  b.input("x", 1, {m, k}).output("y");
+  b.initializer_f("w", {k, n}, ramp(static_cast<int>(k * n)));
   b.node("MatMul", {"x", "w"}, {"y"});
   return import_and_optimize(b, name);
 }
+
+// x (83 x 139) @ w (139 x 45): with streamed_weights_arch, its weights as B
+// overflow the L2 and A is packed per k block.
+Graph streamed_weights_matmul(const std::string& name) { return activation_times_weights(name, 83, 139, 45); }
 
 // host_with_small_l1 with an L2 of 24 KB (B: 139 x 48 floats, 26.7 KB), an
 // L3 of 48 KB (half of it less than all of A's panels) and one core (one
@@ -891,13 +894,7 @@ TEST(FloatGemm, StreamedWeightsPrefetchTheNextColumnPanelsBlock) {
 // x (600 x 64) @ w (64 x 64) on a 1-core arch whose L2 (64 KB) the 150 KB
 // activation overflows while the 16 KB of packed weights stay in its
 // quarter: several row blocks, each packing its A from x.
-Graph streamed_activation_matmul(const std::string& name) {
-  OnnxModelBuilder b(13);
-  b.input("x", 1, {600, 64}).output("y");
-  b.initializer_f("w", {64, 64}, ramp(64 * 64));
-  b.node("MatMul", {"x", "w"}, {"y"});
-  return import_and_optimize(b, name);
-}
+Graph streamed_activation_matmul(const std::string& name) { return activation_times_weights(name, 600, 64, 64); }
 
 scheduler::ArchSpec streamed_activation_arch() {
   scheduler::ArchSpec arch = scheduler::host_arch();
