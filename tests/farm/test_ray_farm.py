@@ -5,8 +5,8 @@ worker node with 1 CPU and the resource ``x86_64-test``. The x86_64 preset's
 device maps to that resource (``--device-resource local-cpu=x86_64-test``), so every
 run step must land on the worker. A subset of the preset's small models keeps the
 file at a few minutes on a busy 2-core machine (MODELS); the full preset runs the
-same way. Nothing here judges a latency closely: `compare` of the farm run against the
-local run must be clean, with a generous bound on timings (noise on a busy machine).
+same way. Nothing here judges a latency: `compare` of the farm run against the local run
+must be clean on every metric but the timings (noise on a busy machine).
 """
 
 from __future__ import annotations
@@ -138,18 +138,22 @@ def test_farm_results_have_the_local_ids_and_schema(local_and_farm):
 @needs_ray
 def test_compare_and_dashboard_read_farm_results(local_and_farm):
     _, _, _, d = local_and_farm
-    # A clean compare: nothing regressed. Timings get a generous bound (4x: both runs share a
-    # busy 2-core machine, where 3 iterations of a 0.1 ms model move by tens of percent);
-    # every other metric, peak host memory (main_test's own) included, keeps its threshold.
+    # Every metric but the timings must compare clean. Timings are not judged here: both runs
+    # share a busy 2-core machine with the rest of the suite, where 3 iterations of a 0.1 ms
+    # model have moved by 22x (a CI run); compare's exit status must still agree with its rows.
     out = bench("compare", d / "local.json", d / "farm.json", "--timing-threshold", "3")
-    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.returncode in (0, 1), out.stdout + out.stderr
     rows = [line.split("|")[1:-1] for line in out.stdout.splitlines() if line.startswith("| ")][1:]
     assert rows
     verdicts = {}
     for verdict, _bench, metric, *_ in rows:
-        verdicts.setdefault(metric.strip(), set()).add(verdict.strip())
+        verdicts.setdefault(metric.strip(), set()).add(verdict.strip().strip("*"))
     for metric in ("kernels", "predicted DRAM traffic", "peak activation memory", "weights", "peak host memory"):
         assert verdicts[metric] == {"similar"}, (metric, verdicts[metric])
+    timings = {"latency (median)", "compile time"}
+    assert set(verdicts) - timings, "compare printed only timings"
+    any_regressed = any("regressed" in v for v in verdicts.values())
+    assert out.returncode == (1 if any_regressed else 0), out.stdout
     assert not any(v.strip() in ("new", "removed", "not compared") for v, *_ in rows)
     site = d / "site"
     dash = bench("dashboard", d / "local.json", d / "farm.json", "--out", site)
