@@ -1265,13 +1265,13 @@ class FloatGemmLowering : KernelBuilder {
 
   // Whether the C tile is stored transposed (tg_sgemm::tile_ct), for an
   // epilogue over one column's MR rows at a time: pixel rows, whose rows are
-  // the output's innermost axis, on AVX-512 (the variant with tile_ct), in
+  // the output's innermost axis, on AVX-512 or AVX2 (the variants with tile_ct), in
   // at most kMaxTransposedCKBlocks k blocks (each block's call loads and
   // stores the tile transposed). TILEGRAPH_TRANSPOSED_C=off keeps the
   // row-major tile (for comparison).
   bool transposes_c() const {
     if (const char* off = std::getenv("TILEGRAPH_TRANSPOSED_C"); off && std::string(off) == "off") return false;
-    return geo_.v.name == "avx512" && pixel_rows(geo_.m) && !in_place_b_ &&
+    return (geo_.v.name == "avx512" || geo_.v.name == "avx2") && pixel_rows(geo_.m) && !in_place_b_ &&
            geo_.blocking.k_blocks <= kMaxTransposedCKBlocks;
   }
 

@@ -63,6 +63,90 @@ __attribute__((always_inline)) inline void store_tile(const __m256 (&acc)[kRows]
 }
 }  // namespace detail
 
+namespace detail {
+// x[j] = lane j of every x[i] as they came in: a 4 x 4 transpose in xmm
+// registers. The packings below stay in 128-bit registers: an 8 x 8
+// transpose in ymm needs eight lane-crossing vperm2f128, which a Zen 1 core
+// splits into 8 macro-ops each (a 6 x 256 A panel took twice as long to pack
+// from L3 that way: ViT-B/16's 197 x 3072 activations, 0.24 -> 0.14 ms).
+__attribute__((always_inline)) inline void transpose4(__m128& x0, __m128& x1, __m128& x2, __m128& x3) {
+  const __m128 t0 = _mm_unpacklo_ps(x0, x1), t1 = _mm_unpackhi_ps(x0, x1);
+  const __m128 t2 = _mm_unpacklo_ps(x2, x3), t3 = _mm_unpackhi_ps(x2, x3);
+  x0 = _mm_movelh_ps(t0, t2);
+  x1 = _mm_movehl_ps(t2, t0);
+  x2 = _mm_movelh_ps(t1, t3);
+  x3 = _mm_movehl_ps(t3, t1);
+}
+}  // namespace detail
+
+// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
+// from kMR rows that are each contiguous along k (README.md). Four k at a
+// time: rows 0-3 as a 4 x 4 transpose, rows 4 and 5 interleaved, so each k
+// is a 4-float and a 2-float store where the generated loop stored each
+// value kMR floats apart.
+__attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
+  static_assert(kMR == 6, "a 4 x 4 transpose and a pair of rows per 4 k");
+  int64_t kk = 0;
+  for (; kk + 4 <= k; kk += 4) {
+    __m128 r0 = _mm_loadu_ps(rows[0] + kk), r1 = _mm_loadu_ps(rows[1] + kk);
+    __m128 r2 = _mm_loadu_ps(rows[2] + kk), r3 = _mm_loadu_ps(rows[3] + kk);
+    const __m128 r4 = _mm_loadu_ps(rows[4] + kk), r5 = _mm_loadu_ps(rows[5] + kk);
+    detail::transpose4(r0, r1, r2, r3);  // r0: k's rows 0-3, r1: k + 1's, ...
+    const __m128 lo = _mm_unpacklo_ps(r4, r5), hi = _mm_unpackhi_ps(r4, r5);  // rows 4, 5 of k, k + 1 | k + 2, k + 3
+    float* out = a + kk * kMR;
+    _mm_storeu_ps(out, r0);
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + 4), lo);
+    _mm_storeu_ps(out + kMR, r1);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(out + kMR + 4), lo);
+    _mm_storeu_ps(out + 2 * kMR, r2);
+    _mm_storel_pi(reinterpret_cast<__m64*>(out + 2 * kMR + 4), hi);
+    _mm_storeu_ps(out + 3 * kMR, r3);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(out + 3 * kMR + 4), hi);
+  }
+  // The remaining columns, counted from 0 (see sgemm_avx512.h's pack).
+  const int64_t tail = k - kk;
+  for (int64_t t = 0; t < tail; ++t)
+#pragma GCC unroll 6
+    for (int i = 0; i < kMR; ++i) a[(kk + t) * kMR + i] = rows[i][kk + t];
+}
+
+namespace detail {
+// The tile transposed: c[j * kMR + r] (tile_ct), through a row-major copy on
+// the stack once per call (against k steps of 12 FMAs). A whole tile's
+// store is an A panel's packing of its kMR rows (pack_a_rows_from: 4 x 4
+// transposes in xmm); a tail tile's, and the load, go value by value.
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void load_tile_transposed(__m256 (&acc)[kRows][kVecs], const float* c,
+                                                                bool accumulate) {
+  alignas(32) float rows[kRows][kVecs * 8];
+  if (accumulate)
+    for (int j = 0; j < kVecs * 8; ++j)
+#pragma GCC unroll 6
+      for (int r = 0; r < kRows; ++r) rows[r][j] = c[j * kMR + r];
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm256_load_ps(rows[r] + 8 * v) : _mm256_setzero_ps();
+}
+
+template <int kRows, int kVecs>
+__attribute__((always_inline)) inline void store_tile_transposed(const __m256 (&acc)[kRows][kVecs], float* c) {
+  alignas(32) float rows[kRows][kVecs * 8];
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) _mm256_store_ps(rows[r] + 8 * v, acc[r][v]);
+  if constexpr (kRows == kMR) {
+    const float* const row_ptrs[kMR] = {rows[0], rows[1], rows[2], rows[3], rows[4], rows[5]};
+    pack_a_rows_from(kVecs * 8, c, row_ptrs);
+  } else {
+    for (int j = 0; j < kVecs * 8; ++j)
+#pragma GCC unroll 6
+      for (int r = 0; r < kRows; ++r) c[j * kMR + r] = rows[r][j];
+  }
+}
+}  // namespace detail
+
 // c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of A(r, k') * B(k', j),
 // for the columns j < kCols (tile<8>: the last column panel of an N whose
 // tail fits one ymm; c's other columns are not touched).
@@ -70,14 +154,17 @@ __attribute__((always_inline)) inline void store_tile(const __m256 (&acc)[kRows]
 //   b: B(k', j) at b[k' * kNR + j]
 // Rows r < kRows only (tile<kCols, kRows>: the last row panel of an M
 // whose tail is kRows rows, M mod kMR; c's other rows are not touched).
-// Not inlined: see sgemm_avx512.h.
-template <int kCols = kNR, int kRows = kMR>
+// Not inlined: see sgemm_avx512.h. kTransposedC: tile_ct.
+template <int kCols = kNR, int kRows = kMR, bool kTransposedC = false>
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole ymm of a B panel's row");
   static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
   __m256 acc[kRows][kCols / 8];
-  detail::load_tile(acc, c, accumulate);
+  if constexpr (kTransposedC)
+    detail::load_tile_transposed(acc, c, accumulate);
+  else
+    detail::load_tile(acc, c, accumulate);
   auto step = [&]() __attribute__((always_inline)) {
     detail::fma_step(acc, a, b);
     a += kMR;
@@ -94,7 +181,22 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     for (const int64_t stop = kk + every < k ? kk + every : k; kk < stop; ++kk) step();
   }
   for (; kk < k; ++kk) step();
-  detail::store_tile(acc, c);
+  if constexpr (kTransposedC)
+    detail::store_tile_transposed(acc, c);
+  else
+    detail::store_tile(acc, c);
+}
+
+// tile with the C tile transposed: c[j * kMR + r] (rows r < kRows, columns
+// j < kCols), as on AVX-512: a convolution whose pixels are the GEMM's rows
+// stores each filter's kMR pixels contiguously in the output, where over
+// the row-major tile its epilogue stored every value H x W floats from the
+// last (GCC left those stores and the residual's loads scalar: a quarter of
+// ResNet-50's 14 x 14 conv3 + Add + Relu kernels on a Zen 3 core, perf).
+template <int kCols = kNR, int kRows = kMR>
+inline void tile_ct(int64_t k, const float* a, const float* b, float* c, bool accumulate,
+                    const float* next = nullptr, int64_t next_floats = 0) {
+  tile<kCols, kRows, true>(k, a, b, c, accumulate, next, next_floats);
 }
 
 // B read where it lies (README.md): B(k', j) at b[k' * ldb + j], each row's
@@ -181,53 +283,6 @@ inline void prefetch_tile(const float* p, int64_t ld) {
 #endif
 }
 
-
-namespace detail {
-// x[j] = lane j of every x[i] as they came in: a 4 x 4 transpose in xmm
-// registers. The packings below stay in 128-bit registers: an 8 x 8
-// transpose in ymm needs eight lane-crossing vperm2f128, which a Zen 1 core
-// splits into 8 macro-ops each (a 6 x 256 A panel took twice as long to pack
-// from L3 that way: ViT-B/16's 197 x 3072 activations, 0.24 -> 0.14 ms).
-__attribute__((always_inline)) inline void transpose4(__m128& x0, __m128& x1, __m128& x2, __m128& x3) {
-  const __m128 t0 = _mm_unpacklo_ps(x0, x1), t1 = _mm_unpackhi_ps(x0, x1);
-  const __m128 t2 = _mm_unpacklo_ps(x2, x3), t3 = _mm_unpackhi_ps(x2, x3);
-  x0 = _mm_movelh_ps(t0, t2);
-  x1 = _mm_movehl_ps(t2, t0);
-  x2 = _mm_movelh_ps(t1, t3);
-  x3 = _mm_movehl_ps(t3, t1);
-}
-}  // namespace detail
-
-// a[k' * kMR + r] = rows[r][k'] for k' < k: an A panel packed at run time
-// from kMR rows that are each contiguous along k (README.md). Four k at a
-// time: rows 0-3 as a 4 x 4 transpose, rows 4 and 5 interleaved, so each k
-// is a 4-float and a 2-float store where the generated loop stored each
-// value kMR floats apart.
-__attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, const float* const* rows) {
-  static_assert(kMR == 6, "a 4 x 4 transpose and a pair of rows per 4 k");
-  int64_t kk = 0;
-  for (; kk + 4 <= k; kk += 4) {
-    __m128 r0 = _mm_loadu_ps(rows[0] + kk), r1 = _mm_loadu_ps(rows[1] + kk);
-    __m128 r2 = _mm_loadu_ps(rows[2] + kk), r3 = _mm_loadu_ps(rows[3] + kk);
-    const __m128 r4 = _mm_loadu_ps(rows[4] + kk), r5 = _mm_loadu_ps(rows[5] + kk);
-    detail::transpose4(r0, r1, r2, r3);  // r0: k's rows 0-3, r1: k + 1's, ...
-    const __m128 lo = _mm_unpacklo_ps(r4, r5), hi = _mm_unpackhi_ps(r4, r5);  // rows 4, 5 of k, k + 1 | k + 2, k + 3
-    float* out = a + kk * kMR;
-    _mm_storeu_ps(out, r0);
-    _mm_storel_pi(reinterpret_cast<__m64*>(out + 4), lo);
-    _mm_storeu_ps(out + kMR, r1);
-    _mm_storeh_pi(reinterpret_cast<__m64*>(out + kMR + 4), lo);
-    _mm_storeu_ps(out + 2 * kMR, r2);
-    _mm_storel_pi(reinterpret_cast<__m64*>(out + 2 * kMR + 4), hi);
-    _mm_storeu_ps(out + 3 * kMR, r3);
-    _mm_storeh_pi(reinterpret_cast<__m64*>(out + 3 * kMR + 4), hi);
-  }
-  // The remaining columns, counted from 0 (see sgemm_avx512.h's pack).
-  const int64_t tail = k - kk;
-  for (int64_t t = 0; t < tail; ++t)
-#pragma GCC unroll 6
-    for (int i = 0; i < kMR; ++i) a[(kk + t) * kMR + i] = rows[i][kk + t];
-}
 
 // b[k' * kNR + j] = first[j * ld + k'] for k' < k: a B panel packed at run
 // time from kNR columns each contiguous along k (README.md; sgemm_avx512.h).

@@ -1150,20 +1150,21 @@ codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t st
   return gemm.kernel;
 }
 
-// Pixel rows (49 pixels: 6 full row panels and one of 1 row) store their C
-// tile transposed (tile_ct) and the epilogue runs over one filter's pixels
-// at a time, vectorized: the full row panels' copy at the row clamped to
-// the last full panel's, the tail's loop bounded by M. With a residual add
-// of the conv's input, the full panels read it at the pixel itself (no
-// division into the map's row and column); the tail keeps them.
-TEST(FloatGemm, PixelRowsStoreTheTileTransposed) {
+// Pixel rows (49 pixels: 6 full row panels and one of 1 row on AVX-512, 8
+// and one of 1 on AVX2) store their C tile transposed (tile_ct) and the
+// epilogue runs over one filter's pixels at a time, vectorized: the full row
+// panels' copy at the row clamped to the last full panel's, the tail's loop
+// bounded by M. With a residual add of the conv's input, the full panels
+// read it at the pixel itself (no division into the map's row and column);
+// the tail keeps them.
+void expect_pixel_rows_store_the_tile_transposed(const std::string& variant, int64_t mr) {
   OnnxModelBuilder b(13);
   b.input("x", 1, {1, 96, 7, 7}).output("y");
   b.initializer_f("w", {96, 96, 1, 1}, ramp(96 * 96));
   b.node("Conv", {"x", "w"}, {"c"});
   b.node("Add", {"c", "x"}, {"y"});
-  Graph g = import_and_optimize(b, "pixel_rows_transposed");
-  const codegen::Kernel kernel = lower_the_gemm(g, "avx512").kernel;
+  Graph g = import_and_optimize(b, "pixel_rows_transposed_" + variant);
+  const codegen::Kernel kernel = lower_the_gemm(g, variant).kernel;
   codegen::verify(kernel);
   EXPECT_EQ(ukernel_param(kernel, "c_transposed"), 1) << codegen::to_string(kernel);
   std::vector<codegen::Stmt> full_rows, tail_rows, row_major;
@@ -1175,16 +1176,20 @@ TEST(FloatGemm, PixelRowsStoreTheTileTransposed) {
   EXPECT_TRUE(row_major.empty());
   EXPECT_EQ(full_rows[0]->loop, codegen::LoopKind::kVectorized);
   int64_t rows = 0;
-  EXPECT_TRUE(is_const_int(full_rows[0]->extent, &rows) && rows == 8);
+  EXPECT_TRUE(is_const_int(full_rows[0]->extent, &rows) && rows == mr);
   EXPECT_FALSE(is_const(tail_rows[0]->extent)) << "the last row panel stops at M";
   EXPECT_EQ(divisions_in(full_rows[0]), 0);
   EXPECT_GT(divisions_in(tail_rows[0]), 0);
   ASSERT_EQ(setenv("TILEGRAPH_TRANSPOSED_C", "off", 1), 0);
-  Graph g_off = import_and_optimize(b, "pixel_rows_row_major");
-  const codegen::Kernel off = lower_the_gemm(g_off, "avx512").kernel;
+  Graph g_off = import_and_optimize(b, "pixel_rows_row_major_" + variant);
+  const codegen::Kernel off = lower_the_gemm(g_off, variant).kernel;
   unsetenv("TILEGRAPH_TRANSPOSED_C");
   EXPECT_FALSE(has_ukernel_param(off, "c_transposed"));
 }
+
+TEST(FloatGemm, PixelRowsStoreTheTileTransposed) { expect_pixel_rows_store_the_tile_transposed("avx512", 8); }
+
+TEST(FloatGemm, PixelRowsStoreTheTileTransposedOnAvx2) { expect_pixel_rows_store_the_tile_transposed("avx2", 6); }
 
 // A conv's patches (pixel rows) are no row-major activation: no pack_a_rows.
 TEST(FloatGemm, ConvPatchesAreNotPackedByPackARows) {

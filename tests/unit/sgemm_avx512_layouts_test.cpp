@@ -5,7 +5,7 @@
 // apart: odd k (1, 7, 37), a row tail (tile_ldb<32, 3>), an accumulating
 // call, a C tile left alone outside its rows) and tile_ct (the C tile
 // transposed, c[j * kMR + r]: a row tail, a narrow column tail, accumulating
-// from a transposed tile). Compiled
+// from a transposed tile; AVX2's too). Compiled
 // under an avx512f target pragma like tests/unit/sgemm_variants/; skipped
 // on CPUs without AVX-512F.
 #include <gtest/gtest.h>
@@ -62,6 +62,12 @@ void avx2_bias_clamp(int64_t k, const float* a, const float* b, int64_t ldb, flo
                      float lo, float hi) {
   tg_sgemm::avx2::tile_bias_clamp_ldb(k, a, b, ldb, c, ldc, bias, lo, hi);
 }
+void avx2_transposed(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  tg_sgemm::avx2::tile_ct(k, a, b, c, accumulate);
+}
+void avx2_transposed_tail(int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  tg_sgemm::avx2::tile_ct<8, 5>(k, a, b, c, accumulate);
+}
 }  // namespace
 #pragma GCC pop_options
 
@@ -70,11 +76,6 @@ namespace {
 constexpr int64_t kMR = 8, kNR = 32;
 
 using tilegraph::testing::random_values;
-
-// A packed A panel (kMR x k) and a B of k rows, ldb floats apart.
-struct Operands : tilegraph::testing::PanelOperands {
-  Operands(int64_t k, int64_t ldb, int64_t col) : PanelOperands(kMR, k, ldb, col, 1) {}
-};
 
 // The _ldb functions of one variant: its panel size and entry points.
 struct LdbVariant {
@@ -171,29 +172,63 @@ TEST(SgemmAvx2Ldb, BiasClampStoresOutputRowsLdcApart) {
   expect_bias_clamp_stores_output_rows_ldc_apart(kAvx2);
 }
 
-// tile_ct on a packed B panel (b[k' * kNR + j]): Operands with ldb = kNR.
+// tile_ct of one variant: its panel size and entry points, the tail's rows
+// and columns.
+struct CtVariant {
+  int64_t mr, nr;
+  bool (*supported)();
+  void (*full)(int64_t, const float*, const float*, float*, bool);
+  void (*tail)(int64_t, const float*, const float*, float*, bool);
+  int64_t tail_rows, tail_cols;
+};
+
+const CtVariant kAvx512Ct{kMR, kNR, tilegraph::testing::avx512f_supported, transposed, transposed_tail, 5, 16};
+const CtVariant kAvx2Ct{tg_sgemm::avx2::kMR, tg_sgemm::avx2::kNR, avx2_supported, avx2_transposed, avx2_transposed_tail,
+                        5, 8};
+
+// tile_ct on a packed B panel (b[k' * kNR + j]): operands with ldb = kNR.
+void expect_tile_stored_transposed(const CtVariant& v) {
+  const tilegraph::testing::PanelOperands o(v.mr, 23, v.nr, 0, 1);
+  std::vector<float> c(size_t(v.mr * v.nr), -7.0f);
+  v.full(o.k, o.a.data(), o.panel(), c.data(), false);
+  for (int64_t r = 0; r < v.mr; ++r)
+    for (int64_t j = 0; j < v.nr; ++j) ASSERT_NEAR(c[size_t(j * v.mr + r)], o.sum(r, j), 1e-4) << r << " " << j;
+  v.full(o.k, o.a.data(), o.panel(), c.data(), true);  // adds to the transposed tile
+  for (int64_t r = 0; r < v.mr; ++r)
+    for (int64_t j = 0; j < v.nr; ++j) ASSERT_NEAR(c[size_t(j * v.mr + r)], 2 * o.sum(r, j), 2e-4) << r << " " << j;
+}
+
+void expect_tails_leave_the_other_rows_and_columns(const CtVariant& v) {
+  const tilegraph::testing::PanelOperands o(v.mr, 9, v.nr, 0, 1);
+  std::vector<float> c(size_t(v.mr * v.nr), -7.0f);
+  for (bool accumulate : {false, true}) {
+    v.tail(o.k, o.a.data(), o.panel(), c.data(), accumulate);
+    for (int64_t r = 0; r < v.mr; ++r)
+      for (int64_t j = 0; j < v.nr; ++j) {
+        const double want = r < v.tail_rows && j < v.tail_cols ? (accumulate ? 2 : 1) * o.sum(r, j) : -7.0;
+        ASSERT_NEAR(c[size_t(j * v.mr + r)], want, 2e-4) << accumulate << " " << r << " " << j;
+      }
+  }
+}
+
 TEST(SgemmAvx512Ct, TileStoresTheTileTransposed) {
-  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
-  const Operands o(23, kNR, 0);
-  std::vector<float> c(size_t(kMR * kNR), -7.0f);
-  transposed(o.k, o.a.data(), o.panel(), c.data(), false);
-  for (int64_t r = 0; r < kMR; ++r)
-    for (int64_t j = 0; j < kNR; ++j) ASSERT_NEAR(c[size_t(j * kMR + r)], o.sum(r, j), 1e-4) << r << " " << j;
-  transposed(o.k, o.a.data(), o.panel(), c.data(), true);  // adds to the transposed tile
-  for (int64_t r = 0; r < kMR; ++r)
-    for (int64_t j = 0; j < kNR; ++j) ASSERT_NEAR(c[size_t(j * kMR + r)], 2 * o.sum(r, j), 2e-4) << r << " " << j;
+  if (!kAvx512Ct.supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  expect_tile_stored_transposed(kAvx512Ct);
 }
 
 TEST(SgemmAvx512Ct, TailsLeaveTheOtherRowsAndColumns) {
-  if (!tilegraph::testing::avx512f_supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
-  const Operands o(9, kNR, 0);
-  std::vector<float> c(size_t(kMR * kNR), -7.0f);
-  transposed_tail(o.k, o.a.data(), o.panel(), c.data(), false);  // rows < 5, columns < 16
-  for (int64_t r = 0; r < kMR; ++r)
-    for (int64_t j = 0; j < kNR; ++j) {
-      const double want = r < 5 && j < 16 ? o.sum(r, j) : -7.0;
-      ASSERT_NEAR(c[size_t(j * kMR + r)], want, 1e-4) << r << " " << j;
-    }
+  if (!kAvx512Ct.supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  expect_tails_leave_the_other_rows_and_columns(kAvx512Ct);
+}
+
+TEST(SgemmAvx2Ct, TileStoresTheTileTransposed) {
+  if (!kAvx2Ct.supported()) GTEST_SKIP() << "no AVX2 on this CPU";
+  expect_tile_stored_transposed(kAvx2Ct);
+}
+
+TEST(SgemmAvx2Ct, TailsLeaveTheOtherRowsAndColumns) {
+  if (!kAvx2Ct.supported()) GTEST_SKIP() << "no AVX2 on this CPU";
+  expect_tails_leave_the_other_rows_and_columns(kAvx2Ct);
 }
 
 }  // namespace
