@@ -16,7 +16,8 @@ void dump(const Kernel& k, const Stmt& s, int depth, std::ostringstream& out) {
           << (s->loop == LoopKind::kParallel ? " parallel" : s->loop == LoopKind::kVectorized ? " vector"
               : s->loop == LoopKind::kUnrolled ? " unrolled" : s->loop == LoopKind::kBlocks ? " blocks"
               : s->loop == LoopKind::kThreads ? " threads" : s->loop == LoopKind::kReduce ? " reduce" : "")
-          << (s->run_var >= 0 ? " run " + k.var_names[s->run_var] : "") << "\n";
+          << (s->run_var >= 0 ? " run " + k.var_names[s->run_var] : "")
+          << (s->grain > 1 ? " grain " + std::to_string(s->grain) : "") << "\n";
       for (const Stmt& c : s->body) dump(k, c, depth + 1, out);
       break;
     case StmtKind::kStore:
@@ -64,13 +65,14 @@ Stmt make_for(int var, Expr extent, LoopKind loop, std::vector<Stmt> body, int c
   return make(std::move(n));
 }
 
-Stmt make_parallel_for(int var, Expr extent, std::vector<Stmt> body, int collapse, int run_var) {
+Stmt make_parallel_for(int var, Expr extent, std::vector<Stmt> body, int collapse, int run_var, int64_t grain) {
   StmtNode n{StmtKind::kFor};
   n.var = var;
   n.extent = std::move(extent);
   n.loop = LoopKind::kParallel;
   n.collapse = collapse;
   n.run_var = run_var;
+  n.grain = grain;
   n.body = std::move(body);
   return make(std::move(n));
 }

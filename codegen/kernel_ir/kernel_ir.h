@@ -111,6 +111,12 @@ struct StmtNode {
   // scratch buffers) still holds what the previous iteration left there
   // when it is > 0. A printer that cannot tell binds 0 (always safe).
   int run_var = -1;
+  // For kParallel with a run_var: a thread takes the flattened iterations in
+  // runs of whole multiples of grain, each starting at a multiple of grain,
+  // so that a run covers the grain's iterations together (a chunk's row
+  // blocks, which reuse its packed B: lower_float_gemm_kernel.cpp). A
+  // scheduling hint; results never depend on it.
+  int64_t grain = 1;
   int buffer = -1;              // Store, Allocate
   Expr index;                   // Store
   Expr value;                   // Store
@@ -121,8 +127,9 @@ struct StmtNode {
 };
 
 Stmt make_for(int var, Expr extent, LoopKind loop, std::vector<Stmt> body, int collapse = 1);
-// A kParallel For whose body reads run_var (StmtNode::run_var).
-Stmt make_parallel_for(int var, Expr extent, std::vector<Stmt> body, int collapse, int run_var);
+// A kParallel For whose body reads run_var (StmtNode::run_var), its
+// iterations taken in runs of `grain` (StmtNode::grain).
+Stmt make_parallel_for(int var, Expr extent, std::vector<Stmt> body, int collapse, int run_var, int64_t grain = 1);
 Stmt make_store(int buffer, Expr index, Expr value);
 Stmt make_seq(std::vector<Stmt> body);
 Stmt make_allocate(int buffer, std::vector<Stmt> body);

@@ -323,8 +323,14 @@ class FloatGemmLowering : KernelBuilder {
     // whose sums wait there for the last block.
     const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * a_panel_floats();
     // In place, only N's tail panel is packed.
-    const int64_t b_floats =
-        packed_b_ >= 0 || (in_place_b_ && full_panels() == 0) ? 0 : geo_.b_block * column_group();
+    reuses_b_ = reuses_b_across_row_blocks();
+    const int64_t b_floats = packed_b_ >= 0 || (in_place_b_ && full_panels() == 0) ? 0
+                             : reuses_b_ ? geo_.b_panel * ceil_div(grid_.chunk_panels, column_group()) * column_group()
+                                         : geo_.b_block * column_group();
+    if (reuses_b_) {
+      b_run_ = new_var("run", m.batches() * grid_.chunks * grid_.row_blocks);
+      kernel_.ukernel_params.push_back({"b_reused", 1});
+    }
     const int64_t tile_floats = int64_t{v.mr} * v.nr;
     // k outer: the C tiles of a group of column panels wait for the last block.
     int64_t group = 1;
@@ -450,12 +456,12 @@ class FloatGemmLowering : KernelBuilder {
     // and packs them only on a run's first task or a batch's first chunk
     // (ResNet-50's 7 x 7 pixel rows at 1 thread: each of 2 chunks repacked).
     const bool packs_a_whole = packed_a_ < 0 && !kb.a_per_k_block;
-    const int run = packs_a_whole && grid_.row_blocks == 1 && grid_.chunks > 1
-                        ? new_var("run", m.batches() * grid_.chunks)
-                        : -1;
+    const int run = reuses_b_                                                   ? b_run_
+                    : packs_a_whole && grid_.row_blocks == 1 && grid_.chunks > 1 ? new_var("run", m.batches() * grid_.chunks)
+                                                                                 : -1;
     if (packs_a_whole) {
       const Stmt pack = pack_a(vb, row0, panels);
-      block.push_back(run >= 0 ? make_if(lt(min(var(run), var(vc)), int_imm(1)), {pack}) : pack);
+      block.push_back(run >= 0 && !reuses_b_ ? make_if(lt(min(var(run), var(vc)), int_imm(1)), {pack}) : pack);
     }
     block.push_back(ctile >= 0 ? make_allocate(ctile, {column_panels}) : column_panels);
     Stmt body = panels >= 0 ? make_allocate(panels, block) : make_seq(block);
@@ -463,7 +469,11 @@ class FloatGemmLowering : KernelBuilder {
     // gives each core whole chunks of every row block (int_gemm_task_grid.h).
     body = make_for(vm, int_imm(grid_.row_blocks), LoopKind::kSerial, {body});
     body = make_for(vc, int_imm(grid_.chunks), LoopKind::kSerial, {body});
-    kernel_.body = make_parallel_for(vb, int_imm(m.batches()), {body}, 3, run);
+    // B reused: each thread takes a chunk's row blocks together, where there
+    // are chunks enough for every core (the pool's chunks of one task each
+    // had spread them over both threads, and each repacked).
+    const int64_t grain = reuses_b_ && m.batches() * grid_.chunks >= cores_ ? grid_.row_blocks : 1;
+    kernel_.body = make_parallel_for(vb, int_imm(m.batches()), {body}, 3, run, grain);
     return std::move(kernel_);
   }
 
@@ -487,7 +497,10 @@ class FloatGemmLowering : KernelBuilder {
     // reads would be clamped (a min per value, no vector load: MobileNetV2's
     // 112 x 112 1x1 conv in groups of 5 ran 1.6x slower than ungrouped).
     const int vpanel = new_var("ncol", geo_.col_panels);
-    const Stmt pack = pack_b(vb, var(vpanel), panels, int_imm(a_floats) + var(vw) * geo_.b_panel, nullptr).whole();
+    // Reused across row blocks: the chunk's panels side by side, this group's
+    // from its first.
+    const Expr group_b = reuses_b_ ? int_imm(a_floats) + var(vnl) * (cgroup * geo_.b_panel) : int_imm(a_floats);
+    const Stmt pack = pack_b(vb, var(vpanel), panels, group_b + var(vw) * geo_.b_panel, nullptr).whole();
     // Where the packing is a plain copy, its k loop goes outside the group's
     // panels: each k reads one run of the group's columns (B's row), where
     // panel by panel it read NR floats of every row before the next panel's.
@@ -499,9 +512,12 @@ class FloatGemmLowering : KernelBuilder {
     Stmt group = make_for(vw, int_imm(cgroup), LoopKind::kSerial,
                           {in_group(vw, packed_nb, {with_var(per_panel, vpanel, packed_nb)})});
     if (k_loop) group = make_for(k_loop->var, k_loop->extent, k_loop->loop, {group});
+    // The thread's previous task was this chunk's previous row block: its
+    // panels are in the scratch arena already.
+    if (reuses_b_) group = make_if(lt(min(var(b_run_), var(vm)), int_imm(1)), {group});
     std::vector<Stmt> body = {group};
     const int vp = new_var("p", grid_.row_panels);
-    const CallArg b_arg{panels, int_imm(a_floats) + var(vq) * geo_.b_panel};
+    const CallArg b_arg{panels, group_b + var(vq) * geo_.b_panel};
     std::vector<Stmt> tile = panel_tile(vb, vm, vp, var(vpanel), rows.row0 + var(vp) * geo_.v.mr, a_at(vp), b_arg, ctile);
     for (Stmt& t : tile) t = with_var(t, vpanel, run_nb);
     const Stmt over_group = make_for(vq, int_imm(cgroup), LoopKind::kSerial, {in_group(vq, run_nb, std::move(tile))});
@@ -573,6 +589,22 @@ class FloatGemmLowering : KernelBuilder {
     std::vector<Expr> at = vars_as_themselves();
     at[static_cast<size_t>(v)] = value;
     return rewrite_stmt_exprs(s, [&](const Expr& e) { return substitute_vars(e, at); });
+  }
+
+  // Whether a chunk's B panels, packed at run time, stay in the scratch arena
+  // for the same thread's next row block of that chunk (tasks run chunk by
+  // chunk, row blocks innermost: int_gemm_task_grid.h), where each row block
+  // repacked them: B packed over all of K in groups (column_group_body), two
+  // or more row blocks, and the chunk's panels within the L2. ResNet-50's
+  // stride-2 1x1 downsample (256 -> 512 over 28 x 28, 3 row blocks, 25
+  // panels of 16 KiB per chunk: each a gather of every other pixel of 256
+  // channels) spent 27% of its time packing B, one core (perf).
+  // TILEGRAPH_REUSE_B=off repacks per row block (for comparison).
+  bool reuses_b_across_row_blocks() const {
+    if (const char* off = std::getenv("TILEGRAPH_REUSE_B"); off && std::string(off) == "off") return false;
+    if (packed_b_ >= 0 || in_place_b_ || geo_.k_blocked() || column_group() < 2 || grid_.row_blocks < 2) return false;
+    const int64_t chunk_bytes = grid_.chunk_panels * geo_.b_panel * static_cast<int64_t>(sizeof(float));
+    return chunk_bytes <= l2_bytes_;
   }
 
   // Column panels packed and run together (FloatGemmBlocking::b_group: 1
@@ -2107,6 +2139,8 @@ class FloatGemmLowering : KernelBuilder {
   std::optional<CallArg> tail_b_;           // N's tail panel, packed where B is read in place
   std::optional<StridedB> columns_b_;       // find_columns_along_k, once per kernel
   bool transposed_c_ = false;               // transposes_c(), once per kernel
+  bool reuses_b_ = false;                   // reuses_b_across_row_blocks(), once per kernel
+  int b_run_ = -1;                          // its run var (StmtNode::run_var)
   std::optional<bool> guarded_b_;           // guarded_b_packing, once per kernel
   int hoisted_runs_ = 0;                    // hoist_run_offsets' locals so far
   int widened_runs_ = 0;                    // widened_run's locals so far

@@ -540,7 +540,7 @@ class Printer {
     out << pad << "    }\n"
         << pad << "  };\n"
         << pad << "  tg_parallel_for(" << total << ", [&](int64_t tg_begin, int64_t tg_end) { tg_chunk(tg_begin, tg_end"
-        << args << "); });\n"
+        << args << "); }" << (loops[0]->grain > 1 ? ", INT64_C(" + std::to_string(loops[0]->grain) + ")" : "") << ");\n"
         << pad << "}\n";
   }
 

@@ -305,20 +305,23 @@ class Pool {
   // How long idle threads spin now, in ns (adaptive: see SpinBudget).
   int64_t spin_ns() const { return spin_ns_.load(std::memory_order_relaxed); }
 
-  void run(int64_t n, ChunkFn fn, void* ctx) {
+  // Chunks are whole multiples of `grain` iterations from a multiple of it.
+  void run(int64_t n, ChunkFn fn, void* ctx, int64_t grain = 1) {
     const int threads = this->threads();
     if (n <= 0) return;
-    if (threads <= 1 || n == 1 || in_task() || !run_mutex_.try_lock()) return fn(ctx, 0, n);
+    grain = grain < 1 ? 1 : grain;
+    if (threads <= 1 || n <= grain || in_task() || !run_mutex_.try_lock()) return fn(ctx, 0, n);
     start_workers(threads - 1);
     if (adaptive_) sample_contention();
     caller_cpu_.store(sched_getcpu(), std::memory_order_relaxed);
     // Chunks: a few per thread, so a late thread delays at most a small one.
-    const int64_t chunks = std::min<int64_t>(n, int64_t{threads} * kChunksPerThread);
+    const int64_t grains = (n + grain - 1) / grain;
+    const int64_t chunks = std::min<int64_t>(grains, int64_t{threads} * kChunksPerThread);
     fn_ = fn;
     ctx_ = ctx;
     float_control_ = float_control() & kFloatControlBits;
     n_ = n;
-    grain_ = (n + chunks - 1) / chunks;
+    grain_ = (grains + chunks - 1) / chunks * grain;
     participants_.store(threads - 1, std::memory_order_relaxed);
     next_.store(0, std::memory_order_relaxed);
     epoch_ += 1;
@@ -567,11 +570,13 @@ void call_chunk(void* ctx, int64_t begin, int64_t end) {
   (*static_cast<F*>(ctx))(begin, end);
 }
 
-// Runs body(begin, end) over chunks of [0, n) on the pool, the caller included.
+// Runs body(begin, end) over chunks of [0, n) on the pool, the caller
+// included; each chunk is whole multiples of `grain` iterations from a
+// multiple of it (a GEMM's row blocks that reuse one chunk's packed B).
 template <typename F>
-inline void tg_parallel_for(int64_t n, F&& body) {
+inline void tg_parallel_for(int64_t n, F&& body, int64_t grain = 1) {
   using Body = typename std::remove_reference<F>::type;
-  Pool::instance().run(n, &call_chunk<Body>, static_cast<void*>(&body));
+  Pool::instance().run(n, &call_chunk<Body>, static_cast<void*>(&body), grain);
 }
 
 inline void tg_set_pool_threads(int n) { Pool::instance().set_threads(n); }

@@ -1150,6 +1150,63 @@ codegen::Kernel few_pixels_kernel(const std::string& name, int64_t k, int64_t st
   return gemm.kernel;
 }
 
+// ResNet-50's stride-2 1x1 downsample, scaled down: 256 filters over a 32 x 32
+// map's every other pixel (16 x 16) (B packed at run time in column groups), with an
+// L2 that holds a third of the weights' panels, so a chunk runs in several
+// row blocks. A thread that runs the next row block of the same chunk right
+// after the last keeps the chunk's B panels (each group in its own slot) and
+// packs them only on a run's first task or a chunk's first row block; the
+// pool hands each thread whole chunks (grain: the row blocks).
+codegen::Kernel strided_downsample_kernel(const std::string& name) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, {1, 64, 32, 32}).output("y");
+  b.initializer_f("w", {256, 64, 1, 1}, ramp(256 * 64));
+  OnnxModelBuilder::attr_ints(b.node("Conv", {"x", "w"}, {"y"}), "strides", {2, 2});
+  Graph g = import_and_optimize(b, name);
+  scheduler::ArchSpec arch = scheduler::host_arch();
+  arch.l1_bytes = 32 << 10;
+  arch.l2_bytes = 64 << 10;
+  arch.cores = 2;
+  const codegen::Kernel kernel = lower_the_gemm(g, "avx2", arch).kernel;
+  codegen::verify(kernel);
+  return kernel;
+}
+
+TEST(FloatGemm, RowBlocksOfAChunkReuseItsPackedB) {
+  const codegen::Kernel kernel = strided_downsample_kernel("reuse_b");
+  ASSERT_EQ(ukernel_param(kernel, "b_reused"), 1) << codegen::to_string(kernel);
+  const int64_t row_panels = ukernel_param(kernel, "row_panels"), group = ukernel_param(kernel, "column_group");
+  const int64_t row_blocks = (256 + 6 * row_panels - 1) / (6 * row_panels);
+  ASSERT_GE(row_blocks, 2);
+  ASSERT_GE(group, 2);
+  ASSERT_EQ(kernel.body->kind, codegen::StmtKind::kFor);
+  EXPECT_EQ(kernel.body->grain, row_blocks);
+  ASSERT_GE(kernel.body->run_var, 0);
+  // The group's packing runs under the run's guard; the tiles do not.
+  std::vector<codegen::Stmt> packs, runs;
+  loops_named(kernel, kernel.body, "nw", &packs);
+  loops_named(kernel, kernel.body, "nq", &runs);
+  ASSERT_EQ(packs.size(), 1u);
+  ASSERT_EQ(runs.size(), 1u);
+  // ... the guard: Lt(Min(run, mb), 1), run and mb by their var ids (v<id>).
+  const std::string dump = codegen::to_string(kernel);
+  int mb = -1;
+  for (size_t i = 0; i < kernel.var_names.size(); ++i)
+    if (kernel.var_names[i] == "mb") mb = static_cast<int>(i);
+  const std::string guard =
+      "if Lt(Min(v" + std::to_string(kernel.body->run_var) + ", v" + std::to_string(mb) + "), 1)";
+  const size_t at = dump.find(guard);
+  ASSERT_NE(at, std::string::npos) << dump;
+  EXPECT_LT(at, dump.find("for nw")) << "the group's packing inside the guard";
+  EXPECT_GT(at, dump.find("for ng")) << dump;
+  ASSERT_EQ(setenv("TILEGRAPH_REUSE_B", "off", 1), 0);
+  const codegen::Kernel off = strided_downsample_kernel("reuse_b_off");
+  unsetenv("TILEGRAPH_REUSE_B");
+  EXPECT_FALSE(has_ukernel_param(off, "b_reused"));
+  EXPECT_EQ(off.body->grain, 1);
+  EXPECT_EQ(off.body->run_var, -1);
+}
+
 // Pixel rows (49 pixels: 6 full row panels and one of 1 row on AVX-512, 8
 // and one of 1 on AVX2) store their C tile transposed (tile_ct) and the
 // epilogue runs over one filter's pixels at a time, vectorized: the full row

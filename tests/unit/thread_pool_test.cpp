@@ -38,6 +38,31 @@ TEST(ThreadPool, EveryIterationRunsOnceAtEachThreadCount) {
   }
 }
 
+// A grain: every chunk starts at a multiple of it and spans whole multiples
+// (the last one up to n), so the iterations of one grain run together on one
+// thread; every iteration still runs once.
+TEST(ThreadPool, ChunksAreWholeGrains) {
+  for (int threads : {1, 2, 3}) {
+    PoolThreads pool(threads);
+    for (int64_t grain : {2, 3, 7}) {
+      for (int64_t n : {1, 3, 6, 7, 64, 1001}) {
+        std::vector<std::atomic<int>> runs(static_cast<size_t>(n));
+        std::atomic<bool> misaligned{false};
+        tg_parallel_for(
+            n,
+            [&](int64_t begin, int64_t end) {
+              if (begin % grain != 0 || (end != n && (end - begin) % grain != 0)) misaligned = true;
+              for (int64_t i = begin; i < end; ++i) runs[static_cast<size_t>(i)].fetch_add(1);
+            },
+            grain);
+        EXPECT_FALSE(misaligned) << threads << " threads, grain " << grain << ", n " << n;
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(runs[static_cast<size_t>(i)].load(), 1) << threads << " threads, grain " << grain << ", n " << n;
+      }
+    }
+  }
+}
+
 // The threads that ran chunks of one 64-chunk loop. Every chunk waits (at
 // most 10 s) until two threads have started chunks: the caller alone could
 // never get past the first one.
