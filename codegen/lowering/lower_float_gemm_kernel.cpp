@@ -319,8 +319,9 @@ class FloatGemmLowering : KernelBuilder {
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     // One scratch buffer (a thread has one arena): the row block's A panels
     // unless A is packed at compile time, then the run-time B panel (one k
-    // block of it) unless B is, then with k blocks the row block's C tiles,
-    // whose sums wait there for the last block.
+    // block of it; a group's panels; the whole chunk's where they are reused
+    // across row blocks) unless B is, then with k blocks the row block's C
+    // tiles, whose sums wait there for the last block.
     const int64_t a_floats = packed_a_ >= 0 ? 0 : grid_.row_panels * a_panel_floats();
     // In place, only N's tail panel is packed.
     reuses_b_ = reuses_b_across_row_blocks();
