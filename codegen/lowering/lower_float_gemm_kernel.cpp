@@ -456,13 +456,14 @@ class FloatGemmLowering : KernelBuilder {
     // to back) finds the row block's A panels in its scratch arena already,
     // and packs them only on a run's first task or a batch's first chunk
     // (ResNet-50's 7 x 7 pixel rows at 1 thread: each of 2 chunks repacked).
+    // (B reused across row blocks has two or more of them: A is packed per task.)
     const bool packs_a_whole = packed_a_ < 0 && !kb.a_per_k_block;
-    const int run = reuses_b_                                                   ? b_run_
-                    : packs_a_whole && grid_.row_blocks == 1 && grid_.chunks > 1 ? new_var("run", m.batches() * grid_.chunks)
-                                                                                 : -1;
+    const int a_run = packs_a_whole && grid_.row_blocks == 1 && grid_.chunks > 1
+                          ? new_var("run", m.batches() * grid_.chunks)
+                          : -1;
     if (packs_a_whole) {
       const Stmt pack = pack_a(vb, row0, panels);
-      block.push_back(run >= 0 && !reuses_b_ ? make_if(lt(min(var(run), var(vc)), int_imm(1)), {pack}) : pack);
+      block.push_back(a_run >= 0 ? make_if(lt(min(var(a_run), var(vc)), int_imm(1)), {pack}) : pack);
     }
     block.push_back(ctile >= 0 ? make_allocate(ctile, {column_panels}) : column_panels);
     Stmt body = panels >= 0 ? make_allocate(panels, block) : make_seq(block);
@@ -474,7 +475,7 @@ class FloatGemmLowering : KernelBuilder {
     // are chunks enough for every core (the pool's chunks of one task each
     // had spread them over both threads, and each repacked).
     const int64_t grain = reuses_b_ && m.batches() * grid_.chunks >= cores_ ? grid_.row_blocks : 1;
-    kernel_.body = make_parallel_for(vb, int_imm(m.batches()), {body}, 3, run, grain);
+    kernel_.body = make_parallel_for(vb, int_imm(m.batches()), {body}, 3, reuses_b_ ? b_run_ : a_run, grain);
     return std::move(kernel_);
   }
 
