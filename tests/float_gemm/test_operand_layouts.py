@@ -25,7 +25,6 @@ use in manifest.json (ukernel_params.b_in_place, c_transposed);
 TILEGRAPH_B_IN_PLACE=off packs every B, TILEGRAPH_TRANSPOSED_C=off keeps
 every C tile row-major.
 """
-import json
 import os
 import subprocess
 import sys
@@ -33,8 +32,7 @@ import sys
 import numpy as np
 import pytest
 
-from float_gemm_testlib import REPO, fan_in_weight, host_has_avx512  # noqa: E402 (puts python/ on the path)
-from tilegraph._common import find_tilegraph_bin  # noqa: E402
+from float_gemm_testlib import REPO, fan_in_weight, host_has_avx512, tuned_manifest  # noqa: E402 (puts python/ on the path)
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -100,17 +98,11 @@ def build_model(path):
 
 
 def _tune(prefix, env):
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     if not host_has_avx512():
         pytest.skip("B is read in place on AVX-512 hosts only")
     build_model(prefix)
     env.pop("TILEGRAPH_SGEMM_VARIANT", None)
-    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, env=env, timeout=900)
-    assert tune.returncode == 0, tune.stdout[-3000:]
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    manifest = tuned_manifest(prefix, env)
     layouts = {}
     for k in manifest["kernels"]:
         params = k.get("ukernel_params", {})

@@ -12,7 +12,6 @@ repacks per row block), at one thread and at two.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,8 +19,7 @@ import sys
 import numpy as np
 import pytest
 
-from float_gemm_testlib import REPO, fan_in_weight, host_has_avx2  # noqa: E402 (puts python/ on the path)
-from tilegraph._common import find_tilegraph_bin  # noqa: E402
+from float_gemm_testlib import REPO, fan_in_weight, host_has_avx2, tuned_manifest  # noqa: E402 (puts python/ on the path)
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -44,16 +42,10 @@ def build_model(path):
 
 
 def tune(prefix, env):
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     if not host_has_avx2():
         pytest.skip("the float micro-kernel's x86 variants")
     build_model(prefix)
-    out = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, env=env, timeout=900)
-    assert out.returncode == 0, out.stdout[-3000:]
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    manifest = tuned_manifest(prefix, env)
     gemms = [k for k in manifest["kernels"] if k.get("ukernel", "").startswith("sgemm_")]
     assert len(gemms) == 1, [k["name"] for k in manifest["kernels"]]
     return gemms[0].get("ukernel_params", {})
