@@ -163,4 +163,10 @@ std::string max_pool_variant_for(const scheduler::ArchSpec& arch) {
   return name == "avx512" || name == "avx2" ? "avx2" : "";
 }
 
+std::string softmax_variant_for(const scheduler::ArchSpec& arch) {
+  if (const char* forced = std::getenv("TILEGRAPH_SOFTMAX_VARIANT"); forced && std::string(forced) == "none") return "";
+  const std::string& name = float_gemm_variant_for(arch).name;
+  return name == "avx512" || name == "avx2" ? name : "";
+}
+
 }  // namespace tilegraph::codegen

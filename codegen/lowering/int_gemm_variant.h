@@ -76,6 +76,11 @@ std::string depthwise_variant_for(const scheduler::ArchSpec& arch);
 // (the generated loops). TILEGRAPH_MAXPOOL_VARIANT=none turns it off.
 std::string max_pool_variant_for(const scheduler::ArchSpec& arch);
 
+// The softmax micro-kernel (softmax_<name>.h) of a CPU target: the float
+// GEMM's variant where it is "avx512" or "avx2", else empty (the generated
+// block kernel). TILEGRAPH_SOFTMAX_VARIANT=none turns it off.
+std::string softmax_variant_for(const scheduler::ArchSpec& arch);
+
 // The C++ the generated code places after including the variant's header:
 // a static_assert that the header's tile constants (tg_qgemm::kMR, kNR, kKU,
 // kAUnsigned) are the ones the packing loops were generated for.

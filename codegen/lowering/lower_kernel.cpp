@@ -7,6 +7,7 @@
 #include "codegen/lowering/lower_direct_conv_kernel.h"
 #include "codegen/lowering/lower_library_gemm.h"
 #include "codegen/lowering/lower_pool_kernel.h"
+#include "codegen/lowering/lower_softmax_kernel.h"
 #include "codegen/lowering/lower_winograd_conv_kernel.h"
 #include "codegen/lowering/hoist_reciprocals.h"
 #include "codegen/lowering/prefetch_next_tile.h"
@@ -33,13 +34,26 @@ Kernel lower_loop_nest(const Graph& g, const scheduler::KernelSchedule& ks, cons
   return lower_cpu_kernel(g, ks);
 }
 
+// A block kernel: on a target with the softmax micro-kernel, a plain softmax
+// over the last axis takes it (lower_softmax_kernel.h); anything else the
+// planned block.
+Kernel lower_block(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+  const std::string variant = arch.is_gpu() ? "" : softmax_variant_for(arch);
+  if (!variant.empty() && ks.extra_outputs.empty()) {
+    const std::vector<Op> phases = scheduler::phase_ops(g, ks);
+    if (const std::optional<SoftmaxRows> rows = softmax_rows(g, phases))
+      return lower_softmax_kernel(g, ks, phases, *rows, variant);
+  }
+  return lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch));
+}
+
 Kernel lower_by_kind(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch,
                      const KernelPacks& packs) {
   switch (ks.kind) {
     case scheduler::KernelKind::kLoopNest:
       return lower_loop_nest(g, ks, arch);
     case scheduler::KernelKind::kBlock:
-      return lower_block_kernel(g, ks, scheduler::plan_block_kernel(g, ks, ks.config, arch));
+      return lower_block(g, ks, arch);
     case scheduler::KernelKind::kIntGemm:
       return lower_int_gemm_kernel(g, ks, int_gemm_variant_for(arch), packs.int_gemm, arch);
     case scheduler::KernelKind::kFloatGemm:

@@ -1,9 +1,9 @@
 #include "codegen/lowering/lower_pool_kernel.h"
 
 #include <cmath>
-#include <set>
 #include <vector>
 
+#include "codegen/lowering/index_samples.h"
 #include "codegen/lowering/kernel_builder.h"
 #include "compiler/ir/flops.h"
 #include "compiler/ir/simplify.h"
@@ -14,15 +14,6 @@ namespace {
 
 // The micro-kernel keeps a row of column maxima on the stack.
 constexpr int64_t kMaxPlaneWidth = 8192;
-
-// Sample positions along an axis of `extent`: both ends, their neighbours
-// and the middle.
-std::vector<int64_t> samples(int64_t extent) {
-  std::set<int64_t> s;
-  for (int64_t v : {int64_t{0}, int64_t{1}, extent / 2, extent - 2, extent - 1})
-    if (v >= 0 && v < extent) s.insert(v);
-  return {s.begin(), s.end()};
-}
 
 // Whether `e` (the body at constant indices) is what the window reads at
 // input row `row`, column `col` of plane (n, c).
@@ -82,10 +73,10 @@ std::optional<MaxPoolPlane> max_pool_3x3_s2_plane(const Graph& g, const Op& op) 
       out.shape[3] != (width - 1) / 2 + 1 || height < 1 || width < 1 || width > kMaxPlaneWidth ||
       num_elements(out.shape) == 0)
     return std::nullopt;
-  for (int64_t n : samples(out.shape[0]))
-    for (int64_t c : samples(out.shape[1]))
-      for (int64_t oh : samples(out.shape[2]))
-        for (int64_t ow : samples(out.shape[3]))
+  for (int64_t n : sample_indices(out.shape[0]))
+    for (int64_t c : sample_indices(out.shape[1]))
+      for (int64_t oh : sample_indices(out.shape[2]))
+        for (int64_t ow : sample_indices(out.shape[3]))
           for (int64_t r = 0; r < 3; ++r)
             for (int64_t s = 0; s < 3; ++s) {
               const Expr at = simplify(
