@@ -40,7 +40,7 @@ Kernel lower_loop_nest(const Graph& g, const scheduler::KernelSchedule& ks, cons
 Kernel lower_block(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
   const std::string variant = arch.is_gpu() ? "" : softmax_variant_for(arch);
   if (!variant.empty() && ks.extra_outputs.empty()) {
-    const std::vector<Op> phases = scheduler::phase_ops(g, ks);
+    const std::vector<Op> phases = softmax_phases(g, ks);
     if (const std::optional<SoftmaxRows> rows = softmax_rows(g, phases))
       return lower_softmax_kernel(g, ks, phases, *rows, variant);
   }

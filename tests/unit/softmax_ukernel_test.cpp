@@ -125,44 +125,64 @@ TEST(SoftmaxUkernel, Avx512RowsMatchTheReference) {
 #endif  // defined(__x86_64__)
 
 // `op_type` (Softmax, LogSoftmax) over x[2, 3, 37] along `axis`, imported,
-// optimized and scheduled for the host: its kernels.
+// optimized and scheduled for the host: its kernels. With `producer`, the
+// softmax reads x + b (b[37] an input: a bias, as swin's) or Where(x > 0, x,
+// -10000) (a mask, as Conformer's) instead of x.
 struct Scheduled {
   Graph g;
   scheduler::Schedule s;
 };
-Scheduled softmax_graph(const std::string& name, const std::string& op_type, int64_t axis) {
+Scheduled softmax_graph(const std::string& name, const std::string& op_type, int64_t axis,
+                        const std::string& producer = "") {
   OnnxModelBuilder b(13);
   b.input("x", 1, {2, 3, 37}).output("y");
-  OnnxModelBuilder::attr_int(b.node(op_type, {"x"}, {"y"}), "axis", axis);
+  std::string scores = "x";
+  if (producer == "bias") {
+    b.input("b", 1, {37});
+    b.node("Add", {"x", "b"}, {"biased"});
+    scores = "biased";
+  } else if (producer == "mask") {
+    b.initializer_f("zero", {}, {0.0f}).initializer_f("masked", {}, {-10000.0f});
+    b.node("Greater", {"x", "zero"}, {"keep"});
+    b.node("Where", {"keep", "x", "masked"}, {"kept"});
+    scores = "kept";
+  }
+  OnnxModelBuilder::attr_int(b.node(op_type, {scores}, {"y"}), "axis", axis);
   Scheduled out{import_and_optimize(b, name), {}};
   out.s = scheduler::schedule_tile_graph(out.g, scheduler::host_arch(), {});
   return out;
 }
 
-// Softmax over the last axis, by either spelling of the axis; not over
-// another axis, and not LogSoftmax (four phases as well, other bodies).
+// Softmax over the last axis, by either spelling of the axis, read in place
+// or through a fused bias or mask; not over another axis, and not LogSoftmax
+// (four phases as well, other bodies).
 TEST(SoftmaxUkernel, MatchesSoftmaxOverTheLastAxisOnly) {
   struct Case {
     std::string name, op_type;
     int64_t axis;
-    bool matches;
+    std::string producer;
+    bool matches, in_place;
   };
   const std::vector<Case> cases = {
-      {"last", "Softmax", 2, true},
-      {"minus_one", "Softmax", -1, true},
-      {"middle", "Softmax", 1, false},
-      {"log", "LogSoftmax", -1, false},
+      {"last", "Softmax", 2, "", true, true},
+      {"minus_one", "Softmax", -1, "", true, true},
+      {"biased", "Softmax", -1, "bias", true, false},
+      {"masked", "Softmax", -1, "mask", true, false},
+      {"middle", "Softmax", 1, "", false, false},
+      {"biased_middle", "Softmax", 1, "bias", false, false},
+      {"log", "LogSoftmax", -1, "", false, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const Scheduled sc = softmax_graph(c.name, c.op_type, c.axis);
+    const Scheduled sc = softmax_graph(c.name, c.op_type, c.axis, c.producer);
     ASSERT_EQ(sc.s.kernels.size(), 1u);
     const std::optional<codegen::SoftmaxRows> rows =
-        codegen::softmax_rows(sc.g, scheduler::phase_ops(sc.g, sc.s.kernels[0]));
+        codegen::softmax_rows(sc.g, codegen::softmax_phases(sc.g, sc.s.kernels[0]));
     ASSERT_EQ(rows.has_value(), c.matches);
     if (rows) {
       EXPECT_EQ(rows->rows, 6);
       EXPECT_EQ(rows->length, 37);
+      EXPECT_EQ(rows->in_place, c.in_place);
     }
   }
 }
@@ -198,6 +218,43 @@ TEST(SoftmaxUkernel, KernelCallsTheMicroKernelPerRow) {
   const std::string variant = codegen::softmax_variant_for(scheduler::host_arch());
   const codegen::Kernel hosted = codegen::lower_kernel(sc.g, sc.s.kernels[0], scheduler::host_arch(), {});
   EXPECT_EQ(hosted.ukernel, variant.empty() ? "" : "softmax_" + variant);
+}
+
+// With a fused bias, each row's x is computed into a local row (a vectorized
+// loop storing x + b), which the call then reads; both ONNX nodes are the
+// kernel's, and x and b its inputs.
+TEST(SoftmaxUkernel, FusedProducerFillsARowBeforeTheCall) {
+  const Scheduled sc = softmax_graph("fill", "Softmax", -1, "bias");
+  ASSERT_EQ(sc.s.kernels.size(), 1u);
+  const std::vector<Op> phases = codegen::softmax_phases(sc.g, sc.s.kernels[0]);
+  const codegen::Kernel k =
+      codegen::lower_softmax_kernel(sc.g, sc.s.kernels[0], phases, codegen::SoftmaxRows{6, 37, false}, "avx2");
+  EXPECT_EQ(k.source_nodes.size(), 2u);
+  int globals = 0, locals = 0;
+  for (const codegen::Buffer& b : k.buffers) {
+    if (b.scope == codegen::MemoryScope::kGlobal) ++globals;
+    if (b.scope == codegen::MemoryScope::kLocal && b.elements == 37) ++locals;
+  }
+  EXPECT_EQ(globals, 3);  // x, b, y
+  EXPECT_EQ(locals, 1);
+  std::vector<codegen::Stmt> calls;
+  testing::calls_in(k.body, &calls);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]->callee, "tg_softmax::row<37>");
+  ASSERT_EQ(calls[0]->args.size(), 2u);
+  const int local = calls[0]->args[0].buffer;
+  EXPECT_EQ(k.buffers.at(static_cast<size_t>(local)).scope, codegen::MemoryScope::kLocal);
+  // The row's fill: a vectorized loop of 37 storing into that local.
+  ASSERT_EQ(k.body->body.size(), 1u);
+  const codegen::Stmt allocate = k.body->body[0];
+  ASSERT_EQ(allocate->kind, codegen::StmtKind::kAllocate);
+  ASSERT_EQ(allocate->body.size(), 2u);
+  const codegen::Stmt fill = allocate->body[0];
+  ASSERT_EQ(fill->kind, codegen::StmtKind::kFor);
+  EXPECT_EQ(fill->loop, codegen::LoopKind::kVectorized);
+  ASSERT_EQ(fill->body.size(), 1u);
+  EXPECT_EQ(fill->body[0]->kind, codegen::StmtKind::kStore);
+  EXPECT_EQ(fill->body[0]->buffer, local);
 }
 
 }  // namespace
