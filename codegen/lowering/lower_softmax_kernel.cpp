@@ -15,6 +15,12 @@ namespace tilegraph::codegen {
 
 namespace {
 
+// The sampled points a softmax's bodies are checked at, at most: 5 samples on
+// each of 5 axes. A tensor of higher rank keeps the block kernel, so that a
+// model's rank cannot make the check's time explode.
+constexpr int64_t kMaxSamplePoints = 5 * 5 * 5 * 5 * 5;
+
+// Constants for an op's vars.
 std::vector<Expr> values_of(const std::vector<int64_t>& point) {
   std::vector<Expr> values;
   for (int64_t v : point) values.push_back(int_imm(v));
@@ -34,11 +40,15 @@ int slot_of(const Op& op, TensorId id) {
 }
 
 // Calls `visit(outer, j)` for sampled outer indices (all axes but the last)
-// and row positions j; stops at the first false.
+// and row positions j; stops at the first false. False where the samples
+// would be more than kMaxSamplePoints.
 bool all_samples(const Shape& shape, const std::function<bool(const std::vector<int64_t>&, int64_t)>& visit) {
   std::vector<std::vector<int64_t>> axes;
   for (size_t d = 0; d + 1 < shape.size(); ++d) axes.push_back(sample_indices(shape[d]));
   const std::vector<int64_t> columns = sample_indices(shape.back());
+  int64_t points = static_cast<int64_t>(columns.size());
+  for (const std::vector<int64_t>& axis : axes)
+    if ((points *= static_cast<int64_t>(axis.size())) > kMaxSamplePoints) return false;
   std::vector<int64_t> outer(axes.size(), 0);
   std::function<bool(size_t)> walk = [&](size_t d) {
     if (d == axes.size()) {
@@ -55,6 +65,7 @@ bool all_samples(const Shape& shape, const std::function<bool(const std::vector<
   return walk(0);
 }
 
+// Constant indices: the outer ones, then `last`.
 std::vector<Expr> indices(const std::vector<int64_t>& outer, int64_t last) {
   std::vector<Expr> out;
   for (int64_t v : outer) out.push_back(int_imm(v));
@@ -62,12 +73,15 @@ std::vector<Expr> indices(const std::vector<int64_t>& outer, int64_t last) {
   return out;
 }
 
+// An op's var values: the outer indices, then `rest` (a reduction's kept
+// axis and reduce var, or an elementwise op's last axis).
 std::vector<int64_t> point(const std::vector<int64_t>& outer, std::vector<int64_t> rest) {
   std::vector<int64_t> p = outer;
   p.insert(p.end(), rest.begin(), rest.end());
   return p;
 }
 
+// Whether tensor `id` is float32 of `shape`.
 bool has_shape(const Graph& g, TensorId id, const Shape& shape) {
   const Tensor& t = g.tensor(id);
   return t.dtype == DType::kF32 && t.shape == shape;

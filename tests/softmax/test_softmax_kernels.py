@@ -7,7 +7,7 @@ and a tail; two AVX-512 vectors and a tail of 13):
 * scaled and masked, as bert's: Softmax(x / 8 + mask), mask[45] broadcast;
 * length-masked, as Conformer's: Softmax(Where(position < length, x, -10000)).
 
-On AVX2 / AVX-512 hosts each is one kernel calling tg_softmax::row<45> per
+On AVX2 + FMA / AVX-512 hosts each is one kernel calling tg_softmax::row<45> per
 row (the fused two first compute their row of x into scratch); elsewhere the
 generated block kernels. Same values as onnxruntime at one and two threads.
 """
@@ -19,10 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO / "python") not in sys.path:
-    sys.path.insert(0, str(REPO / "python"))
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "float_gemm"))
+from float_gemm_testlib import REPO, host_has_avx2  # noqa: E402 (puts python/ on the path)
 from tilegraph._common import find_tilegraph_bin  # noqa: E402
 
 onnx = pytest.importorskip("onnx")
@@ -58,13 +56,6 @@ def _model(path):
     onnx.save(model, str(path))
 
 
-def _host_has_avx2():
-    try:
-        return " avx2" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-
-
 def test_attention_softmaxes_run_on_the_micro_kernel(tmp_path):
     exe = find_tilegraph_bin()
     if exe is None:
@@ -76,7 +67,7 @@ def test_attention_softmaxes_run_on_the_micro_kernel(tmp_path):
                           stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
     assert tune.returncode == 0, tune.stdout[-3000:]
     code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
-    if _host_has_avx2():
+    if host_has_avx2():
         assert code.count("tg_softmax::row<45>(") == 3, code[-6000:]
     for threads in ("1", "2"):
         acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--threads", threads],

@@ -133,9 +133,9 @@ struct Scheduled {
   scheduler::Schedule s;
 };
 Scheduled softmax_graph(const std::string& name, const std::string& op_type, int64_t axis,
-                        const std::string& producer = "") {
+                        const std::string& producer = "", std::vector<int64_t> shape = {2, 3, 37}) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {2, 3, 37}).output("y");
+  b.input("x", 1, shape).output("y");
   std::string scores = "x";
   if (producer == "bias") {
     b.input("b", 1, {37});
@@ -184,6 +184,19 @@ TEST(SoftmaxUkernel, MatchesSoftmaxOverTheLastAxisOnly) {
       EXPECT_EQ(rows->length, 37);
       EXPECT_EQ(rows->in_place, c.in_place);
     }
+  }
+}
+
+// The bodies are checked at up to 5 samples per axis and 5^5 points: a rank-5
+// softmax is, a rank-6 one (5^6 points) keeps the block kernel rather than
+// take the time.
+TEST(SoftmaxUkernel, HighRanksKeepTheBlockKernel) {
+  for (const auto& [shape, matches] : std::vector<std::pair<std::vector<int64_t>, bool>>{
+           {{5, 5, 5, 5, 37}, true}, {{5, 5, 5, 5, 5, 37}, false}}) {
+    SCOPED_TRACE(shape.size());
+    const Scheduled sc = softmax_graph("rank" + std::to_string(shape.size()), "Softmax", -1, "", shape);
+    ASSERT_EQ(sc.s.kernels.size(), 1u);
+    EXPECT_EQ(codegen::softmax_rows(sc.g, codegen::softmax_phases(sc.g, sc.s.kernels[0])).has_value(), matches);
   }
 }
 
