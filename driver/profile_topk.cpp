@@ -120,6 +120,10 @@ ProfileReport profile_topk(const Graph& g, scheduler::Schedule& schedule, const 
   for (size_t i = 0; i < schedule.kernels.size(); ++i) {
     const scheduler::KernelSchedule& k = schedule.kernels[i];
     if (k.kind != scheduler::KernelKind::kBlock || k.candidates.size() < 2) continue;
+    // A block kernel the lowering hands to a micro-kernel (a softmax:
+    // codegen/lowering/lower_softmax_kernel.h) runs the same code whatever
+    // its tile config: nothing to choose between.
+    if (!codegen::lower_kernel(g, k, arch).ukernel.empty()) continue;
     problems[scheduler::tiling_key(g, k, arch, topk, search_budget)].push_back(i);
   }
   std::vector<codegen::Kernel> variants;
