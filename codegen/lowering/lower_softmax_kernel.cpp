@@ -113,8 +113,11 @@ class SoftmaxBuilder : KernelBuilder {
     if (rows.in_place) {
       body = make_call(callee, {{0, first}, {output_, first}});
     } else {
-      // x computed into a row of the thread's scratch, then the row's softmax.
+      // x computed into a local row, then the row's softmax. A row past
+      // kMaxStackRowFloats lives in the thread's scratch arena, not on a
+      // pool thread's stack.
       const int x = add_local("x", DType::kF32, rows.length, kRowAlignment);
+      if (rows.length > kMaxStackRowFloats) kernel_.buffers[static_cast<size_t>(x)].scratch = true;
       const int vj = new_var("j", rows.length);
       const Shape& shape = g_.tensor(phases_.back().output).shape;
       std::vector<Expr> at;  // phase 0's vars: the row's outer indices, 0, j
@@ -138,6 +141,7 @@ class SoftmaxBuilder : KernelBuilder {
  private:
   // The micro-kernel needs none; a whole-vector start is the cheapest.
   static constexpr int kRowAlignment = 64;
+  static constexpr int64_t kMaxStackRowFloats = 4096;
   const std::vector<Op>& phases_;
   int output_ = -1;
 };

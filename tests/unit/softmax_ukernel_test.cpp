@@ -187,6 +187,22 @@ TEST(SoftmaxUkernel, MatchesSoftmaxOverTheLastAxisOnly) {
   }
 }
 
+// A fused softmax's row of x longer than 4096 floats lives in the thread's
+// scratch arena, not on a pool thread's stack.
+TEST(SoftmaxUkernel, LongFusedRowsUseTheScratchArena) {
+  const Scheduled sc = softmax_graph("long", "Softmax", -1, "mask", {2, 5000});
+  ASSERT_EQ(sc.s.kernels.size(), 1u);
+  const std::vector<Op> phases = codegen::softmax_phases(sc.g, sc.s.kernels[0]);
+  const std::optional<codegen::SoftmaxRows> rows = codegen::softmax_rows(sc.g, phases);
+  ASSERT_TRUE(rows.has_value());
+  EXPECT_FALSE(rows->in_place);
+  const codegen::Kernel k = codegen::lower_softmax_kernel(sc.g, sc.s.kernels[0], phases, *rows, "avx512");
+  int scratch_rows = 0;
+  for (const codegen::Buffer& b : k.buffers)
+    if (b.scope == codegen::MemoryScope::kLocal && b.elements == 5000 && b.scratch) ++scratch_rows;
+  EXPECT_EQ(scratch_rows, 1);
+}
+
 // The bodies are checked at up to 5 samples per axis and 5^5 points: a rank-5
 // softmax is, a rank-6 one (5^6 points) keeps the block kernel rather than
 // take the time.
@@ -250,6 +266,8 @@ TEST(SoftmaxUkernel, FusedProducerFillsARowBeforeTheCall) {
   }
   EXPECT_EQ(globals, 3);  // x, b, y
   EXPECT_EQ(locals, 1);
+  for (const codegen::Buffer& b : k.buffers)
+    if (b.scope == codegen::MemoryScope::kLocal) EXPECT_FALSE(b.scratch) << "a row of 37 on the stack";
   std::vector<codegen::Stmt> calls;
   testing::calls_in(k.body, &calls);
   ASSERT_EQ(calls.size(), 1u);
