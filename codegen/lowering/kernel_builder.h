@@ -2,6 +2,7 @@
 // builds one Kernel: its loop variables with their bounds, and its buffers.
 // Builders derive from KernelBuilder and add their own structure.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -70,6 +71,14 @@ class KernelBuilder {
     kernel_.name = op.name;
     kernel_.source_nodes = op.source_nodes;
     kernel_.schedule = schedule;
+  }
+
+  // Appends `op`'s ONNX nodes the kernel does not list yet (a Softmax is
+  // several ops of one node).
+  void add_source_nodes_once(const Op& op) {
+    for (const std::string& n : op.source_nodes)
+      if (std::find(kernel_.source_nodes.begin(), kernel_.source_nodes.end(), n) == kernel_.source_nodes.end())
+        kernel_.source_nodes.push_back(n);
   }
 
   // Graph tensor `id` as the kernel's next global buffer (add_global_buffer).

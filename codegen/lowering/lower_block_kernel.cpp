@@ -59,9 +59,7 @@ class BlockKernelBuilder : KernelBuilder {
     bounds_ = plan.tiling.vars.bounds;
     for (size_t i = 0; i < plan.phases.size(); ++i) {
       phase_of_[plan.phases[i].output] = static_cast<int>(i);
-      for (const std::string& n : plan.phases[i].source_nodes)  // once each (a Softmax is several ops)
-        if (std::find(kernel_.source_nodes.begin(), kernel_.source_nodes.end(), n) == kernel_.source_nodes.end())
-          kernel_.source_nodes.push_back(n);
+      add_source_nodes_once(plan.phases[i]);
     }
     for (const Op& op : plan.phases)
       for (TensorId in : op.inputs)

@@ -34,9 +34,9 @@ Kernel lower_loop_nest(const Graph& g, const scheduler::KernelSchedule& ks, cons
   return lower_cpu_kernel(g, ks);
 }
 
-// A block kernel: on a target with the softmax micro-kernel, a plain softmax
-// over the last axis takes it (lower_softmax_kernel.h); anything else the
-// planned block.
+// A block kernel: on a target with the softmax micro-kernel, a softmax over
+// the last axis, plain or behind fused elementwise producers, takes it
+// (lower_softmax_kernel.h); anything else the planned block.
 Kernel lower_block(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
   const std::string variant = arch.is_gpu() ? "" : softmax_variant_for(arch);
   if (!variant.empty() && ks.extra_outputs.empty()) {

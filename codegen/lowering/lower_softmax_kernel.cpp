@@ -93,10 +93,7 @@ class SoftmaxBuilder : KernelBuilder {
       : KernelBuilder(g), phases_(phases) {
     start_single_op_kernel(phases.back(), schedule);
     kernel_.source_nodes.clear();
-    for (const Op& op : phases)
-      for (const std::string& node : op.source_nodes)
-        if (std::find(kernel_.source_nodes.begin(), kernel_.source_nodes.end(), node) == kernel_.source_nodes.end())
-          kernel_.source_nodes.push_back(node);
+    for (const Op& op : phases) add_source_nodes_once(op);
     // Buffer ids equal phase 0's input slots (to_kernel_loads).
     for (TensorId id : phases.front().inputs) add_global(id, false);
     output_ = add_global(phases.back().output, true);
