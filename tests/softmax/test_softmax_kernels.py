@@ -57,17 +57,24 @@ def _model(path):
     onnx.save(model, str(path))
 
 
-def test_attention_softmaxes_run_on_the_micro_kernel(tmp_path):
+def _tuned(prefix, *flags):
+    """The test model tuned for the host at PREFIX (extra tune flags): its
+    project folder, the generated kernels' code and the subprocess environment."""
     exe = find_tilegraph_bin()
     if exe is None:
         pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
-    prefix = tmp_path / "softmaxes"
     _model(prefix / "model.onnx")
     env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", "host"], stdout=subprocess.PIPE,
+    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", "host", *flags], stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
     assert tune.returncode == 0, tune.stdout[-3000:]
-    code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    project = prefix / "tilegraph_rt" / "host"
+    return project, "".join(p.read_text() for p in project.glob("kernels_*.cpp")), env
+
+
+def test_attention_softmaxes_run_on_the_micro_kernel(tmp_path):
+    prefix = tmp_path / "softmaxes"
+    _, code, env = _tuned(prefix)
     if host_has_avx2():
         assert code.count("tg_softmax::row<45>(") == 3, code[-6000:]
     for threads in ("1", "2"):
@@ -81,18 +88,8 @@ def test_profile_topk_leaves_micro_kernel_softmaxes_alone(tmp_path):
     """tune --profile-topk on: a softmax on the micro-kernel runs the same code
     whatever its tile config, so it is not profiled (its calls were also not
     declared in the profiling harness, whose build failed)."""
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
-    prefix = tmp_path / "profiled"
-    _model(prefix / "model.onnx")
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch", "host", "--profile-topk", "on", "--topk", "4"],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=900)
-    assert tune.returncode == 0, tune.stdout[-3000:]
+    project, code, _ = _tuned(tmp_path / "profiled", "--profile-topk", "on", "--topk", "4")
     if host_has_avx2():
-        project = prefix / "tilegraph_rt" / "host"
         stats = json.loads((project / "compile_stats.json").read_text())["profile"]
         assert stats["problems"] == 0 and stats["variants"] == 0, stats
-        code = "".join(p.read_text() for p in project.glob("kernels_*.cpp"))
         assert code.count("tg_softmax::row<45>(") == 3
