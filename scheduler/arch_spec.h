@@ -80,6 +80,13 @@ struct ArchSpec {
   int64_t l1_bytes = 32 << 10;
   int64_t l2_bytes = 1 << 20;
   int64_t l3_bytes = 8 << 20;
+  // The core splits each FMA of its widest vectors into two halves on
+  // narrower pipes (AMD Zen 4 runs AVX-512 on 256-bit units), retiring half
+  // as many of them per clock as a core with full-width pipes. Optional JSON
+  // key "half_width_fma", written only when true; the host sets it from
+  // CPUID. Register tiles that pay by feeding more FMAs per loaded vector
+  // (the float GEMM's 12-row panels) do not pay there.
+  bool half_width_fma = false;
 
   bool is_gpu() const { return target == "cuda" || target == "hip"; }
   // The level by name, or nullptr.

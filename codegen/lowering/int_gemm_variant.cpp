@@ -126,7 +126,9 @@ FloatGemmVariant float_gemm_variant_named(const std::string& name) {
   throw UserError(str_cat("unknown float GEMM micro-kernel '", name, "' (known: ", known, ")"));
 }
 
-FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch) {
+namespace {
+
+FloatGemmVariant float_gemm_isa_variant_for(const scheduler::ArchSpec& arch) {
   if (const char* forced = std::getenv("TILEGRAPH_SGEMM_VARIANT"); forced && *forced)
     return float_gemm_variant_named(forced);
   const std::string& isa = arch.isa;
@@ -146,9 +148,22 @@ FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch) {
   return float_gemm_variant_named("scalar");
 }
 
-bool wide_panels_allowed() {
-  const char* off = std::getenv("TILEGRAPH_WIDE_PANELS");
-  return !(off && std::string(off) == "off");
+// The wide panels feed 24 FMAs per loaded B row instead of 16; a core that
+// runs each 512-bit FMA as two halves (arch.half_width_fma) is bound by the
+// FMAs either way, and the 12-row panels only waste rows and registers.
+bool wide_panels_pay(const scheduler::ArchSpec& arch) {
+  const char* forced = std::getenv("TILEGRAPH_WIDE_PANELS");
+  if (forced && std::string(forced) == "off") return false;
+  if (forced && std::string(forced) == "on") return true;
+  return !arch.half_width_fma;
+}
+
+}  // namespace
+
+FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch) {
+  FloatGemmVariant v = float_gemm_isa_variant_for(arch);
+  if (!wide_panels_pay(arch)) v.wide_mr = 0;
+  return v;
 }
 
 std::string depthwise_variant_for(const scheduler::ArchSpec& arch) {

@@ -55,13 +55,11 @@ struct FloatGemmVariant {
   std::string ukernel(const std::string& fn) const { return (wide() ? "tg_sgemm::wide::" : "tg_sgemm::") + fn; }
 };
 
-// Whether GEMMs may take the wide panels at all: TILEGRAPH_WIDE_PANELS=off
-// keeps every float GEMM and Winograd conv in mr rows (for comparison).
-bool wide_panels_allowed();
-
 // Chosen like int_gemm_variant_for: the host's CPU flags (avx512f; avx2 with
 // fma), or the arch spec's ISA (AArch64: neon). TILEGRAPH_SGEMM_VARIANT
-// overrides the choice.
+// overrides the choice. Its wide_mr is 0 (no wide panels) where the arch
+// runs its widest FMAs in halves (arch.half_width_fma) or with
+// TILEGRAPH_WIDE_PANELS=off; TILEGRAPH_WIDE_PANELS=on keeps them there too.
 FloatGemmVariant float_gemm_variant_for(const scheduler::ArchSpec& arch);
 FloatGemmVariant float_gemm_variant_named(const std::string& name);
 

@@ -124,14 +124,15 @@ bool pixel_rows(const scheduler::Gemm& m) {
 // slower; MobileNetV2's 1x1 convs with M = 96-576 rows (whole wide panels)
 // 3-15% faster from K = 32, its K = 24 and 27 ones 9-14% slower; BERT's
 // projections (M = 128 tokens) 3-6% faster.
-// TILEGRAPH_WIDE_PANELS=off keeps every GEMM in kMR rows (for comparison).
+// A variant without them (float_gemm_variant_for: a Zen 4 core, or
+// TILEGRAPH_WIDE_PANELS=off) keeps every GEMM in kMR rows.
 constexpr int64_t kWideMinRows = 64;
 constexpr int64_t kWideMinK = 128;
 constexpr int64_t kWideMinWholeK = 32;
 
 FloatGemmVariant panel_rows_for(const scheduler::Gemm& m, FloatGemmVariant v, const scheduler::ArchSpec& arch,
                                 scheduler::PackedOperands packed) {
-  if (!wide_panels_allowed() || v.wide_mr == 0 || m.rows() < kWideMinRows) return v;
+  if (v.wide_mr == 0 || m.rows() < kWideMinRows) return v;
   if (pixel_rows(m) &&
       scheduler::float_gemm_blocking(m, v.mr, v.nr, arch, packed).k_blocks <= kMaxTransposedCKBlocks)
     return v;

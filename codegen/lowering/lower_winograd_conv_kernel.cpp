@@ -33,11 +33,11 @@ scheduler::WinogradConv winograd_conv_of(const Graph& g, const Op& conv) {
 // the variant has them, for 64 filters and more: each V_t panel is then read
 // once per 12 filters instead of 8. A last panel may hold fewer (64 = 5 x
 // 12 + 4). On ResNet-50's Winograd convs, one core, about 2% alone, 11.5%
-// with several column panels per task (below). TILEGRAPH_WIDE_PANELS=off
-// keeps mr.
+// with several column panels per task (below). A variant without wide
+// panels (float_gemm_variant_for) keeps mr.
 constexpr int64_t kWinogradWideMinFilters = 64;
 int64_t winograd_panel_rows(const scheduler::WinogradConv& c, const FloatGemmVariant& variant) {
-  if (variant.wide_mr > 0 && wide_panels_allowed() && c.filters >= kWinogradWideMinFilters) return variant.wide_mr;
+  if (variant.wide_mr > 0 && c.filters >= kWinogradWideMinFilters) return variant.wide_mr;
   return variant.mr;
 }
 

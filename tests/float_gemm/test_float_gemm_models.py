@@ -702,17 +702,27 @@ def wide_panels(path):
           [_w("w", 160, 70), _w("b", 70), _w("wc", 96, 40, 1, 1), _w("bc", 96), _w("ws", 96, 24, 1, 1)])
 
 
+def _host_half_width_fma():
+    """Whether the host runs its 512-bit FMAs as two halves (AMD family 19h with AVX-512: Zen 4),
+    where the float GEMM keeps 8-row panels by itself (scheduler/arch_spec.h: half_width_fma)."""
+    info = open("/proc/cpuinfo").read()
+    return "AuthenticAMD" in info and re.search(r"^cpu family\s*:\s*25$", info, re.M) is not None
+
+
 @pytest.mark.skipif("avx512" not in VARIANTS, reason="no AVX-512F on this CPU")
-@pytest.mark.parametrize("wide", [True, False])
-def test_wide_panels_take_twelve_rows_where_they_pay(wide, tmp_path):
+@pytest.mark.parametrize("panels", ["auto", "on", "off"])
+def test_wide_panels_take_twelve_rows_where_they_pay(panels, tmp_path):
     """GEMMs of >= 64 rows and K >= 128 (or whole 12-row panels and K >= 32) pack A in 12-row
-    panels on AVX-512 (manifest mr 12, tg_sgemm::wide:: calls); others keep 8;
-    TILEGRAPH_WIDE_PANELS=off keeps every GEMM in 8. Both match onnxruntime."""
+    panels on AVX-512 (manifest mr 12, tg_sgemm::wide:: calls); others keep 8. Without
+    TILEGRAPH_WIDE_PANELS that holds on hosts with full-width 512-bit FMAs, and a Zen 4 host
+    keeps every GEMM in 8; =on takes them on any AVX-512 host, =off on none. All match
+    onnxruntime."""
     prefix = tmp_path / "wide_panels"
     wide_panels(prefix)
     env = _env("avx512")
-    if not wide:
-        env["TILEGRAPH_WIDE_PANELS"] = "off"
+    if panels != "auto":
+        env["TILEGRAPH_WIDE_PANELS"] = panels
+    wide = panels == "on" or (panels == "auto" and not _host_half_width_fma())
     _tune(prefix, env)
     kernels = {n: k for k in _manifest(prefix)["kernels"] for n in k["onnx_nodes"]}
     rows = {n: kernels[n]["ukernel_params"]["mr"] for n in ("tokens", "few_tokens", "filters", "short_k")}

@@ -286,4 +286,20 @@ TEST(ArchSpec, WithoutTensorCoresIsItsOwnSpec) {
   EXPECT_EQ(error_for(j), "toy.json: field 'tensor_cores' must be true or false, got \"no\"");
 }
 
+// half_width_fma: an optional boolean key, written only when true (specs
+// without it keep their text, and so their schedule cache keys).
+TEST(ArchSpec, HalfWidthFmaIsWrittenOnlyWhenSet) {
+  const ArchSpec a76 = arch_by_name("cortex-a76");
+  EXPECT_FALSE(a76.half_width_fma);
+  EXPECT_EQ(arch_to_json(a76).find("half_width_fma"), std::string::npos);
+  nlohmann::json j = nlohmann::json::parse(arch_to_json(a76));
+  j["half_width_fma"] = true;
+  const ArchSpec split = parse_arch_json(j.dump(), "split.json");
+  EXPECT_TRUE(split.half_width_fma);
+  EXPECT_NE(arch_to_json(split).find("\"half_width_fma\": true"), std::string::npos);
+  EXPECT_TRUE(parse_arch_json(arch_to_json(split), "again.json").half_width_fma);
+  j["half_width_fma"] = 1;
+  EXPECT_EQ(error_for(j), "toy.json: field 'half_width_fma' must be true or false, got 1");
+}
+
 }  // namespace tilegraph::scheduler

@@ -38,6 +38,28 @@ TEST(CpuFeatures, TheHostCanOnlyLoseFeatures) {
   EXPECT_THROW(with_features("host", "+avx512vnni"), UserError);
 }
 
+// An x86 AVX-512 target (not the host: its ISA decides) takes the float
+// GEMM's 12-row panels unless its 512-bit FMAs run in halves (Zen 4);
+// TILEGRAPH_WIDE_PANELS=off and =on override the arch either way.
+TEST(CpuFeatures, WidePanelsOnlyWhereTheFmasAreFullWidth) {
+  scheduler::ArchSpec x86 = scheduler::arch_by_name("host");
+  x86.name = "x86-avx512-box";
+  x86.isa = "x86-64-avx512";
+  x86.half_width_fma = false;
+  EXPECT_EQ(codegen::float_gemm_variant_for(x86).name, "avx512");
+  EXPECT_EQ(codegen::float_gemm_variant_for(x86).wide_mr, 12);
+  scheduler::ArchSpec zen4 = x86;
+  zen4.half_width_fma = true;
+  EXPECT_EQ(codegen::float_gemm_variant_for(zen4).name, "avx512");
+  EXPECT_EQ(codegen::float_gemm_variant_for(zen4).wide_mr, 0);
+  ASSERT_EQ(setenv("TILEGRAPH_WIDE_PANELS", "on", 1), 0);
+  EXPECT_EQ(codegen::float_gemm_variant_for(zen4).wide_mr, 12);
+  ASSERT_EQ(setenv("TILEGRAPH_WIDE_PANELS", "off", 1), 0);
+  EXPECT_EQ(codegen::float_gemm_variant_for(x86).wide_mr, 0);
+  unsetenv("TILEGRAPH_WIDE_PANELS");
+  EXPECT_EQ(codegen::float_gemm_variant_named("avx512").wide_mr, 12);  // the header's panels stay
+}
+
 TEST(CpuFeatures, BadListsAreUserErrors) {
   EXPECT_THROW(with_features("neoverse-n2", "dotprod"), UserError);     // no sign
   EXPECT_THROW(with_features("neoverse-n2", "+sve2"), UserError);       // unknown
