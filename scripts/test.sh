@@ -55,7 +55,7 @@ fi
 PYTHONPATH=python TILEGRAPH_BIN="$PWD/build/bin/tilegraph" python3 -m pytest -q --durations=15 \
   ${workers[@]+"${workers[@]}" --dist loadfile} \
   tests/models tests/artifacts tests/farm tests/security tests/cli tests/bench tests/quantized tests/float_gemm \
-  tests/arm tests/pooling tests/softmax
+  tests/arm tests/pooling tests/softmax tests/block_kernels
 
 if [ -z "${TG_SKIP_SANITIZE:-}" ]; then
   stage "4. unit tests under ASan + UBSan"

@@ -1,8 +1,10 @@
 #include "codegen/lowering/lower_block_kernel.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "codegen/lowering/kernel_builder.h"
 #include "codegen/kernel_ir/kernel_exprs.h"
@@ -143,13 +145,16 @@ class BlockKernelBuilder : KernelBuilder {
   }
 
   // value_at for `e`, an expression over the phase op's vars (a factor of its body).
+  // `replaced`: loads of these input slots read the given expression instead
+  // (a transposed read's staging buffer: transposed_reads).
   Expr value_of(int phase, const Expr& e, const std::vector<Expr>& axis_values,
-                const std::map<int, const StagedInput*>& staged) {
+                const std::map<int, const StagedInput*>& staged, const std::map<int, Expr>& replaced = {}) {
     const Op& op = plan_.phases[phase];
     const Expr body = substitute_vars(e, axis_values);
     const Expr lowered = rewrite(body, [&](const Expr& n) -> Expr {
       if (n->kind != ExprKind::kLoad) return nullptr;
       const int slot = static_cast<int>(n->int_value);
+      if (auto r = replaced.find(slot); r != replaced.end()) return r->second;
       const TensorId in = op.inputs[slot];
       const Shape& shape = g_.tensor(in).shape;
       auto producer = phase_of_.find(in);
@@ -338,6 +343,11 @@ class BlockKernelBuilder : KernelBuilder {
     const std::string prefix = str_cat("p", i, "_");
     if (op.reduction == Reduction::kNone) {
       const std::vector<int64_t> extents = element_extents(i);
+      if (threads_ == 1) {
+        int64_t chunk = 0;
+        const std::vector<TransposedRead> reads = transposed_reads(i, extents, &chunk);
+        if (!reads.empty()) return build_transposed_phase(i, extents, chunk, reads);
+      }
       return thread_loop({for_each_element(prefix + "e", extents, [&](const std::vector<Expr>& local, const Expr& flat) {
         return store_result(i, local, flat, value_at(i, coords_at(i, local), {}));
       }, nullptr, LoopKind::kVectorized, /*peel=*/true)});
@@ -433,6 +443,127 @@ class BlockKernelBuilder : KernelBuilder {
     }
     if (pp.accumulator >= 0) return make_seq(steps);
     return make_allocate(acc, steps);
+  }
+
+  // An input an elementwise phase reads transposed: along the vectorized
+  // innermost element axis (x) its elements lie kFarStride floats apart or
+  // more, along the axis outside it (y) 1 to kNearStride floats apart (a
+  // layer norm over the channels of an NCHW activation through a Transpose:
+  // Restormer's and MobileViT's). Each vector then gathered from as many
+  // pages as lanes (Restormer's 96 channels, 256 KiB apart: TLB misses on
+  // every load, ~40 ms per layer norm at full resolution).
+  struct TransposedRead {
+    int slot = -1;
+    Expr load;  // the op body's load of that slot
+  };
+  static constexpr int64_t kFarStride = 256;
+  static constexpr int64_t kNearStride = 4;
+  static constexpr int64_t kMaxTransposedFloats = 4096;  // the staging buffers, on the stack
+
+  // The phase's transposed reads and the chunk of y (a divisor of its
+  // extent, 4 to 16) staged at a time; none where no input qualifies, an
+  // input is read at more than one index, or the chunks' buffers would
+  // exceed kMaxTransposedFloats. TILEGRAPH_TRANSPOSED_READS=off: none (to
+  // compare).
+  std::vector<TransposedRead> transposed_reads(int i, const std::vector<int64_t>& extents, int64_t* chunk) {
+    const size_t n = extents.size();
+    if (n < 2 || extents[n - 1] < 8) return {};
+    if (const char* off = std::getenv("TILEGRAPH_TRANSPOSED_READS"); off && std::string(off) == "off") return {};
+    *chunk = 0;
+    for (int64_t c = 16; c >= 4; --c)
+      if (extents[n - 2] % c == 0) {
+        *chunk = c;
+        break;
+      }
+    if (*chunk == 0) return {};
+    const Op& op = plan_.phases[i];
+    const size_t vars = bounds_.size();
+    const int vy = new_var("ty", extents[n - 2]), vx = new_var("tx", extents[n - 1]);
+    std::vector<Expr> local(n, int_imm(0));
+    local[n - 2] = var(vy);
+    local[n - 1] = var(vx);
+    const std::vector<Expr> axes = coords_at(i, local);
+    // The linear index's change when var v grows by one, if a constant.
+    auto stride = [&](const Expr& index, int v) -> std::optional<int64_t> {
+      const Expr next = replace_vars(index, {{v, var(v) + int_imm(1)}});
+      int64_t d = 0;
+      if (!is_const_int(simplify(next - index, bounds_), &d)) return std::nullopt;
+      return d;
+    };
+    std::vector<TransposedRead> reads;
+    for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+      if (phase_of_.count(op.inputs[slot])) continue;
+      std::vector<Expr> loads;
+      visit(op.body, [&](const Expr& e) {
+        if (e->kind == ExprKind::kLoad && e->int_value == static_cast<int64_t>(slot)) loads.push_back(e);
+      });
+      if (loads.empty() || loads.front()->dtype != DType::kF32) continue;  // the buffers hold floats
+      bool one_index = true;
+      for (const Expr& l : loads) one_index &= same_expr(l, loads.front());
+      if (!one_index) continue;
+      const Expr at = substitute_vars(loads.front(), axes);
+      const Expr index = simplify(linear_index(g_.tensor(op.inputs[slot]).shape, at->args), bounds_);
+      const auto sx = stride(index, vx), sy = stride(index, vy);
+      if (sx && sy && std::abs(*sx) >= kFarStride && *sy != 0 && std::abs(*sy) <= kNearStride)
+        reads.push_back({static_cast<int>(slot), loads.front()});
+    }
+    bounds_.resize(vars);
+    kernel_.var_names.resize(vars);
+    if (static_cast<int64_t>(reads.size()) * extents[n - 1] * *chunk > kMaxTransposedFloats) return {};
+    return reads;
+  }
+
+  // A phase with transposed reads: per chunk of y, each such input's chunk
+  // is copied into a buffer on the stack along y (contiguous runs, one page
+  // touch per x and chunk instead of per element), buf[x * chunk + y'];
+  // then the phase's loops over the chunk read it there (in L1). The copy
+  // evaluates the phase's own load at the same coordinates, so the values
+  // are the same.
+  Stmt build_transposed_phase(int i, const std::vector<int64_t>& extents, int64_t chunk,
+                              const std::vector<TransposedRead>& reads) {
+    const std::string prefix = str_cat("p", i, "_t");
+    const size_t n = extents.size();
+    const int64_t ny = extents[n - 2], nx = extents[n - 1];
+    std::vector<Expr> outer;
+    std::vector<int> outer_vars;
+    Expr outer_flat = int_imm(0);
+    for (size_t d = 0; d + 2 < n; ++d) {
+      outer_vars.push_back(new_var(prefix + std::to_string(d), extents[d]));
+      outer.push_back(var(outer_vars.back()));
+      outer_flat = outer_flat * extents[d] + outer.back();
+    }
+    const int vc = new_var(prefix + "c", ny / chunk);
+    auto local_at = [&](const Expr& y, const Expr& x) {
+      std::vector<Expr> local = outer;
+      local.push_back(y);
+      local.push_back(x);
+      return local;
+    };
+    std::vector<int> buffers;
+    std::vector<Stmt> body;
+    for (const TransposedRead& r : reads) {
+      buffers.push_back(add_local(str_cat(prefix, "s", r.slot), DType::kF32, nx * chunk, 64));
+      const int sx = new_var(prefix + "sx", nx), sy = new_var(prefix + "sy", chunk);
+      const Expr value =
+          value_of(i, r.load, coords_at(i, local_at(var(vc) * chunk + var(sy), var(sx))), {});
+      body.push_back(make_for(sx, int_imm(nx), LoopKind::kSerial,
+                              {make_for(sy, int_imm(chunk), LoopKind::kVectorized,
+                                        {make_store(buffers.back(), var(sx) * chunk + var(sy), value)})}));
+    }
+    const int vy = new_var(prefix + "y", chunk), vx = new_var(prefix + "x", nx);
+    std::map<int, Expr> replaced;
+    for (size_t b = 0; b < reads.size(); ++b)
+      replaced[reads[b].slot] = load(buffers[b], DType::kF32, {var(vx) * chunk + var(vy)});
+    const Expr y = var(vc) * chunk + var(vy);
+    const std::vector<Expr> local = local_at(y, var(vx));
+    const Expr flat = (outer_flat * ny + y) * nx + var(vx);
+    const Expr value = finalize_indices(value_of(i, plan_.phases[i].body, coords_at(i, local), {}, replaced), bounds_);
+    body.push_back(make_for(vy, int_imm(chunk), LoopKind::kSerial,
+                            {make_for(vx, int_imm(nx), LoopKind::kVectorized, {store_result(i, local, flat, value)})}));
+    Stmt s = make_for(vc, int_imm(ny / chunk), LoopKind::kSerial, body);
+    for (size_t d = outer_vars.size(); d-- > 0;) s = make_for(outer_vars[d], int_imm(extents[d]), LoopKind::kSerial, {s});
+    for (int b : buffers) s = make_allocate(b, {s});
+    return s;
   }
 
   // One thread, a region whose accumulators overflow L1 (a pooling tile
