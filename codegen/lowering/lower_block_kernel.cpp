@@ -460,22 +460,15 @@ class BlockKernelBuilder : KernelBuilder {
   static constexpr int64_t kNearStride = 4;
   static constexpr int64_t kMaxTransposedFloats = 4096;  // the staging buffers, on the stack
 
-  // The phase's transposed reads and the chunk of y (a divisor of its
-  // extent, 4 to 16) staged at a time; none where no input qualifies, an
-  // input is read at more than one index, or the chunks' buffers would
-  // exceed kMaxTransposedFloats. TILEGRAPH_TRANSPOSED_READS=off: none (to
-  // compare).
+  // The phase's transposed reads and the chunk of y staged at a time: the
+  // largest divisor of its extent from 16 down to 4 whose buffers hold at
+  // most kMaxTransposedFloats. None where no input qualifies, an input is
+  // read at more than one index, or no chunk fits.
+  // TILEGRAPH_TRANSPOSED_READS=off: none (to compare).
   std::vector<TransposedRead> transposed_reads(int i, const std::vector<int64_t>& extents, int64_t* chunk) {
     const size_t n = extents.size();
     if (n < 2 || extents[n - 1] < 8) return {};
     if (const char* off = std::getenv("TILEGRAPH_TRANSPOSED_READS"); off && std::string(off) == "off") return {};
-    *chunk = 0;
-    for (int64_t c = 16; c >= 4; --c)
-      if (extents[n - 2] % c == 0) {
-        *chunk = c;
-        break;
-      }
-    if (*chunk == 0) return {};
     const Op& op = plan_.phases[i];
     const size_t vars = bounds_.size();
     const int vy = new_var("ty", extents[n - 2]), vx = new_var("tx", extents[n - 1]);
@@ -509,8 +502,13 @@ class BlockKernelBuilder : KernelBuilder {
     }
     bounds_.resize(vars);
     kernel_.var_names.resize(vars);
-    if (static_cast<int64_t>(reads.size()) * extents[n - 1] * *chunk > kMaxTransposedFloats) return {};
-    return reads;
+    const int64_t row_floats = static_cast<int64_t>(reads.size()) * extents[n - 1];
+    for (int64_t c = 16; c >= 4; --c)
+      if (extents[n - 2] % c == 0 && row_floats * c <= kMaxTransposedFloats) {
+        *chunk = c;
+        return reads;
+      }
+    return {};
   }
 
   // A phase with transposed reads: per chunk of y, each such input's chunk
