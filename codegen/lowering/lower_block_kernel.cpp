@@ -483,13 +483,15 @@ class BlockKernelBuilder : KernelBuilder {
       if (!is_const_int(simplify(next - index, bounds_), &d)) return std::nullopt;
       return d;
     };
+    // Each slot's loads, in one walk of the body (fused bodies get long).
+    std::vector<std::vector<Expr>> loads_of(op.inputs.size());
+    visit(op.body, [&](const Expr& e) {
+      if (e->kind == ExprKind::kLoad) loads_of[static_cast<size_t>(e->int_value)].push_back(e);
+    });
     std::vector<TransposedRead> reads;
     for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
       if (phase_of_.count(op.inputs[slot])) continue;
-      std::vector<Expr> loads;
-      visit(op.body, [&](const Expr& e) {
-        if (e->kind == ExprKind::kLoad && e->int_value == static_cast<int64_t>(slot)) loads.push_back(e);
-      });
+      const std::vector<Expr>& loads = loads_of[slot];
       if (loads.empty() || loads.front()->dtype != DType::kF32) continue;  // the buffers hold floats
       bool one_index = true;
       for (const Expr& l : loads) one_index &= same_expr(l, loads.front());
@@ -555,7 +557,7 @@ class BlockKernelBuilder : KernelBuilder {
     const Expr y = var(vc) * chunk + var(vy);
     const std::vector<Expr> local = local_at(y, var(vx));
     const Expr flat = (outer_flat * ny + y) * nx + var(vx);
-    const Expr value = finalize_indices(value_of(i, plan_.phases[i].body, coords_at(i, local), {}, replaced), bounds_);
+    const Expr value = value_of(i, plan_.phases[i].body, coords_at(i, local), {}, replaced);
     body.push_back(make_for(vy, int_imm(chunk), LoopKind::kSerial,
                             {make_for(vx, int_imm(nx), LoopKind::kVectorized, {store_result(i, local, flat, value)})}));
     Stmt s = make_for(vc, int_imm(ny / chunk), LoopKind::kSerial, body);
