@@ -178,10 +178,29 @@ std::string max_pool_variant_for(const scheduler::ArchSpec& arch) {
   return name == "avx512" || name == "avx2" ? "avx2" : "";
 }
 
-std::string softmax_variant_for(const scheduler::ArchSpec& arch) {
-  if (const char* forced = std::getenv("TILEGRAPH_SOFTMAX_VARIANT"); forced && std::string(forced) == "none") return "";
+namespace {
+
+// The float GEMM's variant where it is "avx512" or "avx2" and the environment
+// variable `off_switch` is not "none", else empty.
+std::string x86_vector_variant_for(const scheduler::ArchSpec& arch, const char* off_switch) {
+  if (const char* forced = std::getenv(off_switch); forced && std::string(forced) == "none") return "";
   const std::string& name = float_gemm_variant_for(arch).name;
   return name == "avx512" || name == "avx2" ? name : "";
+}
+
+}  // namespace
+
+std::string softmax_variant_for(const scheduler::ArchSpec& arch) {
+  return x86_vector_variant_for(arch, "TILEGRAPH_SOFTMAX_VARIANT");
+}
+
+std::string quantize_variant_for(const scheduler::ArchSpec& arch) {
+  const std::string variant = x86_vector_variant_for(arch, "TILEGRAPH_QUANTIZE_VARIANT");
+  // An AVX-512 target runs the AVX2 variant too (tests/quantized checks both).
+  if (const char* forced = std::getenv("TILEGRAPH_QUANTIZE_VARIANT");
+      forced && std::string(forced) == "avx2" && !variant.empty())
+    return "avx2";
+  return variant;
 }
 
 }  // namespace tilegraph::codegen

@@ -79,6 +79,11 @@ std::string max_pool_variant_for(const scheduler::ArchSpec& arch);
 // block kernel). TILEGRAPH_SOFTMAX_VARIANT=none turns it off.
 std::string softmax_variant_for(const scheduler::ArchSpec& arch);
 
+// The quantize micro-kernel (quantize_<name>.h) of a CPU target: as
+// softmax_variant_for. TILEGRAPH_QUANTIZE_VARIANT=none turns it off, =avx2
+// takes the AVX2 variant on an AVX-512 target too.
+std::string quantize_variant_for(const scheduler::ArchSpec& arch);
+
 // The C++ the generated code places after including the variant's header:
 // a static_assert that the header's tile constants (tg_qgemm::kMR, kNR, kKU,
 // kAUnsigned) are the ones the packing loops were generated for.

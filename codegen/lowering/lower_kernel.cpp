@@ -1,5 +1,7 @@
 #include "codegen/lowering/lower_kernel.h"
 
+#include <optional>
+
 #include "codegen/lowering/drop_unread_constants.h"
 #include "codegen/lowering/int_gemm_variant.h"
 #include "codegen/lowering/lower_block_kernel.h"
@@ -7,6 +9,7 @@
 #include "codegen/lowering/lower_direct_conv_kernel.h"
 #include "codegen/lowering/lower_library_gemm.h"
 #include "codegen/lowering/lower_pool_kernel.h"
+#include "codegen/lowering/lower_quantize_kernel.h"
 #include "codegen/lowering/lower_softmax_kernel.h"
 #include "codegen/lowering/lower_winograd_conv_kernel.h"
 #include "codegen/lowering/hoist_reciprocals.h"
@@ -21,9 +24,25 @@ namespace tilegraph::codegen {
 
 namespace {
 
-// A loop-nest kernel: on a target with the pooling micro-kernel, a max pool
-// it computes takes it (lower_pool_kernel.h); any other op the loops.
+// A kernel of one op that quantizes x to 8 bits with one scale and zero
+// point, on the quantize micro-kernel where the target has one
+// (lower_quantize_kernel.h); else nullopt.
+std::optional<Kernel> lower_quantize(const Graph& g, const scheduler::KernelSchedule& ks,
+                                     const scheduler::ArchSpec& arch) {
+  const std::string variant = arch.is_gpu() ? "" : quantize_variant_for(arch);
+  if (variant.empty() || !ks.extra_outputs.empty()) return std::nullopt;
+  const std::vector<Op> phases = scheduler::phase_ops(g, ks);
+  if (phases.size() != 1) return std::nullopt;
+  const std::optional<QuantizeSlots> slots = quantize_slots(g, phases.front());
+  if (!slots) return std::nullopt;
+  return lower_quantize_kernel(g, ks, phases.front(), *slots, variant);
+}
+
+// A loop-nest kernel: on a target with the quantize or pooling micro-kernel,
+// an op it computes takes it (lower_quantize_kernel.h, lower_pool_kernel.h);
+// any other op the loops.
 Kernel lower_loop_nest(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+  if (std::optional<Kernel> k = lower_quantize(g, ks, arch)) return std::move(*k);
   const std::string variant = arch.is_gpu() ? "" : max_pool_variant_for(arch);
   if (!variant.empty()) {
     const std::vector<Op> phases = scheduler::phase_ops(g, ks);
@@ -36,8 +55,10 @@ Kernel lower_loop_nest(const Graph& g, const scheduler::KernelSchedule& ks, cons
 
 // A block kernel: on a target with the softmax micro-kernel, a softmax over
 // the last axis, plain or behind fused elementwise producers, takes it
-// (lower_softmax_kernel.h); anything else the planned block.
+// (lower_softmax_kernel.h), as a quantization takes the quantize one;
+// anything else the planned block.
 Kernel lower_block(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
+  if (std::optional<Kernel> k = lower_quantize(g, ks, arch)) return std::move(*k);
   const std::string variant = arch.is_gpu() ? "" : softmax_variant_for(arch);
   if (!variant.empty() && ks.extra_outputs.empty()) {
     const std::vector<Op> phases = softmax_phases(g, ks);

@@ -20,16 +20,9 @@ namespace {
 // model's rank cannot make the check's time explode.
 constexpr int64_t kMaxSamplePoints = 5 * 5 * 5 * 5 * 5;
 
-// Constants for an op's vars.
-std::vector<Expr> values_of(const std::vector<int64_t>& point) {
-  std::vector<Expr> values;
-  for (int64_t v : point) values.push_back(int_imm(v));
-  return values;
-}
-
 // Whether `op`'s body at the constant variable values `point` is `expected`.
 bool body_is(const Op& op, const std::vector<int64_t>& point, const Expr& expected) {
-  return same_expr(simplify(substitute_vars(op.body, values_of(point)), {}), simplify(expected, {}));
+  return same_expr(simplify(substitute_vars(op.body, constant_indices(point)), {}), simplify(expected, {}));
 }
 
 // The slot of `op` that reads tensor `id`, or -1.
@@ -43,26 +36,9 @@ int slot_of(const Op& op, TensorId id) {
 // and row positions j; stops at the first false. False where the samples
 // would be more than kMaxSamplePoints.
 bool all_samples(const Shape& shape, const std::function<bool(const std::vector<int64_t>&, int64_t)>& visit) {
-  std::vector<std::vector<int64_t>> axes;
-  for (size_t d = 0; d + 1 < shape.size(); ++d) axes.push_back(sample_indices(shape[d]));
-  const std::vector<int64_t> columns = sample_indices(shape.back());
-  int64_t points = static_cast<int64_t>(columns.size());
-  for (const std::vector<int64_t>& axis : axes)
-    if ((points *= static_cast<int64_t>(axis.size())) > kMaxSamplePoints) return false;
-  std::vector<int64_t> outer(axes.size(), 0);
-  std::function<bool(size_t)> walk = [&](size_t d) {
-    if (d == axes.size()) {
-      for (int64_t j : columns)
-        if (!visit(outer, j)) return false;
-      return true;
-    }
-    for (int64_t v : axes[d]) {
-      outer[d] = v;
-      if (!walk(d + 1)) return false;
-    }
-    return true;
-  };
-  return walk(0);
+  return all_sample_points(shape, kMaxSamplePoints, [&](const std::vector<int64_t>& p) {
+    return visit(std::vector<int64_t>(p.begin(), p.end() - 1), p.back());
+  });
 }
 
 // Constant indices: the outer ones, then `last`.
@@ -200,7 +176,7 @@ std::optional<SoftmaxRows> softmax_rows(const Graph& g, const std::vector<Op>& p
   // In place: x is input 0 itself, shaped as the output.
   bool in_place = max.inputs.size() == 1 && has_shape(g, max.inputs[0], shape);
   const bool matches = all_samples(shape, [&](const std::vector<int64_t>& outer, int64_t j) {
-    const Expr x = simplify(substitute_vars(max.body, values_of(point(outer, {0, j}))), {});
+    const Expr x = simplify(substitute_vars(max.body, constant_indices(point(outer, {0, j}))), {});
     if (x->dtype != DType::kF32) return false;
     in_place = in_place && same_expr(x, simplify(load(0, DType::kF32, indices(outer, j)), {}));
     const Expr exp_x = rewrite(x, [&](const Expr& e) -> Expr {

@@ -106,16 +106,16 @@ void write_thread_pool_header(const std::string& out_dir) {
 }
 
 // The header of the micro-kernel family `prefix` the kernels call
-// (dwconv_<variant>.h, maxpool_<variant>.h, softmax_<variant>.h: their
-// Kernel::ukernel), if any:
-// at most one variant per project.
+// (dwconv_<variant>.h, maxpool_<variant>.h, quantize_<variant>.h,
+// softmax_<variant>.h: their Kernel::ukernel), if any: at most one variant
+// per project.
 std::string ukernel_header(const std::vector<Kernel>& kernels, const std::string& prefix) {
   for (const Kernel& k : kernels)
     if (k.ukernel.rfind(prefix, 0) == 0) return k.ukernel + ".h";
   return "";
 }
 // The kernels' own micro-kernel families (beside the GEMMs' and Winograd's).
-constexpr const char* kKernelUkernelFamilies[] = {"dwconv_", "maxpool_", "softmax_"};
+constexpr const char* kKernelUkernelFamilies[] = {"dwconv_", "maxpool_", "quantize_", "softmax_"};
 
 // The Winograd transforms' header (winograd_f23_<variant>.h, which includes
 // winograd_f23_layout.h), if a kernel calls them: the float micro-kernel's

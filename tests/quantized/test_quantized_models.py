@@ -141,3 +141,57 @@ def test_kc_blocks_match_onnxruntime(models, variant, tmp_path):
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
     print(acc.stdout)
     assert acc.returncode == 0, acc.stdout
+
+
+QUANTIZE_VARIANTS = ["none"] + (["avx2"] if {"avx2", "fma"} <= FLAGS else []) + \
+                    (["avx512"] if "avx512f" in FLAGS else [])
+
+
+def _quantize_model(path: Path):
+    """x [197, 768] (a ViT-B/16 activation) through DynamicQuantizeLinear
+    (y, scale, zero point: all outputs) and through QuantizeLinear to int8
+    with scale 0.004 and zero point -3 (x in [-1, 1) saturates at both ends)."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "scale", "zp"]),
+             helper.make_node("QuantizeLinear", ["x", "s8", "z8"], ["y8"])]
+    inits = [helper.make_tensor("s8", TensorProto.FLOAT, [], [0.004]),
+             helper.make_tensor("z8", TensorProto.INT8, [], [-3])]
+    graph = helper.make_graph(
+        nodes, "quantize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [197, 768])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [197, 768]),
+         helper.make_tensor_value_info("scale", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("zp", TensorProto.UINT8, []),
+         helper.make_tensor_value_info("y8", TensorProto.INT8, [197, 768])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+
+
+@pytest.mark.parametrize("variant", QUANTIZE_VARIANTS)
+def test_quantize_ukernel_matches_onnxruntime(variant, tmp_path):
+    """DynamicQuantizeLinear's quantize step and QuantizeLinear on the quantize
+    micro-kernel (TILEGRAPH_QUANTIZE_VARIANT: the AVX2 one on an AVX-512 CPU
+    too; none keeps the generated loops) give onnxruntime's outputs exactly."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "quantize"
+    prefix.mkdir()
+    _quantize_model(prefix / "model.onnx")
+    env = dict(os.environ, TILEGRAPH_QUANTIZE_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
+    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+    quantizing = [k for k in manifest["kernels"] if k.get("ukernel", "").startswith("quantize_")]
+    if variant == "none":
+        assert not quantizing
+    else:
+        assert len(quantizing) == 2, [k["name"] for k in manifest["kernels"]]
+        assert {k["ukernel"] for k in quantizing} == {f"quantize_{variant}"}
+    for seed in ("0", "1"):
+        acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "0",
+                              "--seed", seed], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=env, timeout=600)
+        print(acc.stdout)
+        assert acc.returncode == 0, acc.stdout
