@@ -149,9 +149,16 @@ class IntGemmLowering : KernelBuilder {
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     const int64_t a_block_bytes = grid_.row_panels * geo_.a_panel_bytes();
     const int apack = add_local("a_panels", geo_.a_packed, grid_.row_panels * geo_.a_panel, kUkernelAlignment);
-    // Past 64 KiB, the row block's panels live in the thread's heap scratch
-    // (tg_block_scratch), not on its stack.
-    if (a_block_bytes > kStackPanelBytes) kernel_.buffers[static_cast<size_t>(apack)].scratch = true;
+    // One row block and several chunks: a thread that runs chunk c right
+    // after chunk c - 1 of the same batch (one thread runs every task back to
+    // back) finds the row block's A panels in its scratch arena already, and
+    // packs them only on a run's first task or a batch's first chunk, as the
+    // float GEMM does (ViT-B/16's 197-row GEMMs in 2 chunks at one thread:
+    // each packed A twice). The row sums, on the stack, are recomputed.
+    const int a_run = grid_.row_blocks == 1 && grid_.chunks > 1 ? new_var("run", m.batches() * grid_.chunks) : -1;
+    // Past 64 KiB, or kept for the next task, the row block's panels live in
+    // the thread's heap scratch (tg_block_scratch), not on its stack.
+    if (a_block_bytes > kStackPanelBytes || a_run >= 0) kernel_.buffers[static_cast<size_t>(apack)].scratch = true;
     const int rowsum = add_local("a_rowsums", DType::kI32, grid_.row_panels * v.mr, kUkernelAlignment);
     // With kc blocks, every A panel of the row block keeps its C tile across
     // the blocks (the epilogue runs after the last one).
@@ -159,11 +166,14 @@ class IntGemmLowering : KernelBuilder {
     const int64_t tile_values = v.mr * v.nr;
     const int ctile = add_local("c_tile", DType::kI32, kc_blocks ? grid_.row_panels * tile_values : tile_values,
                                 kUkernelAlignment);
-    std::vector<Stmt> block{pack_a(vb, row0, apack), row_sums(vb, row0, rowsum)};
 
-    // Column panels in chunks (each packs its own copy of the A block).
+    // Column panels in chunks (each packs its own copy of the A block, unless
+    // the same thread packed it for the previous chunk).
     const int64_t chunk_panels = grid_.chunk_panels;
     const int vc = new_var("nc", grid_.chunks);
+    const Stmt pack = pack_a(vb, row0, apack);
+    std::vector<Stmt> block{a_run >= 0 ? make_if(lt(min(var(a_run), var(vc)), int_imm(1)), {pack}) : pack,
+                            row_sums(vb, row0, rowsum)};
     const int vnl = new_var("nb", chunk_panels);
     const Expr nb = var(vc) * chunk_panels + var(vnl);
     CallArg b_arg;
@@ -232,7 +242,7 @@ class IntGemmLowering : KernelBuilder {
     // the last row block is short.
     body = make_for(vm, int_imm(grid_.row_blocks), LoopKind::kSerial, {body});
     body = make_for(vc, int_imm(grid_.chunks), LoopKind::kSerial, {body});
-    kernel_.body = make_for(vb, int_imm(m.batches()), LoopKind::kParallel, {body}, 3);
+    kernel_.body = make_parallel_for(vb, int_imm(m.batches()), {body}, 3, a_run);
     return std::move(kernel_);
   }
 

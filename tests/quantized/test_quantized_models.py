@@ -195,3 +195,28 @@ def test_quantize_ukernel_matches_onnxruntime(variant, tmp_path):
                              env=env, timeout=600)
         print(acc.stdout)
         assert acc.returncode == 0, acc.stdout
+
+
+def test_one_thread_packs_a_once_per_row_block(models, tmp_path):
+    """At one thread the tasks of a GEMM's column chunks run back to back: the
+    second chunk reuses the row block's A panels the first packed (`run`: the
+    tasks the thread ran before this one) and the outputs still equal
+    onnxruntime's, at one thread and at two."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix = tmp_path / "attn_dynamic"
+    prefix.mkdir()
+    (prefix / "model.onnx").write_bytes((models / "attn_dynamic" / "model.onnx").read_bytes())
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    assert "if ((tg_min<int64_t>(run, nc) < INT64_C(1))) {" in code, "no int8 GEMM packs A once for its chunks"
+    for threads in ("1", "2"):
+        acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "1e-5",
+                              "--threads", threads], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=env, timeout=600)
+        print(acc.stdout)
+        assert acc.returncode == 0, acc.stdout
