@@ -25,17 +25,20 @@ namespace tilegraph::codegen {
 namespace {
 
 // A kernel of one op that quantizes x to 8 bits with one scale and zero
-// point, on the quantize micro-kernel where the target has one
+// point, or one computing DynamicQuantizeLinear's range (then its scale and
+// zero point), on the quantize micro-kernel where the target has one
 // (lower_quantize_kernel.h); else nullopt.
 std::optional<Kernel> lower_quantize(const Graph& g, const scheduler::KernelSchedule& ks,
                                      const scheduler::ArchSpec& arch) {
   const std::string variant = arch.is_gpu() ? "" : quantize_variant_for(arch);
-  if (variant.empty() || !ks.extra_outputs.empty()) return std::nullopt;
+  if (variant.empty()) return std::nullopt;
   const std::vector<Op> phases = scheduler::phase_ops(g, ks);
-  if (phases.size() != 1) return std::nullopt;
-  const std::optional<QuantizeSlots> slots = quantize_slots(g, phases.front());
-  if (!slots) return std::nullopt;
-  return lower_quantize_kernel(g, ks, phases.front(), *slots, variant);
+  if (phases.size() == 1 && ks.extra_outputs.empty())
+    if (const std::optional<QuantizeSlots> slots = quantize_slots(g, phases.front()))
+      return lower_quantize_kernel(g, ks, phases.front(), *slots, variant);
+  if (const std::optional<QuantizeRange> range = quantize_range(g, phases))
+    return lower_quantize_range_kernel(g, ks, phases, *range, variant);
+  return std::nullopt;
 }
 
 // A loop-nest kernel: on a target with the quantize or pooling micro-kernel,

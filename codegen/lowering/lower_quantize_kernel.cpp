@@ -1,7 +1,10 @@
 #include "codegen/lowering/lower_quantize_kernel.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
+#include <map>
+#include <set>
 
 #include "codegen/lowering/index_samples.h"
 #include "codegen/lowering/kernel_builder.h"
@@ -39,17 +42,27 @@ Expr one_value(const Graph& g, int slot, TensorId id) {
   return load(slot, t.dtype, std::vector<Expr>(t.shape.size(), int_imm(0)));
 }
 
+// The row-major position of `point` in a tensor of `shape`.
+int64_t flat_position(const std::vector<int64_t>& point, const Shape& shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + point[d];
+  return flat;
+}
+
+// The indices of row-major position `flat` in a tensor of `shape`.
+std::vector<int64_t> indices_at(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> at(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return at;
+}
+
 // The indices in a tensor of `to` of the element at `point` of one of `from`
 // with as many elements, both row-major (x seen through a fused Reshape).
 std::vector<int64_t> same_position(const std::vector<int64_t>& point, const Shape& from, const Shape& to) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < from.size(); ++d) flat = flat * from[d] + point[d];
-  std::vector<int64_t> at(to.size(), 0);
-  for (size_t d = to.size(); d-- > 0;) {
-    at[d] = flat % to[d];
-    flat /= to[d];
-  }
-  return at;
+  return indices_at(flat_position(point, from), to);
 }
 
 // What the ONNX frontend writes for y at constant indices `at`.
@@ -97,6 +110,86 @@ class QuantizeBuilder : KernelBuilder {
   int output_ = -1;
 };
 
+// The most values a phase after the range's reduction may compute or read
+// from outside the kernel's phases (the scale and zero point: one each).
+constexpr int64_t kMaxRangeValues = 16;
+
+// Whether `op`'s body at every sampled point of `grid` (its vars' extents) is
+// `expected(point)`.
+bool body_matches(const Op& op, const Shape& grid, const std::function<Expr(const std::vector<int64_t>&)>& expected) {
+  return all_sample_points(grid, kMaxSamplePoints, [&](const std::vector<int64_t>& point) {
+    return same_expr(simplify(substitute_vars(op.body, constant_indices(point)), {}), simplify(expected(point), {}));
+  });
+}
+
+class QuantizeRangeBuilder : KernelBuilder {
+ public:
+  QuantizeRangeBuilder(const Graph& g, const std::vector<Op>& phases, const scheduler::KernelSchedule& schedule,
+                       const QuantizeRange& range)
+      : KernelBuilder(g), phases_(phases), range_(range) {
+    start_single_op_kernel(phases.back(), schedule);
+    kernel_.source_nodes.clear();
+    for (const Op& op : phases) add_source_nodes_once(op);
+    x_ = add_global(phases.front().inputs[static_cast<size_t>(range.x_slot)], false);
+    std::set<TensorId> computed;
+    for (const Op& op : phases) computed.insert(op.output);
+    for (size_t i = static_cast<size_t>(range.extremes_phase) + 1; i < phases.size(); ++i)
+      for (TensorId in : phases[i].inputs)
+        if (!computed.count(in) && !buffer_of_.count(in)) buffer_of_[in] = add_global(in, false);
+    buffer_of_[phases.back().output] = add_global(phases.back().output, true);
+    for (int op : schedule.extra_outputs) {
+      const TensorId out = g.ops.at(static_cast<size_t>(op)).output;
+      if (!buffer_of_.count(out)) buffer_of_[out] = add_global(out, true);
+    }
+  }
+
+  Kernel build(const std::string& variant) {
+    const TensorId x = phases_.front().inputs[static_cast<size_t>(range_.x_slot)];
+    const int64_t n = num_elements(g_.tensor(x).shape);
+    kernel_.flops = 2 * n;
+    const TensorId extremes = phases_[static_cast<size_t>(range_.extremes_phase)].output;
+    const int pair = add_local("extremes", DType::kF32, 2);
+    std::vector<Stmt> steps{make_call("tg_quantize::extremes", {{x_, int_imm(0)}, {-1, int_imm(n)}, {pair, int_imm(0)}})};
+    if (auto out = buffer_of_.find(extremes); out != buffer_of_.end())  // the pair is an output too
+      for (int64_t j : {0, 1}) steps.push_back(make_store(out->second, int_imm(j), load(pair, DType::kF32, {int_imm(j)})));
+    buffer_of_[extremes] = pair;
+    // The later phases value by value; an output no later kernel reads is a local.
+    std::vector<int> locals;
+    for (size_t i = static_cast<size_t>(range_.extremes_phase) + 1; i < phases_.size(); ++i) {
+      const Op& op = phases_[i];
+      const Tensor& out = g_.tensor(op.output);
+      if (!buffer_of_.count(op.output)) {
+        buffer_of_[op.output] = add_local(op.name, out.dtype, num_elements(out.shape));
+        locals.push_back(buffer_of_[op.output]);
+      }
+      for (int64_t e = 0; e < num_elements(out.shape); ++e)
+        steps.push_back(make_store(buffer_of_.at(op.output), int_imm(e), value_at(op, indices_at(e, out.shape))));
+    }
+    Stmt body = make_allocate(pair, steps);
+    for (int local : locals) body = make_allocate(local, {body});
+    const int task = new_var("task", 1);
+    kernel_.body = make_for(task, int_imm(1), LoopKind::kParallel, {body});
+    kernel_.ukernel = "quantize_" + variant;
+    return std::move(kernel_);
+  }
+
+ private:
+  // op's body at constant indices, its loads reading the kernel's buffers.
+  Expr value_at(const Op& op, const std::vector<int64_t>& at) {
+    const Expr body = simplify(substitute_vars(op.body, constant_indices(at)), {});
+    return rewrite(body, [&](const Expr& e) -> Expr {
+      if (e->kind != ExprKind::kLoad) return nullptr;
+      const TensorId in = op.inputs[static_cast<size_t>(e->int_value)];
+      return load(buffer_of_.at(in), e->dtype, {simplify(linear_index(g_.tensor(in).shape, e->args), {})});
+    });
+  }
+
+  const std::vector<Op>& phases_;
+  const QuantizeRange& range_;
+  int x_ = -1;
+  std::map<TensorId, int> buffer_of_;  // the later phases' tensors: global or local buffers
+};
+
 }  // namespace
 
 std::optional<QuantizeSlots> quantize_slots(const Graph& g, const Op& op) {
@@ -128,6 +221,72 @@ std::optional<QuantizeSlots> quantize_slots(const Graph& g, const Op& op) {
 Kernel lower_quantize_kernel(const Graph& g, const scheduler::KernelSchedule& schedule, const Op& op,
                              const QuantizeSlots& slots, const std::string& variant) {
   return QuantizeBuilder(g, op, schedule).build(slots, variant);
+}
+
+}  // namespace tilegraph::codegen
+
+namespace tilegraph::codegen {
+
+std::optional<QuantizeRange> quantize_range(const Graph& g, const std::vector<Op>& phases) {
+  if (phases.size() < 2) return std::nullopt;
+  const Op& first = phases.front();
+  if (first.reduction != Reduction::kMax || first.inputs.size() != 1) return std::nullopt;
+  const Tensor& x = g.tensor(first.inputs.front());
+  const int64_t n = num_elements(x.shape);
+  const Shape& partial = g.tensor(first.output).shape;
+  int64_t k = 1;
+  for (int64_t e : first.reduce_extents) k *= e;
+  if (x.dtype != DType::kF32 || n == 0 || g.tensor(first.output).dtype != DType::kF32) return std::nullopt;
+  QuantizeRange range;
+  if (partial == Shape{2} && k == n) {
+    range.extremes_phase = 0;
+  } else if (partial.size() == 2 && partial[1] == 2 && partial[0] * k == n) {
+    range.extremes_phase = 1;  // per-row partials [rows, 2], then their maximum
+  } else {
+    return std::nullopt;
+  }
+  // Phase 0 at (row, j, reduce vars): x at position row * k + (the reduce
+  // vars' position) times the sign of j.
+  Shape grid = partial;
+  grid.insert(grid.end(), first.reduce_extents.begin(), first.reduce_extents.end());
+  const auto signed_x = [&](const std::vector<int64_t>& point) {
+    const int64_t row = range.extremes_phase == 1 ? point[0] : 0;
+    const int64_t j = point[partial.size() - 1];
+    const std::vector<int64_t> reduced(point.begin() + static_cast<std::ptrdiff_t>(partial.size()), point.end());
+    const int64_t at = row * k + flat_position(reduced, first.reduce_extents);
+    return load(0, DType::kF32, constant_indices(indices_at(at, x.shape))) * const_of(j == 0 ? 1 : -1, DType::kF32);
+  };
+  if (!body_matches(first, grid, signed_x)) return std::nullopt;
+  if (range.extremes_phase == 1) {
+    const Op& most = phases[1];
+    if (most.reduction != Reduction::kMax || most.inputs != std::vector<TensorId>{first.output} ||
+        most.reduce_extents != std::vector<int64_t>{partial[0]} || g.tensor(most.output).shape != Shape{2} ||
+        g.tensor(most.output).dtype != DType::kF32 ||
+        !body_matches(most, {2, partial[0]}, [&](const std::vector<int64_t>& point) {
+          return load(0, DType::kF32, {int_imm(point[1]), int_imm(point[0])});
+        }))
+      return std::nullopt;
+  }
+  // The later phases: a few values each, from the extremes, one another and
+  // a few values outside the kernel (never x or the partials).
+  std::set<TensorId> later{phases[static_cast<size_t>(range.extremes_phase)].output};
+  for (size_t i = static_cast<size_t>(range.extremes_phase) + 1; i < phases.size(); ++i) {
+    const Op& op = phases[i];
+    if (op.reduction != Reduction::kNone || num_elements(g.tensor(op.output).shape) > kMaxRangeValues)
+      return std::nullopt;
+    for (TensorId in : op.inputs) {
+      const bool from_phase = std::any_of(phases.begin(), phases.end(), [&](const Op& p) { return p.output == in; });
+      if (from_phase ? !later.count(in) : num_elements(g.tensor(in).shape) > kMaxRangeValues) return std::nullopt;
+    }
+    later.insert(op.output);
+  }
+  return range;
+}
+
+Kernel lower_quantize_range_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
+                                   const std::vector<Op>& phases, const QuantizeRange& range,
+                                   const std::string& variant) {
+  return QuantizeRangeBuilder(g, phases, schedule, range).build(variant);
 }
 
 }  // namespace tilegraph::codegen

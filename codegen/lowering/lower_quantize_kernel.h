@@ -9,6 +9,8 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "codegen/kernel_ir/kernel_ir.h"
 #include "compiler/ir/graph.h"
@@ -37,5 +39,31 @@ std::optional<QuantizeSlots> quantize_slots(const Graph& g, const Op& op);
 // `tg_quantize::linear<T>` (Kernel::ukernel "quantize_<variant>").
 Kernel lower_quantize_kernel(const Graph& g, const scheduler::KernelSchedule& schedule, const Op& op,
                              const QuantizeSlots& slots, const std::string& variant);
+
+// DynamicQuantizeLinear's range: a CPU kernel whose first phase computes
+//   extremes[j] = max over x of (x * (j == 0 ? 1 : -1)),  j < 2
+// (the ONNX frontend's one reduction for max(x) and -min(x); split_reductions
+// may cut it into per-row partials, then a second phase reducing them), x
+// float32 read as it lies (or through a fused Reshape), and whose other
+// phases are elementwise over a few values (the scale and zero point). The
+// generated block kernel read x twice, once per j, with one accumulator
+// each; `tg_quantize::extremes` reads it once.
+struct QuantizeRange {
+  int extremes_phase = 0;  // the phase whose output is extremes[2]: 0, or 1 after the partials
+  int x_slot = 0;          // x's slot in phase 0
+};
+
+// The range when `phases` (scheduler::phase_ops of a kernel) compute it as
+// above: phase 0's (and the partials' reduction's) bodies checked at sampled
+// indices; the later phases elementwise with at most 16 values each, reading
+// only the extremes, one another and tensors of at most 16 values.
+std::optional<QuantizeRange> quantize_range(const Graph& g, const std::vector<Op>& phases);
+
+// The kernel: extremes into a local pair by one call of
+// `tg_quantize::extremes`, then the later phases value by value (stores
+// of their bodies at constant indices), in one task.
+Kernel lower_quantize_range_kernel(const Graph& g, const scheduler::KernelSchedule& schedule,
+                                   const std::vector<Op>& phases, const QuantizeRange& range,
+                                   const std::string& variant);
 
 }  // namespace tilegraph::codegen

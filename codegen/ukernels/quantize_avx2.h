@@ -22,8 +22,10 @@
 // Then: round half to even (cvtps2dq under the default rounding mode, as the
 // generated loops' nearbyint), add the zero point in int32, saturate to T;
 // NaN gives 0 (the generated code's tg_float_to_int). The last n % 8 values
-// are computed one at a time as the
-// generated loops do.
+// are computed one at a time as the generated loops do.
+//
+// `extremes` is DynamicQuantizeLinear's range before that: max(x) and
+// max(-x) in one pass (codegen/lowering/lower_quantize_kernel.h).
 #pragma once
 #include <immintrin.h>
 
@@ -102,6 +104,43 @@ inline void linear(const float* x, int64_t n, float scale, int32_t zero_point, T
     linear_range<T, true>(x, n, scale, zero_point, y);
   else
     linear_range<T, false>(x, n, scale, zero_point, y);
+}
+
+// out[0] = the largest of x[0..n), out[1] = the largest of their negations
+// (DynamicQuantizeLinear's max(x) and -min(x): the generated reduction
+// extremes[j] = max(x * (j == 0 ? 1 : -1)) read x twice, once per j, with one
+// accumulator each); NaNs are skipped, as the generated max(acc, v) = acc < v
+// ? v : acc skips them; -inf where no value is a number. Four accumulators
+// each hide the max/min latency; the last n % 8 values one at a time.
+inline void extremes(const float* x, int64_t n, float* out) {
+  const __m256 lowest = _mm256_set1_ps(-INFINITY), highest = _mm256_set1_ps(INFINITY);
+  __m256 hi[4] = {lowest, lowest, lowest, lowest}, lo[4] = {highest, highest, highest, highest};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int u = 0; u < 4; ++u) {
+      const __m256 v = _mm256_loadu_ps(x + i + 8 * u);
+      hi[u] = _mm256_max_ps(v, hi[u]);  // a NaN v keeps hi[u]
+      lo[u] = _mm256_min_ps(v, lo[u]);
+    }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    hi[0] = _mm256_max_ps(v, hi[0]);
+    lo[0] = _mm256_min_ps(v, lo[0]);
+  }
+  alignas(32) float h[8], l[8];
+  _mm256_store_ps(h, _mm256_max_ps(_mm256_max_ps(hi[0], hi[1]), _mm256_max_ps(hi[2], hi[3])));
+  _mm256_store_ps(l, _mm256_min_ps(_mm256_min_ps(lo[0], lo[1]), _mm256_min_ps(lo[2], lo[3])));
+  float top = h[0], bottom = l[0];
+  for (int u = 1; u < 8; ++u) {
+    top = top < h[u] ? h[u] : top;
+    bottom = l[u] < bottom ? l[u] : bottom;
+  }
+  for (; i < n; ++i) {
+    top = top < x[i] ? x[i] : top;
+    bottom = x[i] < bottom ? x[i] : bottom;
+  }
+  out[0] = top;
+  out[1] = -bottom;
 }
 
 }  // namespace avx2

@@ -2,7 +2,8 @@
 // zero_point) over n contiguous floats (ONNX QuantizeLinear and
 // DynamicQuantizeLinear with one scale), as quantize_avx2.h says in full:
 // the same arithmetic on sixteen lanes, the last n % 16 values under a
-// k-mask, so no lane reads or writes past the range.
+// k-mask, so no lane reads or writes past the range; and `extremes`,
+// DynamicQuantizeLinear's max(x) and max(-x) in one pass.
 //
 // Include with -mavx512f (or -march=skylake-avx512, -march=znver4 or newer).
 #pragma once
@@ -76,6 +77,33 @@ inline void linear(const float* x, int64_t n, float scale, int32_t zero_point, T
     linear_range<T, true>(x, n, scale, zero_point, y);
   else
     linear_range<T, false>(x, n, scale, zero_point, y);
+}
+
+// out[0] = the largest of x[0..n), out[1] = the largest of their negations
+// (DynamicQuantizeLinear's max(x) and -min(x): the generated reduction
+// extremes[j] = max(x * (j == 0 ? 1 : -1)) read x twice, once per j, with one
+// accumulator each); NaNs are skipped, as the generated max(acc, v) = acc < v
+// ? v : acc skips them; -inf where no value is a number. Four accumulators
+// each hide the max/min latency.
+inline void extremes(const float* x, int64_t n, float* out) {
+  const __m512 lowest = _mm512_set1_ps(-INFINITY), highest = _mm512_set1_ps(INFINITY);
+  __m512 hi[4] = {lowest, lowest, lowest, lowest}, lo[4] = {highest, highest, highest, highest};
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64)
+    for (int u = 0; u < 4; ++u) {
+      const __m512 v = _mm512_loadu_ps(x + i + 16 * u);
+      hi[u] = _mm512_max_ps(v, hi[u]);  // a NaN v keeps hi[u]
+      lo[u] = _mm512_min_ps(v, lo[u]);
+    }
+  for (; i < n; i += 16) {
+    const int64_t left = n - i;
+    const __mmask16 m = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+    const __m512 v = _mm512_mask_loadu_ps(lowest, m, x + i);
+    hi[0] = _mm512_max_ps(v, hi[0]);
+    lo[0] = _mm512_min_ps(_mm512_mask_loadu_ps(highest, m, x + i), lo[0]);
+  }
+  out[0] = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(hi[0], hi[1]), _mm512_max_ps(hi[2], hi[3])));
+  out[1] = -_mm512_reduce_min_ps(_mm512_min_ps(_mm512_min_ps(lo[0], lo[1]), _mm512_min_ps(lo[2], lo[3])));
 }
 
 }  // namespace avx512

@@ -149,18 +149,26 @@ QUANTIZE_VARIANTS = ["none"] + (["avx2"] if {"avx2", "fma"} <= FLAGS else []) + 
 
 def _quantize_model(path: Path):
     """x [197, 768] (a ViT-B/16 activation) through DynamicQuantizeLinear
-    (y, scale, zero point: all outputs) and through QuantizeLinear to int8
-    with scale 0.004 and zero point -3 (x in [-1, 1) saturates at both ends)."""
+    (y, scale, zero point: all outputs; its range in per-row partials), the
+    same x reshaped to [2, 75648] through another (its range in one
+    reduction), and through QuantizeLinear to int8 with scale 0.004 and zero
+    point -3 (x in [-1, 1) saturates at both ends)."""
     from onnx import TensorProto, helper
     nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "scale", "zp"]),
+             helper.make_node("Reshape", ["x", "halves"], ["x2"]),
+             helper.make_node("DynamicQuantizeLinear", ["x2"], ["y2", "scale2", "zp2"]),
              helper.make_node("QuantizeLinear", ["x", "s8", "z8"], ["y8"])]
     inits = [helper.make_tensor("s8", TensorProto.FLOAT, [], [0.004]),
-             helper.make_tensor("z8", TensorProto.INT8, [], [-3])]
+             helper.make_tensor("z8", TensorProto.INT8, [], [-3]),
+             helper.make_tensor("halves", TensorProto.INT64, [2], [2, 75648])]
     graph = helper.make_graph(
         nodes, "quantize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [197, 768])],
         [helper.make_tensor_value_info("y", TensorProto.UINT8, [197, 768]),
          helper.make_tensor_value_info("scale", TensorProto.FLOAT, []),
          helper.make_tensor_value_info("zp", TensorProto.UINT8, []),
+         helper.make_tensor_value_info("y2", TensorProto.UINT8, [2, 75648]),
+         helper.make_tensor_value_info("scale2", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("zp2", TensorProto.UINT8, []),
          helper.make_tensor_value_info("y8", TensorProto.INT8, [197, 768])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
@@ -169,8 +177,8 @@ def _quantize_model(path: Path):
 
 @pytest.mark.parametrize("variant", QUANTIZE_VARIANTS)
 def test_quantize_ukernel_matches_onnxruntime(variant, tmp_path):
-    """DynamicQuantizeLinear's quantize step and QuantizeLinear on the quantize
-    micro-kernel (TILEGRAPH_QUANTIZE_VARIANT: the AVX2 one on an AVX-512 CPU
+    """DynamicQuantizeLinear's range (tg_quantize::extremes) and quantize step,
+    and QuantizeLinear, on the quantize micro-kernel (TILEGRAPH_QUANTIZE_VARIANT: the AVX2 one on an AVX-512 CPU
     too; none keeps the generated loops) give onnxruntime's outputs exactly."""
     exe = find_tilegraph_bin()
     if exe is None:
@@ -187,7 +195,8 @@ def test_quantize_ukernel_matches_onnxruntime(variant, tmp_path):
     if variant == "none":
         assert not quantizing
     else:
-        assert len(quantizing) == 2, [k["name"] for k in manifest["kernels"]]
+        # Each DynamicQuantizeLinear's range kernel and quantize step, and the QuantizeLinear.
+        assert len(quantizing) == 5, [k["name"] for k in manifest["kernels"]]
         assert {k["ukernel"] for k in quantizing} == {f"quantize_{variant}"}
     for seed in ("0", "1"):
         acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "0",

@@ -36,6 +36,7 @@ template <typename T>
 void quantize_avx2(const float* x, int64_t n, float scale, int32_t zero_point, T* y) {
   tg_quantize::avx2::linear<T>(x, n, scale, zero_point, y);
 }
+void extremes_avx2(const float* x, int64_t n, float* out) { tg_quantize::avx2::extremes(x, n, out); }
 }  // namespace
 #pragma GCC pop_options
 
@@ -46,6 +47,7 @@ template <typename T>
 void quantize_avx512(const float* x, int64_t n, float scale, int32_t zero_point, T* y) {
   tg_quantize::avx512::linear<T>(x, n, scale, zero_point, y);
 }
+void extremes_avx512(const float* x, int64_t n, float* out) { tg_quantize::avx512::extremes(x, n, out); }
 }  // namespace
 #include "tests/unit/avx512_target_end.h"
 #endif  // defined(__x86_64__)
@@ -162,6 +164,54 @@ TEST(QuantizeUkernel, Avx512MatchesTheGeneratedLoop) {
   expect_special_values_match<int8_t>(quantize_avx512<int8_t>);
   expect_binades_match<uint8_t>(quantize_avx512<uint8_t>);
   expect_binades_match<int8_t>(quantize_avx512<int8_t>);
+}
+
+using ExtremesFn = void (*)(const float*, int64_t, float*);
+
+// extremes over every length to 150 and a ViT-B/16 activation (197 x 768),
+// from several offsets (unaligned starts), with the largest and smallest
+// value at each end and the middle, NaNs among the values (skipped, as the
+// generated max(acc, v) = acc < v ? v : acc skips them) and none but NaNs
+// (-inf, -inf).
+void expect_extremes_match(ExtremesFn fn) {
+  std::vector<float> xs(197 * 768 + 64);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = std::sin(0.37f * static_cast<float>(i)) * 3.0f;
+  for (size_t i = 5; i < xs.size(); i += 97) xs[i] = NAN;
+  auto check = [&](size_t start, size_t n) {
+    float top = -INFINITY, negated = -INFINITY;
+    for (size_t i = start; i < start + n; ++i) {
+      top = top < xs[i] ? xs[i] : top;
+      negated = negated < -xs[i] ? -xs[i] : negated;
+    }
+    float out[2] = {0, 0};
+    fn(xs.data() + start, static_cast<int64_t>(n), out);
+    EXPECT_EQ(out[0], top) << "max of " << n << " from " << start;
+    EXPECT_EQ(out[1], negated) << "max of the negations of " << n << " from " << start;
+  };
+  for (size_t start : {0, 1, 3, 17})
+    for (size_t n = 0; n <= 150; ++n) check(start, n);
+  for (size_t where : {size_t{0}, size_t{197 * 768 / 2}, size_t{197 * 768 - 1}}) {
+    xs[where] = 100.0f;
+    xs[(where + 7) % (197 * 768)] = -200.0f;
+    check(0, 197 * 768);
+    xs[where] = 0.0f;
+    xs[(where + 7) % (197 * 768)] = 0.0f;
+  }
+  const std::vector<float> nans(40, NAN);
+  float out[2] = {0, 0};
+  fn(nans.data(), 40, out);
+  EXPECT_EQ(out[0], -INFINITY);
+  EXPECT_EQ(out[1], -INFINITY);
+}
+
+TEST(QuantizeUkernel, Avx2ExtremesMatchTheGeneratedReduction) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  expect_extremes_match(extremes_avx2);
+}
+
+TEST(QuantizeUkernel, Avx512ExtremesMatchTheGeneratedReduction) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this CPU";
+  expect_extremes_match(extremes_avx512);
 }
 
 #endif  // defined(__x86_64__)
@@ -288,6 +338,93 @@ TEST(QuantizeUkernel, KernelCallsTheMicroKernelPerRun) {
   const std::string variant = codegen::quantize_variant_for(scheduler::host_arch());
   const codegen::Kernel hosted = codegen::lower_kernel(sc.g, ks, scheduler::host_arch(), {});
   EXPECT_EQ(hosted.ukernel, variant.empty() ? "" : "quantize_" + variant);
+}
+
+}  // namespace
+}  // namespace tilegraph
+
+namespace tilegraph {
+namespace {
+
+// DynamicQuantizeLinear of x (`shape`) through a Reshape to `view` when given:
+// its scheduled kernels.
+Scheduled dynamic_quantize_graph(const std::string& name, std::vector<int64_t> shape, std::vector<int64_t> view = {}) {
+  OnnxModelBuilder b(13);
+  b.input("x", 1, shape).output("y", 2).output("scale", 1).output("zp", 2);
+  std::string x = "x";
+  if (!view.empty()) {
+    b.initializer_i64("to", {static_cast<int64_t>(view.size())}, view);
+    b.node("Reshape", {"x", "to"}, {"xr"});
+    x = "xr";
+  }
+  b.node("DynamicQuantizeLinear", {x}, {"y", "scale", "zp"});
+  return schedule_for_host(b, name);
+}
+
+// The range kernel of a DynamicQuantizeLinear, cut into per-row partials
+// (197 x 768 and 1 x 197 x 768) or not (2 x 50000; a 64 x 8 one is fused whole with its
+// quantize step: then the phase after the range is the quantize, over 512
+// values, and the kernel keeps the block loops): where it matches, the range
+// is the extremes phase 1 or 0 and x is phase 0's slot 0.
+TEST(QuantizeUkernel, MatchesDynamicQuantizeLinearsRange) {
+  struct Case {
+    std::string name;
+    std::vector<int64_t> shape, view;
+    int extremes_phase;  // -1: no match
+  };
+  const std::vector<Case> cases = {
+      {"vit", {197, 768}, {}, 1},
+      {"vit3", {1, 197, 768}, {}, 1},
+      {"reshaped", {197, 12, 64}, {197, 768}, 1},
+      {"unsplit", {2, 50000}, {}, 0},
+      {"whole", {64, 8}, {}, -1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Scheduled sc = dynamic_quantize_graph("range_" + c.name, c.shape, c.view);
+    int found = -1;
+    for (const scheduler::KernelSchedule& ks : sc.s.kernels)
+      if (const std::optional<codegen::QuantizeRange> r = codegen::quantize_range(sc.g, scheduler::phase_ops(sc.g, ks))) {
+        EXPECT_EQ(found, -1) << "two range kernels";
+        found = r->extremes_phase;
+        EXPECT_EQ(r->x_slot, 0);
+      }
+    EXPECT_EQ(found, c.extremes_phase);
+  }
+}
+
+// The kernel: one task, one extremes call over all of x into a local pair,
+// then the scale (an extra output, read by the quantize kernel) and the zero
+// point (the root) stored from it.
+TEST(QuantizeUkernel, RangeKernelCallsExtremesThenStoresScaleAndZeroPoint) {
+  const Scheduled sc = dynamic_quantize_graph("range_calls", {197, 768});
+  for (const scheduler::KernelSchedule& ks : sc.s.kernels) {
+    const std::vector<Op> phases = scheduler::phase_ops(sc.g, ks);
+    const std::optional<codegen::QuantizeRange> range = codegen::quantize_range(sc.g, phases);
+    if (!range) continue;
+    const codegen::Kernel k = codegen::lower_quantize_range_kernel(sc.g, ks, phases, *range, "avx512");
+    EXPECT_EQ(k.ukernel, "quantize_avx512");
+    EXPECT_EQ(k.name, phases.back().name);
+    std::vector<codegen::Stmt> calls;
+    testing::calls_in(k.body, &calls);
+    ASSERT_EQ(calls.size(), 1u);
+    EXPECT_EQ(calls[0]->callee, "tg_quantize::extremes");
+    int64_t n = 0;
+    ASSERT_EQ(calls[0]->args.size(), 3u);
+    ASSERT_TRUE(is_const_int(calls[0]->args[1].value, &n));
+    EXPECT_EQ(n, 197 * 768);
+    const codegen::Buffer& pair = k.buffers[static_cast<size_t>(calls[0]->args[2].buffer)];
+    EXPECT_EQ(pair.scope, codegen::MemoryScope::kLocal);
+    EXPECT_EQ(pair.elements, 2);
+    int written = 0;
+    for (const codegen::Buffer& b : k.buffers) written += b.written;
+    EXPECT_EQ(written, 2);  // the scale and the zero point
+    const codegen::Kernel hosted = codegen::lower_kernel(sc.g, ks, scheduler::host_arch(), {});
+    const std::string variant = codegen::quantize_variant_for(scheduler::host_arch());
+    EXPECT_EQ(hosted.ukernel, variant.empty() ? "" : "quantize_" + variant);
+    return;
+  }
+  FAIL() << "no range kernel";
 }
 
 }  // namespace
