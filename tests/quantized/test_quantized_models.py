@@ -54,6 +54,34 @@ def models(tmp_path_factory):
     return out
 
 
+def _tuned(prefix: Path, model: bytes, *tune_args, **env_vars):
+    """PREFIX/model.onnx = model, tuned for the host with `tune_args` and the
+    environment variables `env_vars`: the tune output and that environment
+    (skips without the CLI)."""
+    exe = find_tilegraph_bin()
+    if exe is None:
+        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
+    prefix.mkdir()
+    (prefix / "model.onnx").write_bytes(model)
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"), **env_vars)
+    tune = subprocess.run([str(exe), "tune", str(prefix), *tune_args], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    assert tune.returncode == 0, tune.stdout[-3000:]
+    return tune.stdout, env
+
+
+def _assert_matches_onnxruntime(prefix: Path, env, *acc_args):
+    """test_acc of the tuned PREFIX (its flags `acc_args`) passes."""
+    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), *acc_args],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
+    print(acc.stdout)
+    assert acc.returncode == 0, acc.stdout
+
+
+def _manifest(prefix: Path):
+    return json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
+
+
 def _cases():
     for v in VARIANTS:
         for name in ("attn_dynamic", "attn_qoperator", "cnn_qoperator"):
@@ -64,31 +92,17 @@ def _cases():
 
 @pytest.mark.parametrize("name,variant", list(_cases()))
 def test_quantized_model(models, name, variant, tmp_path):
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / name
-    prefix.mkdir()
-    (prefix / "model.onnx").write_bytes((models / name / "model.onnx").read_bytes())
-    env = dict(os.environ, TILEGRAPH_QGEMM_VARIANT=variant,
-               PYTHONPATH=str(REPO / "python"))
-    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    assert tune.returncode == 0, tune.stdout[-3000:]
-    assert f"on the int8 micro-kernel (qgemm_{variant})" in tune.stdout
+    out, env = _tuned(prefix, (models / name / "model.onnx").read_bytes(), TILEGRAPH_QGEMM_VARIANT=variant)
+    assert f"on the int8 micro-kernel (qgemm_{variant})" in out
 
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    int8 = [k for k in manifest["kernels"] if k["int8_matmul"]]
+    int8 = [k for k in _manifest(prefix)["kernels"] if k["int8_matmul"]]
     assert int8, "the model's quantized matmuls were not recognized"
     naive = [k["name"] for k in int8 if k.get("ukernel") != f"qgemm_{variant}"]
     assert not naive, f"quantized matmuls off the micro-kernel path: {naive}"
 
     reference = ["--reference-opt", "none"] if "qdq" in name else []
-    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "1e-5",
-                          *reference], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         env=env, timeout=600)
-    print(acc.stdout)
-    assert acc.returncode == 0, acc.stdout
+    _assert_matches_onnxruntime(prefix, env, "--rtol", "1e-5", *reference)
 
 
 def _small_cache_host_spec(path: Path) -> Path:
@@ -123,24 +137,14 @@ def test_kc_blocks_match_onnxruntime(models, variant, tmp_path):
     """K in several kc blocks (tile, then tile_accumulate into the same C
     tiles; zero points and the epilogue after the last block) gives the same
     outputs as onnxruntime, exactly, on every x86 variant."""
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / "attn_dynamic"
-    prefix.mkdir()
-    (prefix / "model.onnx").write_bytes((models / "attn_dynamic" / "model.onnx").read_bytes())
-    env = dict(os.environ, TILEGRAPH_QGEMM_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
     spec = _small_cache_host_spec(tmp_path / "host.json")
-    tune = subprocess.run([str(exe), "tune", str(prefix), "--arch-file", str(spec)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    assert tune.returncode == 0, tune.stdout[-3000:]
+    _, env = _tuned(prefix, (models / "attn_dynamic" / "model.onnx").read_bytes(), "--arch-file", str(spec),
+                    TILEGRAPH_QGEMM_VARIANT=variant)
     project = prefix / "tilegraph_rt" / "host"
     code = "".join(p.read_text() for p in project.glob("kernels_*.cpp"))
     assert "tg_qgemm::tile_accumulate(" in code, "no GEMM was cut into kc blocks"
-    acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "1e-5"],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    print(acc.stdout)
-    assert acc.returncode == 0, acc.stdout
+    _assert_matches_onnxruntime(prefix, env, "--rtol", "1e-5")
 
 
 QUANTIZE_VARIANTS = ["none"] + (["avx2"] if {"avx2", "fma"} <= FLAGS else []) + \
@@ -180,30 +184,18 @@ def test_quantize_ukernel_matches_onnxruntime(variant, tmp_path):
     """DynamicQuantizeLinear's range (tg_quantize::extremes) and quantize step,
     and QuantizeLinear, on the quantize micro-kernel (TILEGRAPH_QUANTIZE_VARIANT: the AVX2 one on an AVX-512 CPU
     too; none keeps the generated loops) give onnxruntime's outputs exactly."""
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / "quantize"
-    prefix.mkdir()
-    _quantize_model(prefix / "model.onnx")
-    env = dict(os.environ, TILEGRAPH_QUANTIZE_VARIANT=variant, PYTHONPATH=str(REPO / "python"))
-    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    assert tune.returncode == 0, tune.stdout[-3000:]
-    manifest = json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
-    quantizing = [k for k in manifest["kernels"] if k.get("ukernel", "").startswith("quantize_")]
+    _quantize_model(tmp_path / "quantize.onnx")
+    _, env = _tuned(prefix, (tmp_path / "quantize.onnx").read_bytes(), TILEGRAPH_QUANTIZE_VARIANT=variant)
+    quantizing = [k for k in _manifest(prefix)["kernels"] if k.get("ukernel", "").startswith("quantize_")]
     if variant == "none":
         assert not quantizing
     else:
         # Each DynamicQuantizeLinear's range kernel and quantize step, and the QuantizeLinear.
-        assert len(quantizing) == 5, [k["name"] for k in manifest["kernels"]]
+        assert len(quantizing) == 5, [k["name"] for k in _manifest(prefix)["kernels"]]
         assert {k["ukernel"] for k in quantizing} == {f"quantize_{variant}"}
     for seed in ("0", "1"):
-        acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "0",
-                              "--seed", seed], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env=env, timeout=600)
-        print(acc.stdout)
-        assert acc.returncode == 0, acc.stdout
+        _assert_matches_onnxruntime(prefix, env, "--rtol", "0", "--seed", seed)
 
 
 def test_one_thread_packs_a_once_per_row_block(models, tmp_path):
@@ -211,21 +203,9 @@ def test_one_thread_packs_a_once_per_row_block(models, tmp_path):
     second chunk reuses the row block's A panels the first packed (`run`: the
     tasks the thread ran before this one) and the outputs still equal
     onnxruntime's, at one thread and at two."""
-    exe = find_tilegraph_bin()
-    if exe is None:
-        pytest.skip("tilegraph binary not built (build/bin/tilegraph; or set TILEGRAPH_BIN)")
     prefix = tmp_path / "attn_dynamic"
-    prefix.mkdir()
-    (prefix / "model.onnx").write_bytes((models / "attn_dynamic" / "model.onnx").read_bytes())
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    tune = subprocess.run([str(exe), "tune", str(prefix)], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, env=env, timeout=600)
-    assert tune.returncode == 0, tune.stdout[-3000:]
+    _, env = _tuned(prefix, (models / "attn_dynamic" / "model.onnx").read_bytes())
     code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
     assert "if ((tg_min<int64_t>(run, nc) < INT64_C(1))) {" in code, "no int8 GEMM packs A once for its chunks"
     for threads in ("1", "2"):
-        acc = subprocess.run([sys.executable, "-m", "tilegraph.test_acc", str(prefix), "--rtol", "1e-5",
-                              "--threads", threads], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             env=env, timeout=600)
-        print(acc.stdout)
-        assert acc.returncode == 0, acc.stdout
+        _assert_matches_onnxruntime(prefix, env, "--rtol", "1e-5", "--threads", threads)
