@@ -1,5 +1,6 @@
 #include "codegen/lowering/lower_kernel.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "codegen/lowering/drop_unread_constants.h"
@@ -36,7 +37,13 @@ std::optional<Kernel> lower_quantize(const Graph& g, const scheduler::KernelSche
   if (phases.size() == 1 && ks.extra_outputs.empty())
     if (const std::optional<QuantizeSlots> slots = quantize_slots(g, phases.front()))
       return lower_quantize_kernel(g, ks, phases.front(), *slots, variant);
-  if (const std::optional<QuantizeRange> range = quantize_range(g, phases))
+  // The range kernel writes the later phases' outputs, not the partials.
+  const auto writes_partials = [&](const QuantizeRange& range) {
+    return range.extremes_phase > 0 &&
+           std::any_of(ks.extra_outputs.begin(), ks.extra_outputs.end(),
+                       [&](int op) { return g.ops.at(static_cast<size_t>(op)).output == phases.front().output; });
+  };
+  if (const std::optional<QuantizeRange> range = quantize_range(g, phases); range && !writes_partials(*range))
     return lower_quantize_range_kernel(g, ks, phases, *range, variant);
   return std::nullopt;
 }
