@@ -109,6 +109,20 @@ class KernelBuilder {
     return epilogue_buffers;
   }
 
+  // One row block and several column chunks: a thread that runs chunk c
+  // right after chunk c - 1 of the same batch (one thread runs every task
+  // back to back) finds the row block's packed A panels in its scratch
+  // arena already. The run var of the tasks' parallel loop
+  // (StmtNode::run_var) where that can happen, else -1.
+  int a_reuse_run_var(int64_t batches, int64_t row_blocks, int64_t chunks) {
+    return row_blocks == 1 && chunks > 1 ? new_var("run", batches * chunks) : -1;
+  }
+  // `pack` only on a run's first task or a batch's first chunk (`vc`: the
+  // chunk var) where a_reuse_run_var gave `run`; else always.
+  static Stmt unless_packed_for_previous_chunk(int run, int vc, Stmt pack) {
+    return run >= 0 ? make_if(lt(min(var(run), var(vc)), int_imm(1)), {std::move(pack)}) : pack;
+  }
+
   // for p < count: if (row0 + p * MR < rows) body, p being var `vp`.
   static Stmt row_panel_loop(int vp, const RowPanels& rows, std::vector<Stmt> body) {
     const Stmt guarded = make_if(lt(rows.row0 + var(vp) * rows.mr, int_imm(rows.rows)), std::move(body));

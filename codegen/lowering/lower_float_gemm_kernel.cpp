@@ -452,20 +452,13 @@ class FloatGemmLowering : KernelBuilder {
       column_panels = make_for(vnl, int_imm(groups), LoopKind::kSerial, {in_range});
     }
     std::vector<Stmt> block;
-    // One row block and several chunks: a thread that runs chunk c right
-    // after chunk c - 1 of the same batch (one thread runs every task back
-    // to back) finds the row block's A panels in its scratch arena already,
-    // and packs them only on a run's first task or a batch's first chunk
-    // (ResNet-50's 7 x 7 pixel rows at 1 thread: each of 2 chunks repacked).
-    // (B reused across row blocks has two or more of them: A is packed per task.)
+    // A row block packed once for its chunks at one thread
+    // (a_reuse_run_var; ResNet-50's 7 x 7 pixel rows at 1 thread: each of 2
+    // chunks repacked). (B reused across row blocks has two or more of
+    // them: A is packed per task.)
     const bool packs_a_whole = packed_a_ < 0 && !kb.a_per_k_block;
-    const int a_run = packs_a_whole && grid_.row_blocks == 1 && grid_.chunks > 1
-                          ? new_var("run", m.batches() * grid_.chunks)
-                          : -1;
-    if (packs_a_whole) {
-      const Stmt pack = pack_a(vb, row0, panels);
-      block.push_back(a_run >= 0 ? make_if(lt(min(var(a_run), var(vc)), int_imm(1)), {pack}) : pack);
-    }
+    const int a_run = packs_a_whole ? a_reuse_run_var(m.batches(), grid_.row_blocks, grid_.chunks) : -1;
+    if (packs_a_whole) block.push_back(unless_packed_for_previous_chunk(a_run, vc, pack_a(vb, row0, panels)));
     block.push_back(ctile >= 0 ? make_allocate(ctile, {column_panels}) : column_panels);
     Stmt body = panels >= 0 ? make_allocate(panels, block) : make_seq(block);
     // Chunks outside row blocks: a static split of (batch, chunk, row block)

@@ -149,13 +149,10 @@ class IntGemmLowering : KernelBuilder {
     const Expr row0 = var(vm) * (grid_.row_panels * v.mr);
     const int64_t a_block_bytes = grid_.row_panels * geo_.a_panel_bytes();
     const int apack = add_local("a_panels", geo_.a_packed, grid_.row_panels * geo_.a_panel, kUkernelAlignment);
-    // One row block and several chunks: a thread that runs chunk c right
-    // after chunk c - 1 of the same batch (one thread runs every task back to
-    // back) finds the row block's A panels in its scratch arena already, and
-    // packs them only on a run's first task or a batch's first chunk, as the
-    // float GEMM does (ViT-B/16's 197-row GEMMs in 2 chunks at one thread:
+    // A row block packed once for its chunks at one thread
+    // (a_reuse_run_var; ViT-B/16's 197-row GEMMs in 2 chunks at one thread:
     // each packed A twice). The row sums, on the stack, are recomputed.
-    const int a_run = grid_.row_blocks == 1 && grid_.chunks > 1 ? new_var("run", m.batches() * grid_.chunks) : -1;
+    const int a_run = a_reuse_run_var(m.batches(), grid_.row_blocks, grid_.chunks);
     // Past 64 KiB, or kept for the next task, the row block's panels live in
     // the thread's heap scratch (tg_block_scratch), not on its stack.
     if (a_block_bytes > kStackPanelBytes || a_run >= 0) kernel_.buffers[static_cast<size_t>(apack)].scratch = true;
@@ -171,8 +168,7 @@ class IntGemmLowering : KernelBuilder {
     // the same thread packed it for the previous chunk).
     const int64_t chunk_panels = grid_.chunk_panels;
     const int vc = new_var("nc", grid_.chunks);
-    const Stmt pack = pack_a(vb, row0, apack);
-    std::vector<Stmt> block{a_run >= 0 ? make_if(lt(min(var(a_run), var(vc)), int_imm(1)), {pack}) : pack,
+    std::vector<Stmt> block{unless_packed_for_previous_chunk(a_run, vc, pack_a(vb, row0, apack)),
                             row_sums(vb, row0, rowsum)};
     const int vnl = new_var("nb", chunk_panels);
     const Expr nb = var(vc) * chunk_panels + var(vnl);

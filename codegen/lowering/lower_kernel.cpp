@@ -25,15 +25,12 @@ namespace tilegraph::codegen {
 
 namespace {
 
-// A kernel of one op that quantizes x to 8 bits with one scale and zero
-// point, or one computing DynamicQuantizeLinear's range (then its scale and
-// zero point), on the quantize micro-kernel where the target has one
-// (lower_quantize_kernel.h); else nullopt.
+// A kernel of `phases` (scheduler::phase_ops of ks) that quantizes x to 8
+// bits with one scale and zero point, or computes DynamicQuantizeLinear's
+// range (then its scale and zero point), on the quantize micro-kernel
+// `variant` (lower_quantize_kernel.h); else nullopt.
 std::optional<Kernel> lower_quantize(const Graph& g, const scheduler::KernelSchedule& ks,
-                                     const scheduler::ArchSpec& arch) {
-  const std::string variant = arch.is_gpu() ? "" : quantize_variant_for(arch);
-  if (variant.empty()) return std::nullopt;
-  const std::vector<Op> phases = scheduler::phase_ops(g, ks);
+                                     const std::vector<Op>& phases, const std::string& variant) {
   if (phases.size() == 1 && ks.extra_outputs.empty())
     if (const std::optional<QuantizeSlots> slots = quantize_slots(g, phases.front()))
       return lower_quantize_kernel(g, ks, phases.front(), *slots, variant);
@@ -48,18 +45,24 @@ std::optional<Kernel> lower_quantize(const Graph& g, const scheduler::KernelSche
   return std::nullopt;
 }
 
+// The quantize micro-kernel's variant on a CPU target, else empty.
+std::string cpu_quantize_variant(const scheduler::ArchSpec& arch) {
+  return arch.is_gpu() ? "" : quantize_variant_for(arch);
+}
+
 // A loop-nest kernel: on a target with the quantize or pooling micro-kernel,
 // an op it computes takes it (lower_quantize_kernel.h, lower_pool_kernel.h);
 // any other op the loops.
 Kernel lower_loop_nest(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
-  if (std::optional<Kernel> k = lower_quantize(g, ks, arch)) return std::move(*k);
-  const std::string variant = arch.is_gpu() ? "" : max_pool_variant_for(arch);
-  if (!variant.empty()) {
-    const std::vector<Op> phases = scheduler::phase_ops(g, ks);
-    if (phases.size() == 1)
-      if (const std::optional<MaxPoolPlane> plane = max_pool_3x3_s2_plane(g, phases.front()))
-        return lower_max_pool_kernel(g, ks, phases.front(), *plane, variant);
-  }
+  const std::string quantize = cpu_quantize_variant(arch);
+  const std::string pool = arch.is_gpu() ? "" : max_pool_variant_for(arch);
+  if (quantize.empty() && pool.empty()) return lower_cpu_kernel(g, ks);
+  const std::vector<Op> phases = scheduler::phase_ops(g, ks);
+  if (!quantize.empty())
+    if (std::optional<Kernel> k = lower_quantize(g, ks, phases, quantize)) return std::move(*k);
+  if (!pool.empty() && phases.size() == 1)
+    if (const std::optional<MaxPoolPlane> plane = max_pool_3x3_s2_plane(g, phases.front()))
+      return lower_max_pool_kernel(g, ks, phases.front(), *plane, pool);
   return lower_cpu_kernel(g, ks);
 }
 
@@ -68,7 +71,8 @@ Kernel lower_loop_nest(const Graph& g, const scheduler::KernelSchedule& ks, cons
 // (lower_softmax_kernel.h), as a quantization takes the quantize one;
 // anything else the planned block.
 Kernel lower_block(const Graph& g, const scheduler::KernelSchedule& ks, const scheduler::ArchSpec& arch) {
-  if (std::optional<Kernel> k = lower_quantize(g, ks, arch)) return std::move(*k);
+  if (const std::string quantize = cpu_quantize_variant(arch); !quantize.empty())
+    if (std::optional<Kernel> k = lower_quantize(g, ks, scheduler::phase_ops(g, ks), quantize)) return std::move(*k);
   const std::string variant = arch.is_gpu() ? "" : softmax_variant_for(arch);
   if (!variant.empty() && ks.extra_outputs.empty()) {
     const std::vector<Op> phases = softmax_phases(g, ks);

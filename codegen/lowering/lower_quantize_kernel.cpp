@@ -9,6 +9,7 @@
 #include "codegen/lowering/index_samples.h"
 #include "codegen/lowering/kernel_builder.h"
 #include "compiler/ir/flops.h"
+#include "compiler/ir/quantized_values.h"
 #include "compiler/ir/simplify.h"
 
 namespace tilegraph::codegen {
@@ -42,38 +43,16 @@ Expr one_value(const Graph& g, int slot, TensorId id) {
   return load(slot, t.dtype, std::vector<Expr>(t.shape.size(), int_imm(0)));
 }
 
-// The row-major position of `point` in a tensor of `shape`.
-int64_t flat_position(const std::vector<int64_t>& point, const Shape& shape) {
-  int64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + point[d];
-  return flat;
-}
-
-// The indices of row-major position `flat` in a tensor of `shape`.
-std::vector<int64_t> indices_at(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> at(shape.size(), 0);
-  for (size_t d = shape.size(); d-- > 0;) {
-    at[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return at;
-}
-
 // The indices in a tensor of `to` of the element at `point` of one of `from`
 // with as many elements, both row-major (x seen through a fused Reshape).
 std::vector<int64_t> same_position(const std::vector<int64_t>& point, const Shape& from, const Shape& to) {
-  return indices_at(flat_position(point, from), to);
+  return coords_of(flat_index_of(point, from), to);
 }
 
 // What the ONNX frontend writes for y at constant indices `at`.
 Expr quantized(const Graph& g, const Op& op, const QuantizeSlots& s, const std::vector<Expr>& at, DType type) {
-  const DType f = DType::kF32;
-  const double lowest = type == DType::kI8 ? -128 : 0, highest = type == DType::kI8 ? 127 : 255;
-  const Expr x = load(s.x, f, at);
-  const Expr scale = one_value(g, s.scale, op.inputs[static_cast<size_t>(s.scale)]);
-  const Expr zp = one_value(g, s.zero_point, op.inputs[static_cast<size_t>(s.zero_point)]);
-  const Expr v = unary(UnaryOp::kRound, x / scale) + cast(f, zp);
-  return cast(type, max(min(v, const_of(highest, f)), const_of(lowest, f)));
+  return quantize_value(type, load(s.x, DType::kF32, at), one_value(g, s.scale, op.inputs[static_cast<size_t>(s.scale)]),
+                        one_value(g, s.zero_point, op.inputs[static_cast<size_t>(s.zero_point)]));
 }
 
 class QuantizeBuilder : KernelBuilder {
@@ -130,7 +109,7 @@ class QuantizeRangeBuilder : KernelBuilder {
     start_single_op_kernel(phases.back(), schedule);
     kernel_.source_nodes.clear();
     for (const Op& op : phases) add_source_nodes_once(op);
-    x_ = add_global(phases.front().inputs[static_cast<size_t>(range.x_slot)], false);
+    x_ = add_global(phases.front().inputs.front(), false);
     std::set<TensorId> computed;
     for (const Op& op : phases) computed.insert(op.output);
     for (size_t i = static_cast<size_t>(range.extremes_phase) + 1; i < phases.size(); ++i)
@@ -144,7 +123,7 @@ class QuantizeRangeBuilder : KernelBuilder {
   }
 
   Kernel build(const std::string& variant) {
-    const TensorId x = phases_.front().inputs[static_cast<size_t>(range_.x_slot)];
+    const TensorId x = phases_.front().inputs.front();
     const int64_t n = num_elements(g_.tensor(x).shape);
     kernel_.flops = 2 * n;
     const TensorId extremes = phases_[static_cast<size_t>(range_.extremes_phase)].output;
@@ -163,7 +142,7 @@ class QuantizeRangeBuilder : KernelBuilder {
         locals.push_back(buffer_of_[op.output]);
       }
       for (int64_t e = 0; e < num_elements(out.shape); ++e)
-        steps.push_back(make_store(buffer_of_.at(op.output), int_imm(e), value_at(op, indices_at(e, out.shape))));
+        steps.push_back(make_store(buffer_of_.at(op.output), int_imm(e), value_at(op, coords_of(e, out.shape))));
     }
     Stmt body = make_allocate(pair, steps);
     for (int local : locals) body = make_allocate(local, {body});
@@ -253,8 +232,8 @@ std::optional<QuantizeRange> quantize_range(const Graph& g, const std::vector<Op
     const int64_t row = range.extremes_phase == 1 ? point[0] : 0;
     const int64_t j = point[partial.size() - 1];
     const std::vector<int64_t> reduced(point.begin() + static_cast<std::ptrdiff_t>(partial.size()), point.end());
-    const int64_t at = row * k + flat_position(reduced, first.reduce_extents);
-    return load(0, DType::kF32, constant_indices(indices_at(at, x.shape))) * const_of(j == 0 ? 1 : -1, DType::kF32);
+    const int64_t at = row * k + flat_index_of(reduced, first.reduce_extents);
+    return load(0, DType::kF32, constant_indices(coords_of(at, x.shape))) * const_of(j == 0 ? 1 : -1, DType::kF32);
   };
   if (!body_matches(first, grid, signed_x)) return std::nullopt;
   if (range.extremes_phase == 1) {

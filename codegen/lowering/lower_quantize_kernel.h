@@ -48,9 +48,9 @@ Kernel lower_quantize_kernel(const Graph& g, const scheduler::KernelSchedule& sc
 // phases are elementwise over a few values (the scale and zero point). The
 // generated block kernel read x twice, once per j, with one accumulator
 // each; `tg_quantize::extremes` reads it once.
+// x is phase 0's one input.
 struct QuantizeRange {
   int extremes_phase = 0;  // the phase whose output is extremes[2]: 0, or 1 after the partials
-  int x_slot = 0;          // x's slot in phase 0
 };
 
 // The range when `phases` (scheduler::phase_ops of a kernel) compute it as

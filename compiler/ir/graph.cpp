@@ -19,6 +19,21 @@ int64_t num_elements(const Shape& s) {
   return n;
 }
 
+std::vector<int64_t> coords_of(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> coords(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    coords[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return coords;
+}
+
+int64_t flat_index_of(const std::vector<int64_t>& coords, const Shape& shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + coords[d];
+  return flat;
+}
+
 std::string shape_to_string(const Shape& s) {
   if (s.empty()) return "scalar";
   std::string out;

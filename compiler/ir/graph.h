@@ -29,6 +29,10 @@ using TensorId = int;
 
 // Saturates at INT64_MAX instead of overflowing (shapes come from untrusted models).
 int64_t num_elements(const Shape& s);
+// The row-major coordinates of element `flat` of a tensor of `shape`, and
+// the position of `coords` there (one per axis, each within its extent).
+std::vector<int64_t> coords_of(int64_t flat, const Shape& shape);
+int64_t flat_index_of(const std::vector<int64_t>& coords, const Shape& shape);
 // Larger tensors are rejected as user errors (2^40 elements: beyond any real model).
 constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
 std::string shape_to_string(const Shape& s);  // "1x3x224x224"; "scalar" for rank 0

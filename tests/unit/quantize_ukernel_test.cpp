@@ -365,7 +365,7 @@ Scheduled dynamic_quantize_graph(const std::string& name, std::vector<int64_t> s
 // (197 x 768 and 1 x 197 x 768) or not (2 x 50000; a 64 x 8 one is fused whole with its
 // quantize step: then the phase after the range is the quantize, over 512
 // values, and the kernel keeps the block loops): where it matches, the range
-// is the extremes phase 1 or 0 and x is phase 0's slot 0.
+// is the extremes phase 1 or 0, and x (phase 0's one input) the whole activation.
 TEST(QuantizeUkernel, MatchesDynamicQuantizeLinearsRange) {
   struct Case {
     std::string name;
@@ -383,12 +383,16 @@ TEST(QuantizeUkernel, MatchesDynamicQuantizeLinearsRange) {
     SCOPED_TRACE(c.name);
     const Scheduled sc = dynamic_quantize_graph("range_" + c.name, c.shape, c.view);
     int found = -1;
-    for (const scheduler::KernelSchedule& ks : sc.s.kernels)
-      if (const std::optional<codegen::QuantizeRange> r = codegen::quantize_range(sc.g, scheduler::phase_ops(sc.g, ks))) {
+    for (const scheduler::KernelSchedule& ks : sc.s.kernels) {
+      const std::vector<Op> phases = scheduler::phase_ops(sc.g, ks);
+      if (const std::optional<codegen::QuantizeRange> r = codegen::quantize_range(sc.g, phases)) {
         EXPECT_EQ(found, -1) << "two range kernels";
         found = r->extremes_phase;
-        EXPECT_EQ(r->x_slot, 0);
+        // x, phase 0's one input: the whole activation.
+        ASSERT_EQ(phases.front().inputs.size(), 1u);
+        EXPECT_EQ(num_elements(sc.g.tensor(phases.front().inputs.front()).shape), num_elements(c.shape));
       }
+    }
     EXPECT_EQ(found, c.extremes_phase);
   }
 }

@@ -66,16 +66,6 @@ TensorId combine_with_data(LoweringContext& ctx, Combine c, TensorId contributio
                      [c](const std::vector<Expr>& v) { return combine(c, v[0], v[1]); });
 }
 
-// The row-major coordinates of element `flat` of `shape`.
-std::vector<int64_t> coords_of(int64_t flat, const Shape& shape) {
-  std::vector<int64_t> coords(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    coords[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return coords;
-}
-
 // The source map stores update number + 1 (0: no update); int32 halves its
 // traffic and suffices for any realistic number of updates.
 DType source_dtype(int64_t updates) {

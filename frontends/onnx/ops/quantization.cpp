@@ -72,13 +72,10 @@ std::vector<TensorId> lower_quantize_linear(LoweringContext& ctx) {
     ctx.fail(str_cat("y_zero_point is ", dtype_name(qt), "; int8 and uint8 are supported"));
   const Shape xs = ctx.shape(0);
   const int axis = quant_axis(ctx);
-  const DType ft = ctx.dtype(0);
   const TensorId scale = per_axis_param(ctx, 1, xs, axis, "y_scale");
   const TensorId zp = zero_point_or_zero(ctx, 2, xs, axis, qt);
   return {elementwise(ctx, "quantize", {ctx.input(0), scale, zp}, qt,
-                      [&](const std::vector<Expr>& v) {
-                        return saturate_to(qt, unary(UnaryOp::kRound, v[0] / v[1]) + cast(ft, v[2]));
-                      })};
+                      [&](const std::vector<Expr>& v) { return quantize_value(qt, v[0], v[1], v[2]); })};
 }
 
 // y = saturate(round(x / scale) + zp) with scale and zp from x's range
@@ -113,8 +110,7 @@ std::vector<TensorId> lower_dynamic_quantize_linear(LoweringContext& ctx) {
                                cast(DType::kU8, unary(UnaryOp::kRound, max(min(z, scalar(255, ft)), zero))));
   const TensorId y = elementwise(ctx, "dql_quantize", {ctx.input(0), scale, zp}, DType::kU8,
                                  [&](const std::vector<Expr>& v) {
-                                   return saturate_to(DType::kU8, unary(UnaryOp::kRound, v[0] / v[1]) +
-                                                                      cast(ft, v[2]));
+                                   return quantize_value(DType::kU8, v[0], v[1], v[2]);
                                  });
   return {y, scale, zp};
 }

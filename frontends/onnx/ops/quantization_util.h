@@ -10,18 +10,13 @@
 #pragma once
 #include <vector>
 
+#include "compiler/ir/quantized_values.h"
 #include "frontends/onnx/lower_util.h"
 
 namespace tilegraph::onnx_frontend {
 
-bool is_quantized_type(DType t);  // int8 or uint8
-double lowest_of(DType t);        // -128 or 0
-double highest_of(DType t);       // 127 or 255
-
-// v (float, already rounded) clamped to t's range and converted to t.
-Expr saturate_to(DType t, Expr v);
-// saturate(round(v / scale) + zp): QuantizeLinear as MlasQuantizeLinear computes it.
-Expr quantize_value(DType t, Expr v, Expr scale, Expr zp);
+// is_quantized_type, lowest_of, highest_of, saturate_to and quantize_value:
+// compiler/ir/quantized_values.h (the quantize micro-kernel's matcher uses them too).
 // scale * f32(i32(x) - i32(zp)): a quantized value as a float.
 Expr dequantize_value(Expr x, Expr scale, Expr zp);
 // saturate(round(f32(acc) * multiplier) + zp): an int32 accumulator
