@@ -93,14 +93,20 @@ __attribute__((always_inline)) inline void tile_over(int64_t k_groups, const voi
 //   b: B(k, j) at b[((k / kKU) * kNR + j) * kKU + k % kKU], int8
 // Not inlined: inside a big generated loop nest GCC 12 shuffles the
 // accumulators between registers every iteration; alone it keeps them put.
-__attribute__((noinline)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+// noipa, not just noinline: the generated code passes k_groups as a constant,
+// and GCC 12 (-O3) then clones the function for it (IPA constant
+// propagation); in the clone, with the trip count known, it copied all 16
+// accumulators to other registers and spilled two to the stack on every k
+// group (each of those a store and a reload on the accumulation chain):
+// ~2% of the INT8 ViT-B/16's time at one thread on Zen 4.
+__attribute__((noipa)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   detail::tile_over<false>(k_groups, a, b, c);
 }
 
 // c[r * kNR + j] += the same sum: one kc block of a GEMM whose K is cut into
 // blocks (lower_int_gemm_kernel.cpp). The accumulators start from c (two
 // loads per row), so a block costs nothing over a whole-K call.
-__attribute__((noinline)) inline void tile_accumulate(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+__attribute__((noipa)) inline void tile_accumulate(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   detail::tile_over<true>(k_groups, a, b, c);
 }
 
