@@ -135,36 +135,58 @@ class KernelBuilder {
   // panel (`call`, the panel's var and whether it adds to the C tile or
   // starts it). A block's B slice stays in L1 while every A panel of the
   // row block streams past it; each panel keeps its own C tile across the
-  // blocks, and the caller runs the epilogue over the tiles after this.
+  // blocks, and the caller runs the epilogue over the tiles after this, or
+  // `finish_panel` (may be null; not with `columns`) does, per panel right
+  // after its last block's call, while the panel's C tile is still in L1.
   // `columns` (may be null) wraps each block's body in a loop over column
   // panels (the k block outside them: scheduler/float_gemm_blocking.h);
   // `before_columns` (may be null) are a block's statements outside that
   // loop (packing the block's slice of A once for every column panel).
   using BlockStmts = std::function<std::vector<Stmt>(const Expr& block)>;
   using PanelCall = std::function<Stmt(int vp, const Expr& block, const Expr& accumulate)>;
+  using PanelStmts = std::function<std::vector<Stmt>(int vp)>;
   using ColumnLoop = std::function<std::vector<Stmt>(std::vector<Stmt> block_body)>;
   Stmt k_block_calls(const KBlocks& kb, const RowPanels& rows, const BlockStmts& per_block, const PanelCall& call,
-                     const ColumnLoop& columns = nullptr, const BlockStmts& before_columns = nullptr) {
-    auto block_body = [&](const Expr& block, const Expr& accumulate, const std::string& panel_var) {
+                     const ColumnLoop& columns = nullptr, const BlockStmts& before_columns = nullptr,
+                     const PanelStmts& finish_panel = nullptr) {
+    auto block_body = [&](const Expr& block, const Expr& accumulate, const std::string& panel_var,
+                          const PanelStmts& finish) {
       std::vector<Stmt> body = per_block ? per_block(block) : std::vector<Stmt>{};
       const int vp = new_var(panel_var, rows.count);
-      body.push_back(row_panel_loop(vp, rows, {call(vp, block, accumulate)}));
+      std::vector<Stmt> panel{call(vp, block, accumulate)};
+      if (finish && kb.peel_first) {
+        for (Stmt& s : finish(vp)) panel.push_back(std::move(s));
+      } else if (finish) {
+        // One loop over the blocks (a block's packing stays one copy): the
+        // last block's iteration finishes the tiles.
+        panel.push_back(make_if(lt(int_imm(kb.count - 2), block), finish(vp)));
+      }
+      body.push_back(row_panel_loop(vp, rows, std::move(panel)));
       if (!columns) return body;
       std::vector<Stmt> outside = before_columns ? before_columns(block) : std::vector<Stmt>{};
       for (Stmt& s : columns(std::move(body))) outside.push_back(std::move(s));
       return outside;
     };
+    auto seq = [](std::vector<Stmt> body) { return body.size() == 1 ? body[0] : make_seq(std::move(body)); };
+    TG_CHECK(!(finish_panel && columns), "k_block_calls: finish_panel inside a column loop");
     if (!kb.peel_first) {
       const int vk = new_var(kb.block_var, kb.count);
       return make_for(vk, int_imm(kb.count), LoopKind::kSerial,
-                      block_body(var(vk), lt(int_imm(0), var(vk)), kb.panel_var));
+                      block_body(var(vk), lt(int_imm(0), var(vk)), kb.panel_var, finish_panel));
     }
-    std::vector<Stmt> first_body = block_body(int_imm(0), const_of(0, DType::kBool), kb.panel_var + "0");
-    const Stmt first = first_body.size() == 1 ? first_body[0] : make_seq(std::move(first_body));
-    const int vk = new_var(kb.block_var, kb.count - 1);
-    const Stmt rest = make_for(vk, int_imm(kb.count - 1), LoopKind::kSerial,
-                               block_body(var(vk) + int_imm(1), const_of(1, DType::kBool), kb.panel_var));
-    return make_seq({first, rest});
+    std::vector<Stmt> blocks{seq(block_body(int_imm(0), const_of(0, DType::kBool), kb.panel_var + "0", nullptr))};
+    // With finish_panel the last block is peeled as well, its panel loop
+    // finishing each C tile.
+    const int64_t middle = finish_panel ? kb.count - 2 : kb.count - 1;
+    if (middle > 0) {
+      const int vk = new_var(kb.block_var, middle);
+      blocks.push_back(make_for(vk, int_imm(middle), LoopKind::kSerial,
+                                block_body(var(vk) + int_imm(1), const_of(1, DType::kBool), kb.panel_var, nullptr)));
+    }
+    if (finish_panel)
+      blocks.push_back(seq(block_body(int_imm(kb.count - 1), const_of(1, DType::kBool), kb.panel_var + "l",
+                                      finish_panel)));
+    return make_seq(std::move(blocks));
   }
 
   const Graph& g_;

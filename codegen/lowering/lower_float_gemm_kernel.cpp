@@ -437,15 +437,18 @@ class FloatGemmLowering : KernelBuilder {
             add_next_b(&args, vp, b_panel_at + simplify(min((block + 1) * kb.kc, int_imm(m.k)) * v.nr, bounds_), kb.kc);
           return tile_call(nb, args, row0 + var(vp) * v.mr);
         };
-        const Stmt k_blocks = k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call);
+        // Each panel's epilogue right after its last block's call, while its
+        // C tile is in L1 (in a loop after the blocks, the row block's tiles
+        // had to come back from the L2).
+        auto finish_tile = [&](int vp) -> std::vector<Stmt> {
+          return {store_tile(vb, row0 + var(vp) * v.mr, nb, panels, int_imm(c_offset) + var(vp) * tile_floats)};
+        };
+        const Stmt k_blocks =
+            k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call, nullptr, nullptr, finish_tile);
         // A conv's column table is filled once per panel, for every block.
         std::vector<Stmt> blocks = b_pack.fill;
         blocks.push_back(k_blocks);
         panel_body.push_back(b_pack.table >= 0 ? make_allocate(b_pack.table, blocks) : make_seq(blocks));
-        const int ve = new_var("pe", grid_.row_panels);
-        const Stmt tile_loops =
-            store_tile(vb, row0 + var(ve) * v.mr, nb, panels, int_imm(c_offset) + var(ve) * tile_floats);
-        panel_body.push_back(row_panel_loop(ve, rows, {tile_loops}));
       }
       // A group guards each of its panels.
       const Stmt in_range = cgroup > 1 ? make_seq(panel_body) : where_column_exists(var(vnl), 1, nb, panel_body);

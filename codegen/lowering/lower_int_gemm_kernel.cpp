@@ -189,43 +189,49 @@ class IntGemmLowering : KernelBuilder {
       b_arg = {bpack, int_imm(0)};
       colsum = load(bsum, DType::kI32, {var(vj)});
     }
-    const int vp = new_var("p", grid_.row_panels), vi = new_var("i", v.mr);
-    const Expr row = row0 + var(vp) * v.mr + var(vi), col = nb * v.nr + var(vj);
-    // za' and zb' include the packing offsets.
-    const Expr za = op_value(gemm_, geo_.m.za, geo_.op_vars(var(vb), clamp_to_last(row, m.rows()), int_imm(0),
-                                                             int_imm(0))) + int_imm(geo_.a_offset, DType::kI32);
-    const Expr zb = op_value(gemm_, geo_.m.zb, geo_.op_vars(var(vb), int_imm(0), clamp_to_last(col, m.cols()),
-                                                             int_imm(0))) + int_imm(geo_.b_offset, DType::kI32);
-    const Expr c_base = kc_blocks ? var(vp) * tile_values : int_imm(0);
-    const Expr c = load(ctile, DType::kI32, {c_base + var(vi) * v.nr + var(vj)});
-    const Expr rs = load(rowsum, DType::kI32, {var(vp) * v.mr + var(vi)});
-    const Expr acc = c - zb * rs - za * colsum + int_imm(m.k, DType::kI32) * za * zb;
-    // Guards only where a dimension has a tail; without one the column loop
-    // (the epilogue: requantize, scale, bias) vectorizes.
-    const bool col_tail = m.cols() % v.nr != 0;
-    Stmt store = output_store(var(vb), row, col, acc);
-    Stmt cols;
-    if (col_tail) {
-      // The last panel's loop stops at the last column: a bound, not a
-      // guard per column, so the epilogue still vectorizes (with a guard,
-      // q @ k^T's 197 columns requantized every output in scalar code).
-      const Expr columns_here = min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr);
-      cols = make_for(vj, simplify(columns_here, bounds_), LoopKind::kVectorized, {store});
-    } else {
-      cols = split_table_lookup(store, vj);
-      if (!cols) cols = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {store});
-    }
-    Stmt tile_loops = make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
+    // The epilogue of panel `vp`'s C tile: right after the panel's last
+    // micro-kernel call, while the tile is in L1 (with kc blocks, the whole
+    // row block's tiles, 25 KB for 197 rows, had left it by the time a loop
+    // after the blocks read them back).
+    const int vi = new_var("i", v.mr);
+    auto finish_tile = [&](int vp) -> Stmt {
+      const Expr row = row0 + var(vp) * v.mr + var(vi), col = nb * v.nr + var(vj);
+      // za' and zb' include the packing offsets.
+      const Expr za = op_value(gemm_, geo_.m.za, geo_.op_vars(var(vb), clamp_to_last(row, m.rows()), int_imm(0),
+                                                               int_imm(0))) + int_imm(geo_.a_offset, DType::kI32);
+      const Expr zb = op_value(gemm_, geo_.m.zb, geo_.op_vars(var(vb), int_imm(0), clamp_to_last(col, m.cols()),
+                                                               int_imm(0))) + int_imm(geo_.b_offset, DType::kI32);
+      const Expr c_base = kc_blocks ? var(vp) * tile_values : int_imm(0);
+      const Expr c = load(ctile, DType::kI32, {c_base + var(vi) * v.nr + var(vj)});
+      const Expr rs = load(rowsum, DType::kI32, {var(vp) * v.mr + var(vi)});
+      const Expr acc = c - zb * rs - za * colsum + int_imm(m.k, DType::kI32) * za * zb;
+      // Guards only where a dimension has a tail; without one the column loop
+      // (the epilogue: requantize, scale, bias) vectorizes.
+      const bool col_tail = m.cols() % v.nr != 0;
+      Stmt store = output_store(var(vb), row, col, acc);
+      Stmt cols;
+      if (col_tail) {
+        // The last panel's loop stops at the last column: a bound, not a
+        // guard per column, so the epilogue still vectorizes (with a guard,
+        // q @ k^T's 197 columns requantized every output in scalar code).
+        const Expr columns_here = min(int_imm(v.nr), int_imm(m.cols()) - nb * v.nr);
+        cols = make_for(vj, simplify(columns_here, bounds_), LoopKind::kVectorized, {store});
+      } else {
+        cols = split_table_lookup(store, vj);
+        if (!cols) cols = make_for(vj, int_imm(v.nr), LoopKind::kVectorized, {store});
+      }
+      return make_for(vi, int_imm(v.mr), LoopKind::kUnrolled, {make_if(lt(row, int_imm(m.rows())), {cols})});
+    };
     const RowPanels rows{row0, grid_.row_panels, v.mr, m.rows()};
     if (kc_blocks) {
-      panel_body.push_back(kc_block_calls(rows, apack, b_arg, ctile));
-      panel_body.push_back(row_panel_loop(vp, rows, {tile_loops}));
+      panel_body.push_back(kc_block_calls(rows, apack, b_arg, ctile, finish_tile));
     } else {
+      const int vp = new_var("p", grid_.row_panels);
       Stmt call = make_call("tg_qgemm::tile", {{-1, int_imm(geo_.k_groups)},
                                                {apack, var(vp) * geo_.a_panel},
                                                b_arg,
                                                {ctile, int_imm(0)}});
-      panel_body.push_back(row_panel_loop(vp, rows, {call, tile_loops}));
+      panel_body.push_back(row_panel_loop(vp, rows, {call, finish_tile(vp)}));
     }
     Stmt in_range = geo_.col_panels % chunk_panels == 0 ? make_seq(panel_body)
                                                         : make_if(lt(nb, int_imm(geo_.col_panels)), panel_body);
@@ -252,7 +258,8 @@ class IntGemmLowering : KernelBuilder {
   // row block's A panels, kc block by kc block (k_block_calls). Panel p
   // accumulates into c_tile[p * MR * NR ..]: `tile` for the first block,
   // `tile_accumulate` for the others.
-  Stmt kc_block_calls(const RowPanels& rows, int apack, const CallArg& b_arg, int ctile) {
+  Stmt kc_block_calls(const RowPanels& rows, int apack, const CallArg& b_arg, int ctile,
+                      const std::function<Stmt(int vp)>& finish_tile) {
     const IntGemmVariant& v = geo_.v;
     const int64_t kc = blocking_.kc_groups, tile_values = v.mr * v.nr;
     auto call = [&](int vp, const Expr& kb, const Expr& accumulate) {
@@ -266,7 +273,8 @@ class IntGemmLowering : KernelBuilder {
                         {b_arg.buffer, b_arg.value + kb * (kc * v.nr * v.ku)},
                         {ctile, var(vp) * tile_values}});
     };
-    return k_block_calls({blocking_.k_blocks, true, "kb", "pk"}, rows, nullptr, call);
+    return k_block_calls({blocking_.k_blocks, true, "kb", "pk"}, rows, nullptr, call, nullptr, nullptr,
+                         [&](int vp) { return std::vector<Stmt>{finish_tile(vp)}; });
   }
 
   // a_panels[(p * a_panel) + (g * MR + i) * KU + u] = A(row0 + p*MR + i, g*KU + u) + offset

@@ -420,6 +420,11 @@ def test_k_blocks_accumulate_on_the_micro_kernel(variant, tmp_path):
     assert sorted((p["kc"], p["k_blocks"]) for p in params) == \
         sorted([(26, 4), (45, 1), (23, 3), (27, 24), (24, 3), (13, 1)]), params
     assert all(p["nr"] == NR[variant] for p in params)
+    # Each panel's epilogue runs in the last block's iteration, right after
+    # the panel's call (its C tile still in L1), not in a loop after the blocks.
+    code = "".join(f.read_text() for f in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    for blocks in sorted({p["k_blocks"] for p in params if p["k_blocks"] > 1}):
+        assert f"if ((INT64_C({blocks - 2}) < kcb))" in code, f"no epilogue in the last of {blocks} blocks"
     acc = _matches_onnxruntime(prefix, env)
     assert acc.count("  ok ") == 4, acc
 

@@ -12,6 +12,7 @@
 """
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -135,8 +136,9 @@ def _small_cache_host_spec(path: Path) -> Path:
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_kc_blocks_match_onnxruntime(models, variant, tmp_path):
     """K in several kc blocks (tile, then tile_accumulate into the same C
-    tiles; zero points and the epilogue after the last block) gives the same
-    outputs as onnxruntime, exactly, on every x86 variant."""
+    tiles; zero points and the epilogue of each panel right after its last
+    block's call) gives the same outputs as onnxruntime, exactly, on every x86
+    variant."""
     prefix = tmp_path / "attn_dynamic"
     spec = _small_cache_host_spec(tmp_path / "host.json")
     _, env = _tuned(prefix, (models / "attn_dynamic" / "model.onnx").read_bytes(), "--arch-file", str(spec),
@@ -144,6 +146,16 @@ def test_kc_blocks_match_onnxruntime(models, variant, tmp_path):
     project = prefix / "tilegraph_rt" / "host"
     code = "".join(p.read_text() for p in project.glob("kernels_*.cpp"))
     assert "tg_qgemm::tile_accumulate(" in code, "no GEMM was cut into kc blocks"
+    # The epilogue stores a panel's outputs inside the last block's panel
+    # loop, while its C tile is in L1: between a kernel's last
+    # tile_accumulate call and its first output store no loop over the row
+    # panels starts again (it did: for (p ...) after all the blocks).
+    kernels = [k for k in re.split(r"\n// ", code) if "tg_qgemm::tile_accumulate(" in k]
+    for kernel in kernels:
+        after_last_call = kernel[kernel.rindex("tg_qgemm::tile_accumulate("):]
+        before_store = after_last_call[:after_last_call.index("out[")]
+        assert not re.search(r"for \(int64_t p\w* = 0", before_store), \
+            f"epilogue in a loop of its own after the kc blocks:\n{kernel[:300]}"
     _assert_matches_onnxruntime(prefix, env, "--rtol", "1e-5")
 
 
