@@ -98,15 +98,21 @@ __attribute__((always_inline)) inline void tile_over(int64_t k_groups, const voi
 // propagation); in the clone, with the trip count known, it copied all 16
 // accumulators to other registers and spilled two to the stack on every k
 // group (each of those a store and a reload on the accumulation chain):
-// ~2% of the INT8 ViT-B/16's time at one thread on Zen 4.
-__attribute__((noipa)) inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+// ~2% of the INT8 ViT-B/16's time at one thread on Zen 4. (Clang has no
+// noipa, and ignoring it would drop the noinline too: it keeps noinline.)
+#if defined(__clang__)
+#define TG_QGEMM_NOT_CLONED __attribute__((noinline))
+#else
+#define TG_QGEMM_NOT_CLONED __attribute__((noipa))
+#endif
+TG_QGEMM_NOT_CLONED inline void tile(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   detail::tile_over<false>(k_groups, a, b, c);
 }
 
 // c[r * kNR + j] += the same sum: one kc block of a GEMM whose K is cut into
 // blocks (lower_int_gemm_kernel.cpp). The accumulators start from c (two
 // loads per row), so a block costs nothing over a whole-K call.
-__attribute__((noipa)) inline void tile_accumulate(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
+TG_QGEMM_NOT_CLONED inline void tile_accumulate(int64_t k_groups, const void* a, const int8_t* b, int32_t* c) {
   detail::tile_over<true>(k_groups, a, b, c);
 }
 
