@@ -144,22 +144,22 @@ class KernelBuilder {
   // loop (packing the block's slice of A once for every column panel).
   using BlockStmts = std::function<std::vector<Stmt>(const Expr& block)>;
   using PanelCall = std::function<Stmt(int vp, const Expr& block, const Expr& accumulate)>;
-  using PanelStmts = std::function<std::vector<Stmt>(int vp)>;
+  using PanelStmt = std::function<Stmt(int vp)>;
   using ColumnLoop = std::function<std::vector<Stmt>(std::vector<Stmt> block_body)>;
   Stmt k_block_calls(const KBlocks& kb, const RowPanels& rows, const BlockStmts& per_block, const PanelCall& call,
                      const ColumnLoop& columns = nullptr, const BlockStmts& before_columns = nullptr,
-                     const PanelStmts& finish_panel = nullptr) {
+                     const PanelStmt& finish_panel = nullptr) {
     auto block_body = [&](const Expr& block, const Expr& accumulate, const std::string& panel_var,
-                          const PanelStmts& finish) {
+                          const PanelStmt& finish) {
       std::vector<Stmt> body = per_block ? per_block(block) : std::vector<Stmt>{};
       const int vp = new_var(panel_var, rows.count);
       std::vector<Stmt> panel{call(vp, block, accumulate)};
       if (finish && kb.peel_first) {
-        for (Stmt& s : finish(vp)) panel.push_back(std::move(s));
+        panel.push_back(finish(vp));
       } else if (finish) {
         // One loop over the blocks (a block's packing stays one copy): the
         // last block's iteration finishes the tiles.
-        panel.push_back(make_if(lt(int_imm(kb.count - 2), block), finish(vp)));
+        panel.push_back(make_if(lt(int_imm(kb.count - 2), block), {finish(vp)}));
       }
       body.push_back(row_panel_loop(vp, rows, std::move(panel)));
       if (!columns) return body;

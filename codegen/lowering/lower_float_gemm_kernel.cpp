@@ -440,8 +440,8 @@ class FloatGemmLowering : KernelBuilder {
         // Each panel's epilogue right after its last block's call, while its
         // C tile is in L1 (in a loop after the blocks, the row block's tiles
         // had to come back from the L2).
-        auto finish_tile = [&](int vp) -> std::vector<Stmt> {
-          return {store_tile(vb, row0 + var(vp) * v.mr, nb, panels, int_imm(c_offset) + var(vp) * tile_floats)};
+        auto finish_tile = [&](int vp) {
+          return store_tile(vb, row0 + var(vp) * v.mr, nb, panels, int_imm(c_offset) + var(vp) * tile_floats);
         };
         const Stmt k_blocks =
             k_block_calls({kb.k_blocks, false, "kcb", "p"}, rows, pack_block, call, nullptr, nullptr, finish_tile);

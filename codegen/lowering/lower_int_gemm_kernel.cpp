@@ -194,7 +194,7 @@ class IntGemmLowering : KernelBuilder {
     // row block's tiles, 25 KB for 197 rows, had left it by the time a loop
     // after the blocks read them back).
     const int vi = new_var("i", v.mr);
-    auto finish_tile = [&](int vp) -> Stmt {
+    const PanelStmt finish_tile = [&](int vp) -> Stmt {
       const Expr row = row0 + var(vp) * v.mr + var(vi), col = nb * v.nr + var(vj);
       // za' and zb' include the packing offsets.
       const Expr za = op_value(gemm_, geo_.m.za, geo_.op_vars(var(vb), clamp_to_last(row, m.rows()), int_imm(0),
@@ -259,7 +259,7 @@ class IntGemmLowering : KernelBuilder {
   // accumulates into c_tile[p * MR * NR ..]: `tile` for the first block,
   // `tile_accumulate` for the others.
   Stmt kc_block_calls(const RowPanels& rows, int apack, const CallArg& b_arg, int ctile,
-                      const std::function<Stmt(int vp)>& finish_tile) {
+                      const PanelStmt& finish_tile) {
     const IntGemmVariant& v = geo_.v;
     const int64_t kc = blocking_.kc_groups, tile_values = v.mr * v.nr;
     auto call = [&](int vp, const Expr& kb, const Expr& accumulate) {
@@ -273,8 +273,7 @@ class IntGemmLowering : KernelBuilder {
                         {b_arg.buffer, b_arg.value + kb * (kc * v.nr * v.ku)},
                         {ctile, var(vp) * tile_values}});
     };
-    return k_block_calls({blocking_.k_blocks, true, "kb", "pk"}, rows, nullptr, call, nullptr, nullptr,
-                         [&](int vp) { return std::vector<Stmt>{finish_tile(vp)}; });
+    return k_block_calls({blocking_.k_blocks, true, "kb", "pk"}, rows, nullptr, call, nullptr, nullptr, finish_tile);
   }
 
   // a_panels[(p * a_panel) + (g * MR + i) * KU + u] = A(row0 + p*MR + i, g*KU + u) + offset

@@ -354,13 +354,13 @@ def test_float_gemm_model(name, variant, tmp_path):
         # The stride-1 padded conv's packing (convs: B, the dilated conv's columns; pixel_rows:
         # A, the 3x3's row panels inside M) reads its window under the padding test (a masked
         # load on AVX-512 and AVX2, unclamped offsets); the scalar variant clamps.
-        source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+        source = _kernel_source(prefix)
         guarded = re.findall(r"!= 0\) \? in\d+\[", source)
         assert bool(guarded) == (variant != "scalar"), (variant, len(guarded))
     if name == "stem":
         # The stride-2 runs read 32 contiguous values under a mask, then every other one
         # (AVX-512's 32-column panels; AVX2's 16-column ones too).
-        source = "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+        source = _kernel_source(prefix)
         assert ("run_wide" in source) == (variant != "scalar"), variant
     if name == "column_groups":
         groups = [k["ukernel_params"].get("column_group", 1) for k in _sgemm_kernels(prefix, variant)]
@@ -422,7 +422,7 @@ def test_k_blocks_accumulate_on_the_micro_kernel(variant, tmp_path):
     assert all(p["nr"] == NR[variant] for p in params)
     # Each panel's epilogue runs in the last block's iteration, right after
     # the panel's call (its C tile still in L1), not in a loop after the blocks.
-    code = "".join(f.read_text() for f in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    code = _kernel_source(prefix)
     for blocks in sorted({p["k_blocks"] for p in params if p["k_blocks"] > 1}):
         assert f"if ((INT64_C({blocks - 2}) < kcb))" in code, f"no epilogue in the last of {blocks} blocks"
     acc = _matches_onnxruntime(prefix, env)
@@ -554,8 +554,7 @@ def test_pixel_rows_pack_a_row_block_once_per_run_of_chunks(tmp_path):
     pixel_rows_in_chunks(prefix)
     env = _env()
     _tune(prefix, env)
-    host = prefix / "tilegraph_rt" / "host"
-    source = "".join(p.read_text() for p in sorted(host.glob("kernels_*.cpp")))
+    source = _kernel_source(prefix)
     # The convs whose grid is one row block (all 49 pixel rows) over several column
     # chunks: both with AVX-512's 8-row panels; AVX2's 6-row ones (9 panels) may split
     # the 1x1 conv by rows instead, which the grid's cost model decides.
@@ -620,7 +619,7 @@ def test_residual_rows_prefetch_the_next_residual_and_write_in_place(variant, tm
     env = _env(variant)
     _tune(prefix, env)
     assert len(_sgemm_kernels(prefix, variant)) == 4
-    source = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    source = _kernel_source(prefix)
     assert source.count("tg_sgemm::prefetch_tile(") == 2, source[-4000:]
     # the in-place pair is printed without __restrict: the third kernel's output only
     assert len(re.findall(r"^void \w+\(.*float\* out\) \{", source, re.M)) == 1, source[-4000:]

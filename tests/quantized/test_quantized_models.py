@@ -83,6 +83,11 @@ def _manifest(prefix: Path):
     return json.loads((prefix / "tilegraph_rt" / "host" / "manifest.json").read_text())
 
 
+def _kernel_source(prefix: Path) -> str:
+    """The generated kernels' C++, every file of the host project."""
+    return "".join(p.read_text() for p in sorted((prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp")))
+
+
 def _cases():
     for v in VARIANTS:
         for name in ("attn_dynamic", "attn_qoperator", "cnn_qoperator"):
@@ -143,8 +148,7 @@ def test_kc_blocks_match_onnxruntime(models, variant, tmp_path):
     spec = _small_cache_host_spec(tmp_path / "host.json")
     _, env = _tuned(prefix, (models / "attn_dynamic" / "model.onnx").read_bytes(), "--arch-file", str(spec),
                     TILEGRAPH_QGEMM_VARIANT=variant)
-    project = prefix / "tilegraph_rt" / "host"
-    code = "".join(p.read_text() for p in project.glob("kernels_*.cpp"))
+    code = _kernel_source(prefix)
     assert "tg_qgemm::tile_accumulate(" in code, "no GEMM was cut into kc blocks"
     # The epilogue stores a panel's outputs inside the last block's panel
     # loop, while its C tile is in L1: between a kernel's last
@@ -217,7 +221,7 @@ def test_one_thread_packs_a_once_per_row_block(models, tmp_path):
     onnxruntime's, at one thread and at two."""
     prefix = tmp_path / "attn_dynamic"
     _, env = _tuned(prefix, (models / "attn_dynamic" / "model.onnx").read_bytes())
-    code = "".join(p.read_text() for p in (prefix / "tilegraph_rt" / "host").glob("kernels_*.cpp"))
+    code = _kernel_source(prefix)
     assert "if ((tg_min<int64_t>(run, nc) < INT64_C(1))) {" in code, "no int8 GEMM packs A once for its chunks"
     for threads in ("1", "2"):
         _assert_matches_onnxruntime(prefix, env, "--rtol", "1e-5", "--threads", threads)
