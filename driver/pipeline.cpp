@@ -262,7 +262,7 @@ scheduler::WinogradTarget winograd_target(const CompileOptions& options, const s
   if (!options.float_ukernels || !options.winograd) return t;
   const codegen::FloatGemmVariant v = codegen::float_gemm_variant_for(arch);
   t.filter_multiple = v.name == "avx512" ? v.mr : v.name == "avx2" ? 1 : 0;
-  t.flops = arch.ukernel_fp32_flops > 0 ? arch.ukernel_fp32_flops : arch.peak_fp32_flops;
+  t.flops = scheduler::winograd_flops(arch);
   t.dram_bytes_per_s = arch.dram().bandwidth_bytes_per_s;
   return t;
 }

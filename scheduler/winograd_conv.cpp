@@ -111,6 +111,11 @@ std::optional<WinogradConv> match_winograd_conv(const Graph& g, const Op& op, in
   return std::nullopt;
 }
 
+double winograd_flops(const ArchSpec& arch) {
+  if (arch.ukernel_fp32_flops > 0) return arch.ukernel_fp32_flops;
+  return arch.half_width_fma ? arch.peak_fp32_flops / 2 : arch.peak_fp32_flops;
+}
+
 bool winograd_conv_pays(const WinogradConv& c, const WinogradTarget& t) {
   const int64_t filters = kWinogradPositions * c.channels * c.filters;
   if (filters < kStreamedWinogradFilters || c.tiles() >= kMinStreamedWinogradTiles) return true;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "scheduler/arch_spec.h"
 
 namespace tilegraph::scheduler {
 
@@ -76,6 +77,9 @@ constexpr int64_t kStreamedWinogradFilters = 2 << 20;
 //   * 2 GHz Zen 1 with AVX2 (half the Xeon's FMA width, and one 256-bit FMA
 //     per clock): the 512-channel convs on 7 x 7: 4.1 against 7.0 ms, bound
 //     by their arithmetic (the direct conv reads its filters at 1.3 GB/s).
+//   * 2-core Zen 4 with AVX-512 on 256-bit FMA pipes (half_width_fma): the
+//     512-channel convs on 7 x 7: 1.30 against 2.42 ms (two threads: 1.38
+//     against 1.40).
 constexpr int64_t kMinStreamedWinogradTiles = 32;
 
 // What decides on a CPU target whether its stride-1 3x3 convs run as
@@ -86,6 +90,15 @@ struct WinogradTarget {
   double flops = 0;             // the float micro-kernel's rate, whole device
   double dram_bytes_per_s = 0;
 };
+
+// The float micro-kernel's rate that t.flops weighs, whole device: the
+// calibrated one, else the spec's peak, halved on a core that runs its
+// 512-bit FMAs in two halves (ArchSpec::half_width_fma). The built-in host
+// spec counts every FMA pipe full width, so on Zen 4 that peak is twice what
+// the GEMMs reach; at it the arithmetic of ResNet-50's 512-channel convs on
+// 7 x 7 looked shorter than reading Winograd's filters, and they stayed
+// implicit GEMMs (1.9x slower at one thread, measured below).
+double winograd_flops(const ArchSpec& arch);
 
 // Whether conv `c` runs faster as Winograd than on the implicit GEMM: small
 // filters (cached) or many tiles always; otherwise where the estimate of its

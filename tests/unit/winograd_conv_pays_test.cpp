@@ -9,6 +9,7 @@ namespace {
 using tilegraph::scheduler::WinogradConv;
 using tilegraph::scheduler::WinogradTarget;
 using tilegraph::scheduler::winograd_conv_pays;
+using tilegraph::scheduler::winograd_flops;
 
 WinogradConv conv(int64_t channels, int64_t filters, int64_t side) {
   WinogradConv c;
@@ -42,6 +43,31 @@ TEST(WinogradConvPays, CachedFiltersOrManyTilesAlwaysPay) {
     EXPECT_TRUE(winograd_conv_pays(conv(160, 160, 8), t));   // 16 tiles, 1.6 MiB
     EXPECT_TRUE(winograd_conv_pays(conv(64, 64, 56), t));
   }
+}
+
+// The host spec of a 2-core AVX-512 machine as built in (its peak counts
+// two full-width FMA pipes), on a core with full-width pipes or, like Zen 4,
+// one that splits its 512-bit FMAs in halves.
+tilegraph::scheduler::ArchSpec avx512_host(bool half_width_fma) {
+  tilegraph::scheduler::ArchSpec a;
+  a.target = "cpu";
+  a.peak_fp32_flops = 320e9;
+  a.half_width_fma = half_width_fma;
+  return a;
+}
+
+WinogradTarget target_of(const tilegraph::scheduler::ArchSpec& a) { return {8, winograd_flops(a), 20e9}; }
+
+TEST(WinogradConvPays, HalfWidthFmaHalvesThePeakACalibratedRateReplaces) {
+  EXPECT_EQ(winograd_flops(avx512_host(false)), 320e9);
+  EXPECT_EQ(winograd_flops(avx512_host(true)), 160e9);
+  tilegraph::scheduler::ArchSpec calibrated = avx512_host(true);
+  calibrated.ukernel_fp32_flops = 230e9;
+  EXPECT_EQ(winograd_flops(calibrated), 230e9);
+  // ResNet-50's 512-channel convs on 7 x 7: Winograd on the Zen 4 (1.30
+  // against 2.42 ms measured), not where the FMAs run full width.
+  EXPECT_TRUE(winograd_conv_pays(conv(512, 512, 7), target_of(avx512_host(true))));
+  EXPECT_FALSE(winograd_conv_pays(conv(512, 512, 7), target_of(avx512_host(false))));
 }
 
 }  // namespace
