@@ -433,6 +433,18 @@ TEST(FloatGemm, StrideTwoConvPacksRunsThatStepByTwo) {
   int64_t input_elements = 0;
   ASSERT_TRUE(is_const_int(filled->args[0]->args[1], &input_elements));
   EXPECT_EQ(input_elements, 8 * 40 * 40);
+  // The flags compare in the table's int32 (a lane's offset minus the run's
+  // first against the lane's step): no value of the loop widens to int64.
+  int widened = 0, compares = 0;
+  visit(flags[0]->body[0]->value, [&](const Expr& x) {
+    widened += x->kind == ExprKind::kCast && x->dtype == DType::kI64;
+    if (x->kind == ExprKind::kBinary && x->binary_op == BinaryOp::kEq) {
+      ++compares;
+      EXPECT_EQ(x->args[0]->dtype, DType::kI32) << codegen::to_string(kernel);
+    }
+  });
+  EXPECT_EQ(widened, 0) << codegen::to_string(kernel);
+  EXPECT_EQ(compares, 1) << codegen::to_string(kernel);
 
   const codegen::Kernel stride3 = conv3x3_avx512_kernel("conv_no_runs", 3);
   runs.clear(), flags.clear(), per_column.clear();
