@@ -289,10 +289,11 @@ TEST(FloatGemm, ConvColumnCoordinatesAreComputedOncePerPanel) {
 
 // The kernel of one 3x3 conv over `channels` x 40 x 40 (pad 1, `stride`),
 // lowered for the AVX-512 variant (32-column panels: two runs of 16).
-codegen::Kernel conv3x3_avx512_kernel(const std::string& name, int64_t stride) {
+codegen::Kernel conv3x3_avx512_kernel(const std::string& name, int64_t stride, int64_t channels = 8,
+                                      int64_t side = 40) {
   OnnxModelBuilder b(13);
-  b.input("x", 1, {1, 8, 40, 40}).output("y");
-  b.initializer_f("w", {16, 8, 3, 3}, ramp(16 * 8 * 9));
+  b.input("x", 1, {1, channels, side, side}).output("y");
+  b.initializer_f("w", {16, channels, 3, 3}, ramp(16 * channels * 9));
   auto& conv = b.node("Conv", {"x", "w"}, {"y"});
   OnnxModelBuilder::attr_ints(conv, "pads", {1, 1, 1, 1});
   OnnxModelBuilder::attr_ints(conv, "strides", {stride, stride});
@@ -454,6 +455,56 @@ TEST(FloatGemm, StrideTwoConvPacksRunsThatStepByTwo) {
   EXPECT_TRUE(runs.empty());
   EXPECT_TRUE(flags.empty());
   EXPECT_EQ(per_column.size(), 1u);
+}
+
+// A stem conv (3 channels) prefetches, before each (channel, window row)'s
+// loop over the window's columns, the input the panel after next reads
+// there: the run's first offset two panels of columns further (2 x 32
+// columns at a step of 2), 32 x 2 + 3 floats, clamped to the input. With 64
+// channels those lines (64 x 3 x 268 bytes per panel) would not stay in
+// the L1 until read: none.
+TEST(FloatGemm, StemConvPrefetchesTheInputOfThePanelAfterNext) {
+  const codegen::Kernel kernel = conv3x3_avx512_kernel("stem_prefetch", 2, 3, 64);
+  std::vector<codegen::Stmt> calls, rows, runs;
+  calls_in(kernel.body, "tg_prefetch_bytes<3>", &calls);
+  ASSERT_EQ(calls.size(), 1u) << codegen::to_string(kernel);
+  loops_named(kernel, kernel.body, "kb1", &rows);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows[0]->body.size(), 2u);
+  EXPECT_EQ(rows[0]->body[0], calls[0]);
+  ASSERT_EQ(rows[0]->body[1]->kind, codegen::StmtKind::kFor);
+  EXPECT_EQ(kernel.var_names[static_cast<size_t>(rows[0]->body[1]->var)], "kb2");
+  const codegen::CallArg& at = calls[0]->args[0];
+  int64_t bytes = 0;
+  ASSERT_TRUE(is_const_int(calls[0]->args[1].value, &bytes));
+  EXPECT_EQ(bytes, (32 * 2 + 3) * 4);
+  ASSERT_EQ(at.value->kind, ExprKind::kBinary);
+  ASSERT_EQ(at.value->binary_op, BinaryOp::kMin);
+  int64_t last = 0;
+  ASSERT_TRUE(is_const_int(at.value->args[1], &last));
+  EXPECT_EQ(last, 3 * 64 * 64 - (32 * 2 + 3));
+  // The run's first input offset (its plain fill "lw0" at 0) at the first
+  // run and the window's first column.
+  std::vector<codegen::Stmt> fills;
+  loops_named(kernel, kernel.body, "lw0", &fills);
+  ASSERT_EQ(fills.size(), 2u);
+  const Expr plain = fills[0]->body[0]->value;
+  ASSERT_EQ(plain->kind, ExprKind::kLoad);
+  EXPECT_EQ(plain->int_value, at.buffer) << "the prefetch is of the conv's input";
+  std::vector<Expr> first(kernel.var_names.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    const std::string& n = kernel.var_names[i];
+    first[i] = n == "lw0" || n == "gb" || n == "kb2" ? int_imm(0) : var(static_cast<int>(i));
+  }
+  int64_t ahead = 0;
+  ASSERT_TRUE(is_const_int(simplify(at.value->args[0] - substitute_vars(plain->args[0], first), {}), &ahead))
+      << codegen::to_string(kernel);
+  EXPECT_EQ(ahead, 2 * 32 * 2);
+
+  const codegen::Kernel wide = conv3x3_avx512_kernel("many_channels_no_prefetch", 2, 64, 40);
+  calls.clear();
+  calls_in(wide.body, "tg_prefetch_bytes<3>", &calls);
+  EXPECT_TRUE(calls.empty()) << codegen::to_string(wide);
 }
 
 // A matmul's B (weights packed at compile time aside, an activation read
