@@ -1319,6 +1319,53 @@ TEST(FloatGemm, ConvPatchesAreNotPackedByPackARows) {
   EXPECT_TRUE(calls.empty());
 }
 
+// A strided conv with the pixels as rows packs A through its row table, a
+// gather per channel and window position: before each channel ("ka0"), the
+// lines of the channel 8 further at the panel's first and last row (and, of
+// a 3x3 window, each window row's first column) are prefetched, clamped to
+// the input. A stride-1 1x1 conv reads its rows contiguously inside the
+// channels (the hardware prefetchers follow): none.
+TEST(FloatGemm, StridedConvWithPixelRowsPrefetchesTheChannelsAhead) {
+  for (const int64_t k : {int64_t{1}, int64_t{3}}) {
+    const codegen::Kernel kernel = few_pixels_kernel(str_cat("channels_ahead_", k), k, 2);
+    std::vector<codegen::Stmt> channels, calls, gathers;
+    loops_named(kernel, kernel.body, "ka0", &channels);
+    ASSERT_EQ(channels.size(), 1u) << codegen::to_string(kernel);
+    calls_in(channels[0], "tg_prefetch_bytes<3>", &calls);
+    ASSERT_EQ(calls.size(), static_cast<size_t>(2 * k)) << codegen::to_string(kernel);
+    ASSERT_EQ(channels[0]->body.front()->kind, codegen::StmtKind::kSeq) << "first in the channel's body";
+    loops_named(kernel, channels[0], "ia", &gathers);
+    ASSERT_EQ(gathers.size(), 1u);
+    std::vector<Expr> reads;
+    visit(gathers[0]->body[0]->value, [&](const Expr& x) {
+      if (x->kind == ExprKind::kLoad && x->dtype == DType::kF32) reads.push_back(x);
+    });
+    ASSERT_EQ(reads.size(), 1u);
+    const int64_t elements = 64 * 14 * 14;
+    std::vector<Expr> ahead(kernel.var_names.size());
+    for (size_t i = 0; i < ahead.size(); ++i) {
+      const std::string& n = kernel.var_names[i];
+      ahead[i] = n == "ka0" ? var(static_cast<int>(i)) + int_imm(8)
+                 : n == "ia" ? int_imm(7)
+                 : n == "ka1" || n == "ka2" ? int_imm(0)
+                             : var(static_cast<int>(i));
+    }
+    const codegen::CallArg& last_row = calls[1]->args[0];
+    EXPECT_EQ(kernel.buffers[static_cast<size_t>(last_row.buffer)].name, "in0");
+    ASSERT_EQ(last_row.value->kind, ExprKind::kBinary);
+    ASSERT_EQ(last_row.value->binary_op, BinaryOp::kMin);
+    int64_t clamp = 0, offset = -1;
+    ASSERT_TRUE(is_const_int(last_row.value->args[1], &clamp));
+    EXPECT_EQ(clamp, elements - 1);
+    ASSERT_TRUE(is_const_int(simplify(last_row.value->args[0] - substitute_vars(reads[0]->args[0], ahead), {}), &offset))
+        << codegen::to_string(kernel);
+    EXPECT_EQ(offset, 0) << "the last row's read 8 channels on";
+  }
+  std::vector<codegen::Stmt> none;
+  calls_in(few_pixels_kernel("channels_ahead_stride1", 1, 1).body, "tg_prefetch_bytes<3>", &none);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(FloatGemm, PointwiseConvPacksPixelRowsInsideTheChannels) {
   const codegen::Kernel kernel = few_pixels_kernel("pointwise_rows_inside", 1, 1);
   std::vector<codegen::Stmt> channels, rows, rows_in_channels;
