@@ -30,13 +30,14 @@ constexpr int kNR = 16;
 constexpr int kLanes = 8;  // floats per ymm: tile<kCols>'s unit
 
 namespace detail {
-// acc[r][v] = c's row r, vector v (accumulate) or 0.
+// The accumulators at zero: accumulating, c is added at the store (as on
+// AVX-512, sgemm_avx512.h: a blocked sum's rounding error).
 template <int kRows, int kVecs>
-__attribute__((always_inline)) inline void load_tile(__m256 (&acc)[kRows][kVecs], const float* c, bool accumulate) {
+__attribute__((always_inline)) inline void zero_tile(__m256 (&acc)[kRows][kVecs]) {
 #pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm256_loadu_ps(c + r * kNR + 8 * v) : _mm256_setzero_ps();
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_ps();
 }
 
 // One k step: acc += the outer product of kRows A values (a[r]) and kVecs
@@ -54,12 +55,16 @@ __attribute__((always_inline)) inline void fma_step(__m256 (&acc)[kRows][kVecs],
   }
 }
 
+// c's row r, vector v = acc[r][v], plus c where accumulating.
 template <int kRows, int kVecs>
-__attribute__((always_inline)) inline void store_tile(const __m256 (&acc)[kRows][kVecs], float* c) {
+__attribute__((always_inline)) inline void store_tile(const __m256 (&acc)[kRows][kVecs], float* c, bool accumulate) {
 #pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * kNR + 8 * v, acc[r][v]);
+    for (int v = 0; v < kVecs; ++v) {
+      float* at = c + r * kNR + 8 * v;
+      _mm256_storeu_ps(at, accumulate ? _mm256_add_ps(_mm256_loadu_ps(at), acc[r][v]) : acc[r][v]);
+    }
 }
 }  // namespace detail
 
@@ -111,31 +116,23 @@ __attribute__((noinline)) inline void pack_a_rows_from(int64_t k, float* a, cons
 }
 
 namespace detail {
-// The tile transposed: c[j * kMR + r] (tile_ct), through a row-major copy on
-// the stack once per call (against k steps of 12 FMAs). A whole tile's
-// store is an A panel's packing of its kMR rows (pack_a_rows_from: 4 x 4
-// transposes in xmm); a tail tile's, and the load, go value by value.
+// The tile transposed: c[j * kMR + r] (tile_ct), plus c where accumulating,
+// through a row-major copy on the stack once per call (against k steps of
+// 12 FMAs). A whole tile's store is an A panel's packing of its kMR rows
+// (pack_a_rows_from: 4 x 4 transposes in xmm); a tail tile's, and the
+// accumulated c, go value by value.
 template <int kRows, int kVecs>
-__attribute__((always_inline)) inline void load_tile_transposed(__m256 (&acc)[kRows][kVecs], const float* c,
-                                                                bool accumulate) {
-  alignas(32) float rows[kRows][kVecs * 8];
-  if (accumulate)
-    for (int j = 0; j < kVecs * 8; ++j)
-#pragma GCC unroll 6
-      for (int r = 0; r < kRows; ++r) rows[r][j] = c[j * kMR + r];
-#pragma GCC unroll 6
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm256_load_ps(rows[r] + 8 * v) : _mm256_setzero_ps();
-}
-
-template <int kRows, int kVecs>
-__attribute__((always_inline)) inline void store_tile_transposed(const __m256 (&acc)[kRows][kVecs], float* c) {
+__attribute__((always_inline)) inline void store_tile_transposed(const __m256 (&acc)[kRows][kVecs], float* c,
+                                                                 bool accumulate) {
   alignas(32) float rows[kRows][kVecs * 8];
 #pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) _mm256_store_ps(rows[r] + 8 * v, acc[r][v]);
+  if (accumulate)
+    for (int j = 0; j < kVecs * 8; ++j)
+#pragma GCC unroll 6
+      for (int r = 0; r < kRows; ++r) rows[r][j] = c[j * kMR + r] + rows[r][j];
   if constexpr (kRows == kMR) {
     const float* const row_ptrs[kMR] = {rows[0], rows[1], rows[2], rows[3], rows[4], rows[5]};
     pack_a_rows_from(kVecs * 8, c, row_ptrs);
@@ -161,10 +158,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile<kCols>: whole ymm of a B panel's row");
   static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
   __m256 acc[kRows][kCols / 8];
-  if constexpr (kTransposedC)
-    detail::load_tile_transposed(acc, c, accumulate);
-  else
-    detail::load_tile(acc, c, accumulate);
+  detail::zero_tile(acc);
   auto step = [&]() __attribute__((always_inline)) {
     detail::fma_step(acc, a, b);
     a += kMR;
@@ -182,9 +176,9 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   }
   for (; kk < k; ++kk) step();
   if constexpr (kTransposedC)
-    detail::store_tile_transposed(acc, c);
+    detail::store_tile_transposed(acc, c, accumulate);
   else
-    detail::store_tile(acc, c);
+    detail::store_tile(acc, c, accumulate);
 }
 
 // tile with the C tile transposed: c[j * kMR + r] (rows r < kRows, columns
@@ -211,14 +205,14 @@ __attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const 
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile_ldb<kCols>: whole ymm of a B row");
   static_assert(kRows > 0 && kRows <= kMR, "tile_ldb<kCols, kRows>: rows of the A panel");
   __m256 acc[kRows][kCols / 8];
-  detail::load_tile(acc, c, accumulate);
+  detail::zero_tile(acc);
   for (int64_t kk = 0; kk < k; ++kk) {
     __builtin_prefetch(b + kNR, 0, 3);
     detail::fma_step(acc, a, b);
     a += kMR;
     b += ldb;
   }
-  detail::store_tile(acc, c);
+  detail::store_tile(acc, c, accumulate);
 }
 
 namespace detail {
@@ -235,7 +229,7 @@ template <bool kInPlace>
 __attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a, const float* b, int64_t ldb, float* c,
                                                       int64_t ldc, const float* bias, float lo, float hi) {
   __m256 acc[kMR][2];
-  load_tile(acc, c, false);
+  zero_tile(acc);
   for (int64_t kk = 0; kk < k; ++kk) {
     if constexpr (kInPlace) __builtin_prefetch(b + kNR, 0, 3);
     fma_step(acc, a, b);

@@ -70,21 +70,30 @@ __attribute__((always_inline)) inline void fma_step(__m512 (&acc)[kRows][kVecs],
   }
 }
 
-// The accumulators at c's tile (rows kNR apart) or at zero.
+// Accumulating (a later k block of the same C tile), the sum starts at
+// zero and c is added once, after the block's k steps: c + (block sum), as
+// a blocked GEMM sums, instead of continuing one chain of FMAs from c
+// through every block. The chain's rounding error grows with K; blocked, a
+// chain is one block long (a 1x1 conv over 1024 channels in blocks of 128:
+// RMS error against float64 5.7e-7 -> 2.1e-7, onnxruntime's).
 template <int kRows, int kVecs>
-__attribute__((always_inline)) inline void load_tile(__m512 (&acc)[kRows][kVecs], const float* c, bool accumulate) {
+__attribute__((always_inline)) inline void zero_tile(__m512 (&acc)[kRows][kVecs]) {
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * kNR + 16 * v) : _mm512_setzero_ps();
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
 }
 
+// c's tile (rows kNR apart) = the accumulators, plus c where accumulating.
 template <int kRows, int kVecs>
-__attribute__((always_inline)) inline void store_tile(const __m512 (&acc)[kRows][kVecs], float* c) {
+__attribute__((always_inline)) inline void store_tile(const __m512 (&acc)[kRows][kVecs], float* c, bool accumulate) {
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) _mm512_storeu_ps(c + r * kNR + 16 * v, acc[r][v]);
+    for (int v = 0; v < kVecs; ++v) {
+      float* at = c + r * kNR + 16 * v;
+      _mm512_storeu_ps(at, accumulate ? _mm512_add_ps(_mm512_loadu_ps(at), acc[r][v]) : acc[r][v]);
+    }
 }
 
 // The next column panel's part of B's row at b (B read in place: tile_ldb,
@@ -95,24 +104,12 @@ __attribute__((always_inline)) inline void prefetch_next_columns(const float* b)
   __builtin_prefetch(b + kNR + 16, 0, 3);
 }
 
-// The tile transposed: c[j * kPanel + r] (tile_ct). Through a row-major copy
-// on the stack, once per call (against k steps of 2 x kRows FMAs).
+// The tile transposed: c[j * kPanel + r] (tile_ct), plus c where
+// accumulating. Through a row-major copy on the stack, once per call
+// (against k steps of 2 x kRows FMAs).
 template <int kRows, int kVecs, int kPanel>
-__attribute__((always_inline)) inline void load_tile_transposed(__m512 (&acc)[kRows][kVecs], const float* c,
-                                                                bool accumulate) {
-  alignas(64) float rows[kRows][kVecs * 16];
-  if (accumulate)
-    for (int j = 0; j < kVecs * 16; ++j)
-#pragma GCC unroll 16
-      for (int r = 0; r < kRows; ++r) rows[r][j] = c[j * kPanel + r];
-#pragma GCC unroll 16
-  for (int r = 0; r < kRows; ++r)
-#pragma GCC unroll 2
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? _mm512_load_ps(rows[r] + 16 * v) : _mm512_setzero_ps();
-}
-
-template <int kRows, int kVecs, int kPanel>
-__attribute__((always_inline)) inline void store_tile_transposed(const __m512 (&acc)[kRows][kVecs], float* c) {
+__attribute__((always_inline)) inline void store_tile_transposed(const __m512 (&acc)[kRows][kVecs], float* c,
+                                                                 bool accumulate) {
   alignas(64) float rows[kRows][kVecs * 16];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
@@ -120,7 +117,7 @@ __attribute__((always_inline)) inline void store_tile_transposed(const __m512 (&
     for (int v = 0; v < kVecs; ++v) _mm512_store_ps(rows[r] + 16 * v, acc[r][v]);
   for (int j = 0; j < kVecs * 16; ++j)
 #pragma GCC unroll 16
-    for (int r = 0; r < kRows; ++r) c[j * kPanel + r] = rows[r][j];
+    for (int r = 0; r < kRows; ++r) c[j * kPanel + r] = accumulate ? c[j * kPanel + r] + rows[r][j] : rows[r][j];
 }
 
 }  // namespace detail
@@ -144,10 +141,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   static_assert(kRows > 0 && kRows <= kPanel, "tile<kCols, kRows>: rows of the A panel");
   constexpr int kVecs = kCols / 16;  // zmm per row
   __m512 acc[kRows][kVecs];
-  if constexpr (kTransposedC)
-    detail::load_tile_transposed<kRows, kVecs, kPanel>(acc, c, accumulate);
-  else
-    detail::load_tile(acc, c, accumulate);
+  detail::zero_tile(acc);
 
   // One k step: the outer product of MR A values and NR B values.
   auto step = [&]() __attribute__((always_inline)) {
@@ -180,9 +174,9 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   }
   for (; kk < k; ++kk) step();
   if constexpr (kTransposedC)
-    detail::store_tile_transposed<kRows, kVecs, kPanel>(acc, c);
+    detail::store_tile_transposed<kRows, kVecs, kPanel>(acc, c, accumulate);
   else
-    detail::store_tile(acc, c);
+    detail::store_tile(acc, c, accumulate);
 }
 
 // tile with the C tile transposed: c[j * kMR + r] (rows r < kRows, columns
@@ -213,14 +207,14 @@ __attribute__((noinline)) inline void tile_ldb(int64_t k, const float* a, const 
   static_assert(kCols > 0 && kCols <= kNR && kCols % kLanes == 0, "tile_ldb<kCols>: whole zmm of a B row");
   static_assert(kRows > 0 && kRows <= kPanel, "tile_ldb<kCols, kRows>: rows of the A panel");
   __m512 acc[kRows][kCols / 16];
-  detail::load_tile(acc, c, accumulate);
+  detail::zero_tile(acc);
   for (int64_t kk = 0; kk < k; ++kk) {
     detail::prefetch_next_columns(b);
     detail::fma_step(acc, a, b);
     a += kPanel;
     b += ldb;
   }
-  detail::store_tile(acc, c);
+  detail::store_tile(acc, c, accumulate);
 }
 
 namespace detail {
@@ -232,7 +226,7 @@ __attribute__((noinline)) inline void bias_clamp_tile(int64_t k, const float* a,
                                                       int64_t ldc, const float* bias, float lo, float hi) {
   constexpr int kVecs = kNR / 16;
   __m512 acc[kPanel][kVecs];
-  load_tile(acc, c, false);
+  zero_tile(acc);
   for (int64_t kk = 0; kk < k; ++kk) {
     if constexpr (kInPlace) prefetch_next_columns(b);
     fma_step(acc, a, b);

@@ -36,9 +36,10 @@ constexpr int kLanes = 4;  // floats per q register: tile<kCols>'s unit
 __attribute__((noinline)) inline void tile(int64_t k, const float* a, const float* b, float* c, bool accumulate,
                                            const float* next = nullptr, int64_t next_floats = 0) {
   // Accumulator q register i (row i / 3, columns 4 * (i % 3)...) starts at
-  // c[4 * i...] when continuing an earlier k block.
+  // zero; continuing an earlier k block, c[4 * i...] is added at the store
+  // (a blocked sum's rounding error, as on AVX-512: sgemm_avx512.h).
   const float32x4_t zero = vdupq_n_f32(0);
-  auto start = [&](int i) { return accumulate ? vld1q_f32(c + 4 * i) : zero; };
+  auto start = [&](int) { return zero; };
   float32x4_t c00 = start(0), c01 = start(1), c02 = start(2), c10 = start(3), c11 = start(4), c12 = start(5);
   float32x4_t c20 = start(6), c21 = start(7), c22 = start(8), c30 = start(9), c31 = start(10), c32 = start(11);
   float32x4_t c40 = start(12), c41 = start(13), c42 = start(14), c50 = start(15), c51 = start(16), c52 = start(17);
@@ -62,7 +63,10 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   const float32x4_t rows[kMR][3] = {{c00, c01, c02}, {c10, c11, c12}, {c20, c21, c22}, {c30, c31, c32},
                                     {c40, c41, c42}, {c50, c51, c52}, {c60, c61, c62}, {c70, c71, c72}};
   for (int r = 0; r < kMR; ++r)
-    for (int v = 0; v < 3; ++v) vst1q_f32(c + r * kNR + 4 * v, rows[r][v]);
+    for (int v = 0; v < 3; ++v) {
+      float* at = c + r * kNR + 4 * v;
+      vst1q_f32(at, accumulate ? vaddq_f32(vld1q_f32(at), rows[r][v]) : rows[r][v]);
+    }
 }
 
 // tile()'s c for the columns j < kCols only (4 or 8: the last column panel
@@ -79,7 +83,7 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   constexpr int kVecs = kCols / kLanes;
   float32x4_t acc[kRows][kVecs];
   for (int r = 0; r < kRows; ++r)
-    for (int v = 0; v < kVecs; ++v) acc[r][v] = accumulate ? vld1q_f32(c + r * kNR + 4 * v) : vdupq_n_f32(0);
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = vdupq_n_f32(0);
   for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
   for (int64_t kk = 0; kk < k; ++kk) {
     float32x4_t bv[kVecs];
@@ -106,7 +110,10 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
     b += kNR;
   }
   for (int r = 0; r < kRows; ++r)
-    for (int v = 0; v < kVecs; ++v) vst1q_f32(c + r * kNR + 4 * v, acc[r][v]);
+    for (int v = 0; v < kVecs; ++v) {
+      float* at = c + r * kNR + 4 * v;
+      vst1q_f32(at, accumulate ? vaddq_f32(vld1q_f32(at), acc[r][v]) : acc[r][v]);
+    }
 }
 
 // c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()

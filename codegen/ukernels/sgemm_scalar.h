@@ -21,7 +21,8 @@ constexpr int kNR = 8;
 constexpr int kLanes = 4;  // tile<kCols>'s unit (a 4-lane vector, where the compiler vectorizes)
 
 // c[r * kNR + j] = (accumulate ? c[r * kNR + j] : 0) + sum over k' < k of
-// A(r, k') * B(k', j), summed in k' order, for the columns j < kCols
+// A(r, k') * B(k', j), the sum in k' order from zero, then added to c (a
+// blocked sum: sgemm_avx512.h), for the columns j < kCols
 // (tile<4>: a last column panel of at most 4 columns; c's other columns are
 // not touched).
 //   a: A(r, k') at a[k' * kMR + r]
@@ -35,7 +36,7 @@ inline void tile(int64_t k, const float* a, const float* b, float* c, bool accum
   static_assert(kRows > 0 && kRows <= kMR, "tile<kCols, kRows>: rows of the A panel");
   float acc[kRows * kCols];
   for (int r = 0; r < kRows; ++r)
-    for (int j = 0; j < kCols; ++j) acc[r * kCols + j] = accumulate ? c[r * kNR + j] : 0.0f;
+    for (int j = 0; j < kCols; ++j) acc[r * kCols + j] = 0.0f;
   // `next` (the next B block, README.md): a hint, all at the start here.
 #if defined(__GNUC__)
   for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
@@ -50,7 +51,7 @@ inline void tile(int64_t k, const float* a, const float* b, float* c, bool accum
     b += kNR;
   }
   for (int r = 0; r < kRows; ++r)
-    for (int j = 0; j < kCols; ++j) c[r * kNR + j] = acc[r * kCols + j];
+    for (int j = 0; j < kCols; ++j) c[r * kNR + j] = accumulate ? c[r * kNR + j] + acc[r * kCols + j] : acc[r * kCols + j];
 }
 
 // c[r * ldc + j] = min(max(S(r, j) + bias[r], lo), hi), S the sum tile()

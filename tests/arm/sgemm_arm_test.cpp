@@ -2,9 +2,9 @@
 // against a double-precision reference GEMM, through a driver that packs odd
 // shapes as the generated code does (rows past M repeat the last row, columns
 // past N are zero): tails in M, N and K, k = 0 and 1, a large K, and integer
-// values where the result must be exact; K split into kc blocks that
-// accumulate onto the tile (tails, K < kc) must give the one-block result bit
-// for bit; tile<4> and tile<8> are tile()'s first columns, tile<12, R> its
+// values where the result must be exact; K split into kc blocks, each
+// block's sum from zero added onto the tile (tails, K < kc), must give the
+// blocks' one-block results summed in order, bit for bit; tile<4> and tile<8> are tile()'s first columns, tile<12, R> its
 // first rows; pack_a_rows (pack_b_columns) is the transpose of its rows
 // (columns) and writes nothing past k * kMR (k * kNR). Cross-compiled and run under qemu-aarch64 by run_sgemm_arm_test.sh.
 // Prints one line per failure and a summary; exits non-zero on any failure.
@@ -38,7 +38,8 @@ Problem random_problem(int64_t m, int64_t n, int64_t k, uint32_t seed, bool inte
 
 // Through the kernel in blocks of kc k values (0: one block), the later
 // blocks accumulating; every result is checked against the reference and,
-// when `whole` is given, must equal it bit for bit (then it is not written).
+// when `whole` is given and not empty, must equal it bit for bit (an empty
+// one receives the results).
 void check(const Problem& p, bool exact, int64_t kc = 0, std::vector<float>* whole = nullptr) {
   alignas(64) static float a_panel[4096 * kMR], b_panel[4096 * kNR];
   float tile[kMR * kNR];
@@ -69,7 +70,7 @@ void check(const Problem& p, bool exact, int64_t kc = 0, std::vector<float>* who
             if (!compare) {
               whole->push_back(tile[r * kNR + j]);
             } else if ((*whole)[at++] != tile[r * kNR + j] && failures++ < 10) {
-              std::printf("FAIL m=%lld n=%lld k=%lld kc=%lld at (%lld, %lld): %.9g, one block gave %.9g\n",
+              std::printf("FAIL m=%lld n=%lld k=%lld kc=%lld at (%lld, %lld): %.9g, the blocks summed %.9g\n",
                           (long long)p.m, (long long)p.n, (long long)p.k, (long long)kc, (long long)(m0 + r),
                           (long long)(n0 + j), got, (double)(*whole)[at - 1]);
             }
@@ -82,6 +83,15 @@ void check(const Problem& p, bool exact, int64_t kc = 0, std::vector<float>* who
         }
     }
   }
+}
+
+// The problem's k rows [k0, k0 + count).
+Problem k_rows(const Problem& p, int64_t k0, int64_t count) {
+  Problem q{p.m, p.n, count, std::vector<float>(p.m * count),
+            std::vector<float>(p.b.begin() + k0 * p.n, p.b.begin() + (k0 + count) * p.n)};
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t kk = 0; kk < count; ++kk) q.a[i * count + kk] = p.a[i * p.k + k0 + kk];
+  return q;
 }
 
 // tile<kCols, kRows> (the last column panel of an N whose tail fits kCols / 4
@@ -176,9 +186,16 @@ int main() {
   check(random_problem(kMR + 2, kNR + 3, 41, 3, true), true);
   for (int64_t k : {1, 13, 100, 769}) {
     const Problem p = random_problem(kMR + 3, 2 * kNR + 1, k, static_cast<uint32_t>(100 + k), false);
-    std::vector<float> whole;
-    check(p, false, 0, &whole);
-    for (int64_t kc : {1, 3, 7, 64, 192, 1000}) check(p, false, kc, &whole);
+    for (int64_t kc : {1, 3, 7, 64, 192, 1000}) {
+      std::vector<float> blocks;
+      for (int64_t k0 = 0; k0 < k; k0 += kc) {
+        std::vector<float> block;
+        check(k_rows(p, k0, std::min(kc, k - k0)), false, 0, &block);
+        for (size_t i = 0; i < block.size(); ++i) block[i] = k0 == 0 ? block[i] : blocks[i] + block[i];
+        blocks = block;
+      }
+      check(p, false, kc, &blocks);
+    }
   }
   std::printf("sgemm %s %dx%d: %d checks, %d failures\n", tg_sgemm::neon::kVariant, kMR, kNR, checks, failures);
   return failures == 0 ? 0 : 1;
