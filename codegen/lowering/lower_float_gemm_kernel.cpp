@@ -1798,12 +1798,9 @@ class FloatGemmLowering : KernelBuilder {
                                             const std::vector<int>& k_vars, const std::vector<Expr>& extents,
                                             int64_t step) {
     if (k_vars.size() < 2 || lane_var < 0 || run_var < 0) return std::nullopt;
-    std::vector<Expr> reads;
-    visit(fast_value, [&](const Expr& n) {
-      if (n->kind == ExprKind::kLoad && n->dtype == DType::kF32 && uses_var(n, lane_var)) reads.push_back(n);
-    });
-    if (reads.size() != 1 || reads.front()->args.size() != 1) return std::nullopt;
-    const int input = static_cast<int>(reads.front()->int_value);
+    const Expr read = lone_read_along(fast_value, lane_var);
+    if (!read || read->args.size() != 1) return std::nullopt;
+    const int input = static_cast<int>(read->int_value);
     const Buffer& b = kernel_.buffers[static_cast<size_t>(input)];
     int64_t width = 0, rows = 1;
     if (b.scope != MemoryScope::kGlobal || !is_const_int(extents.back(), &width)) return std::nullopt;
@@ -1818,7 +1815,7 @@ class FloatGemmLowering : KernelBuilder {
     at[static_cast<size_t>(lane_var)] = int_imm(0);
     at[static_cast<size_t>(run_var)] = int_imm(0);
     at[static_cast<size_t>(k_vars.back())] = int_imm(0);
-    const Expr first = substitute_vars(reads.front()->args[0], at);
+    const Expr first = substitute_vars(read->args[0], at);
     // The last panels' lies past the input: clamped (a Call's pointer stays
     // inside its buffer; a prefetch would not fault).
     const Expr next =
@@ -1873,9 +1870,8 @@ class FloatGemmLowering : KernelBuilder {
         at[static_cast<size_t>(lane)] = int_imm(at_lane);
         // The last channels' lie past the input: clamped (a Call's pointer
         // stays inside its buffer).
-        const Expr index =
-            simplify(min(substitute_vars(reads.front()->args[0], at), int_imm(elements - 1)), bounds_);
-        calls.push_back(make_call(std::string(kPrefetchBytesCallee) + "<3>", {CallArg{input, index}, CallArg{-1, int_imm(1)}}));
+        const Expr ahead = simplify(min(substitute_vars(index, at), int_imm(elements - 1)), bounds_);
+        calls.push_back(make_call(std::string(kPrefetchBytesCallee) + "<3>", {CallArg{input, ahead}, CallArg{-1, int_imm(1)}}));
       }
     return make_seq(calls);
   }
@@ -1960,6 +1956,16 @@ class FloatGemmLowering : KernelBuilder {
     return s;
   }
 
+  // The one float load of `value` whose index uses `lane_var` (a run's read
+  // of the conv's input), or null where there are none or several.
+  static Expr lone_read_along(const Expr& value, int lane_var) {
+    std::vector<Expr> reads;
+    visit(value, [&](const Expr& n) {
+      if (n->kind == ExprKind::kLoad && n->dtype == DType::kF32 && uses_var(n, lane_var)) reads.push_back(n);
+    });
+    return reads.size() == 1 ? reads.front() : nullptr;
+  }
+
   // A run whose input offsets step by two (a stride-2 conv), where the
   // target loads under a mask: its 2 x kRunLanes contiguous input values
   // first (a masked load, the mask keeping the last one inside the input,
@@ -1971,12 +1977,8 @@ class FloatGemmLowering : KernelBuilder {
   // where the run reads its input otherwise.
   Stmt widened_run(int lane_var, const Expr& index, const Expr& value, int panels) {
     if (!masked_loads()) return nullptr;
-    std::vector<Expr> reads;
-    visit(value, [&](const Expr& n) {
-      if (n->kind == ExprKind::kLoad && n->dtype == DType::kF32 && uses_var(n, lane_var)) reads.push_back(n);
-    });
-    if (reads.size() != 1) return nullptr;
-    const Expr read = reads.front();
+    const Expr read = lone_read_along(value, lane_var);
+    if (!read) return nullptr;
     std::vector<Expr> lane0 = vars_as_themselves();
     lane0[static_cast<size_t>(lane_var)] = int_imm(0);
     const Expr first = simplify(substitute_vars(read->args[0], lane0), bounds_);

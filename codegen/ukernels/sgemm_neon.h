@@ -39,11 +39,10 @@ __attribute__((noinline)) inline void tile(int64_t k, const float* a, const floa
   // zero; continuing an earlier k block, c[4 * i...] is added at the store
   // (a blocked sum's rounding error, as on AVX-512: sgemm_avx512.h).
   const float32x4_t zero = vdupq_n_f32(0);
-  auto start = [&](int) { return zero; };
-  float32x4_t c00 = start(0), c01 = start(1), c02 = start(2), c10 = start(3), c11 = start(4), c12 = start(5);
-  float32x4_t c20 = start(6), c21 = start(7), c22 = start(8), c30 = start(9), c31 = start(10), c32 = start(11);
-  float32x4_t c40 = start(12), c41 = start(13), c42 = start(14), c50 = start(15), c51 = start(16), c52 = start(17);
-  float32x4_t c60 = start(18), c61 = start(19), c62 = start(20), c70 = start(21), c71 = start(22), c72 = start(23);
+  float32x4_t c00 = zero, c01 = zero, c02 = zero, c10 = zero, c11 = zero, c12 = zero;
+  float32x4_t c20 = zero, c21 = zero, c22 = zero, c30 = zero, c31 = zero, c32 = zero;
+  float32x4_t c40 = zero, c41 = zero, c42 = zero, c50 = zero, c51 = zero, c52 = zero;
+  float32x4_t c60 = zero, c61 = zero, c62 = zero, c70 = zero, c71 = zero, c72 = zero;
   // `next` (the next B block, README.md): a hint, all at the start here.
   for (int64_t i = 0; i < next_floats; i += 16) __builtin_prefetch(next + i, 0, 2);
   for (int64_t kk = 0; kk < k; ++kk) {
