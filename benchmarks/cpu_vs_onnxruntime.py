@@ -31,12 +31,20 @@ tilegraph faster) and the geometric mean of the ratios.
 machine that is doing something else. Both engines run under the same load; the
 table adds each engine's slowdown (busy / quiet) and their ratio
 (onnxruntime's slowdown / tilegraph's: below 1, tilegraph suffers more).
+Quiet and busy runs are paired: every round times both engines quiet, then
+resumes the busy loop (SIGCONT; SIGSTOP pauses it) and times both again, and
+an engine's slowdown is the median of its rounds' busy / quiet. Measured as
+two phases (all quiet rounds, then all busy ones), a shift of the shared
+machine's speed between the phases (on this 2-vCPU VM, two-thread runs of
+MobileNetV2 alone went from 4.5 to 7-10 ms and back within a minute) moved
+the slowdowns by more than the effect measured.
 A benchmark, not a test: it asserts nothing.
 """
 import argparse
 import math
 import multiprocessing
 import os
+import signal
 import statistics
 import sys
 import time
@@ -70,7 +78,8 @@ def _spin(seconds):
 
 
 class BusyCore:
-    """A process holding core 0 for at most `seconds` while the block runs."""
+    """A process holding core 0 for at most `seconds` while the block runs;
+    pause() and resume() stop and continue it (SIGSTOP, SIGCONT)."""
 
     def __init__(self, seconds):
         self.seconds = seconds
@@ -81,7 +90,14 @@ class BusyCore:
         time.sleep(0.2)  # let it take the core
         return self
 
+    def pause(self):
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+
     def __exit__(self, *exc):
+        self.resume()  # a stopped process does not act on SIGTERM until continued
         self.proc.terminate()
         self.proc.join(5)
 
@@ -94,22 +110,47 @@ def wake(run, wake_s):
         run()
 
 
-def measure(compiled, sess, feeds, iters, warmup, settle_s, wake_s):
-    """(tilegraph ms, onnxruntime ms): medians of interleaved single runs,
-    each after settle_s seconds in which the other engine's threads go idle
-    and wake_s seconds of untimed runs that wake the engine's own."""
+def measure(compiled, sess, feeds, iters, warmup, settle_s, wake_s, busy=None):
+    """Per engine (tilegraph, onnxruntime), the times of interleaved single
+    runs in ms, each after settle_s seconds in which the other engine's threads
+    go idle and wake_s seconds of untimed runs that wake the engine's own.
+    Without `busy`: ([tilegraph ms], [onnxruntime ms]), one per round. With a
+    BusyCore: ([tilegraph quiet, busy pairs], [onnxruntime ...]), each
+    round's quiet runs with the busy loop paused, then its busy runs."""
     for _ in range(warmup):
         sess.run(None, feeds)
         compiled.run(feeds)
     run_tg = lambda: compiled.run(feeds)  # noqa: E731
     run_ort = lambda: sess.run(None, feeds)  # noqa: E731
-    tg_ms, ort_ms = [], []
-    for _ in range(iters):  # interleaved so noise hits both engines alike
-        for run, samples in ((run_tg, tg_ms), (run_ort, ort_ms)):
+
+    def one_round():  # interleaved so noise hits both engines alike
+        times = []
+        for run in (run_tg, run_ort):
             time.sleep(settle_s)
             wake(run, wake_s)
-            samples.append(median_ms(run, 1))
-    return statistics.median(tg_ms), statistics.median(ort_ms)
+            times.append(median_ms(run, 1))
+        return times
+
+    tg_ms, ort_ms = [], []
+    for _ in range(iters):
+        if busy is None:
+            tg, ort_ = one_round()
+            tg_ms.append(tg)
+            ort_ms.append(ort_)
+            continue
+        busy.pause()
+        quiet = one_round()
+        busy.resume()
+        loaded = one_round()
+        tg_ms.append((quiet[0], loaded[0]))
+        ort_ms.append((quiet[1], loaded[1]))
+    return tg_ms, ort_ms
+
+
+def quiet_busy_slowdown(pairs):
+    """(median quiet ms, median busy ms, median of the rounds' busy / quiet)."""
+    return (statistics.median(q for q, _ in pairs), statistics.median(b for _, b in pairs),
+            statistics.median(b / q for q, b in pairs))
 
 
 def geomean(values):
@@ -166,16 +207,21 @@ def main():
             feeds = generate_inputs(model_inputs(model_path), seed=0, ranges=load_input_ranges(prefix))
             with CompiledModel(prefix, arch=args.arch, num_threads=threads) as compiled:
                 timing = (args.iters, args.warmup, settle_s, args.wake_ms / 1e3)
-                tg, ref = measure(compiled, sess, feeds, *timing)
+                if not args.busy_core:
+                    tg_ms, ort_ms = measure(compiled, sess, feeds, *timing)
+                    tg, ref = statistics.median(tg_ms), statistics.median(ort_ms)
+                else:
+                    with BusyCore(args.busy_seconds) as busy:
+                        tg_pairs, ort_pairs = measure(compiled, sess, feeds, *timing, busy=busy)
+                    tg, btg, tg_slowdown = quiet_busy_slowdown(tg_pairs)
+                    ref, bref, ort_slowdown = quiet_busy_slowdown(ort_pairs)
                 line = f"{prefix.name:28s} {tg:13.3f} {ref:15.3f} {ref / tg:7.2f}"
                 ratios.append(ref / tg)
                 if args.busy_core:
-                    with BusyCore(args.busy_seconds):
-                        btg, bref = measure(compiled, sess, feeds, *timing)
                     busy_ratios.append(bref / btg)
-                    robustness.append((bref / ref) / (btg / tg))
-                    line += f" {btg:11.3f} {bref:12.3f} {bref / btg:12.2f} {btg / tg:12.2f} {bref / ref:13.2f}" \
-                            f" {robustness[-1]:16.2f}"
+                    robustness.append(ort_slowdown / tg_slowdown)
+                    line += f" {btg:11.3f} {bref:12.3f} {bref / btg:12.2f} {tg_slowdown:12.2f}" \
+                            f" {ort_slowdown:13.2f} {robustness[-1]:16.2f}"
             print(line, flush=True)
         summary = f"{'geomean':28s} {'':13s} {'':15s} {geomean(ratios):7.2f}"
         if args.busy_core:

@@ -29,3 +29,73 @@ def test_a_prefix_without_a_project_for_the_arch_is_refused_before_measuring(tmp
     assert f"{untuned}: no compiled project for --arch host" in r.stderr
     assert f"tilegraph tune {untuned} --arch host" in r.stderr
     assert "== 1 thread" not in r.stdout  # nothing measured
+
+
+def load_script():
+    import importlib.util
+    sys.path.insert(0, str(SCRIPT.parents[1] / "python"))
+    spec = importlib.util.spec_from_file_location("cpu_vs_onnxruntime", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Busy:
+    """Stands in for BusyCore: records whether the busy loop runs."""
+
+    def __init__(self):
+        self.running = True
+
+    def pause(self):
+        self.running = False
+
+    def resume(self):
+        self.running = True
+
+
+class _Engine:
+    """A model whose run takes 1 ms quiet and `busy_ms` while the busy loop runs."""
+
+    def __init__(self, busy, busy_ms):
+        self.busy, self.busy_ms, self.runs = busy, busy_ms, []
+
+    def run(self, *args):
+        self.runs.append(self.busy.running)
+        import time
+        time.sleep((self.busy_ms if self.busy.running else 1.0) / 1e3)
+
+
+def test_busy_core_rounds_pair_a_quiet_and_a_busy_run_of_each_engine():
+    bench = load_script()
+    busy = _Busy()
+    tg, ort_ = _Engine(busy, 3.0), _Engine(busy, 5.0)
+    tg_pairs, ort_pairs = bench.measure(tg, ort_, {}, 3, 0, 0.0, 0.0, busy=busy)
+    assert len(tg_pairs) == len(ort_pairs) == 3
+    for quiet, loaded in tg_pairs:
+        assert 0.9 <= quiet < 2.5 and loaded >= 2.9
+    for quiet, loaded in ort_pairs:
+        assert 0.9 <= quiet < 2.5 and loaded >= 4.9
+    # Each round: quiet runs of both engines (the busy loop paused), then busy ones.
+    assert tg.runs[:2] == [False, False] and tg.runs[2:4] == [True, True]
+    assert ort_.runs[:2] == [False, False] and ort_.runs[2:4] == [True, True]
+    q, b, slowdown = bench.quiet_busy_slowdown([(1.0, 2.0), (2.0, 3.0), (4.0, 4.0)])
+    assert (q, b, slowdown) == (2.0, 3.0, 1.5)
+
+
+def test_busy_core_pauses_and_resumes_its_process():
+    bench = load_script()
+
+    def state(pid):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+    with bench.BusyCore(30) as busy:
+        pid = busy.proc.pid
+        busy.pause()
+        import time
+        time.sleep(0.05)
+        assert state(pid) == "T"
+        busy.resume()
+        time.sleep(0.05)
+        assert state(pid) in ("R", "S")
+        busy.pause()  # a paused loop still ends with the block
+    assert not busy.proc.is_alive()
