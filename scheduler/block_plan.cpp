@@ -80,27 +80,33 @@ std::vector<int64_t> representative_block(const GroupTiling& t) {
   return values;
 }
 
-// Bytes per block that a CPU core's L2 delivers of an input whose blocks
-// run one after another on that core (the last grid dim fastest): lines a
-// block shares with its neighbour along grid dim d are L1 hits when what
-// the blocks in between touch (`block_bytes` each) fits in the L1. Then a
-// sweep along d loads the union of its blocks' boxes once, and each block
-// pays its share. vit's patch-embedding transpose reads one token's 128
-// channels of a channel-major [384, 49] tensor: 128 lines, priced 8 KB per
-// block, of which the next token's block reads every line again (1 x 1 x 128
-// tiles measured 1.35x faster than the 50 x 64 ones priced cheapest).
-// A tensor every block reads whole (a layer norm's scale) costs its bytes
-// once per sweep. Returns `per_block` when no dim reuses.
-int64_t cpu_l2_bytes_per_block(const Tensor& t, const Region& region, const GroupTiling& tiling,
-                               const std::vector<int64_t>& block, int64_t per_block, int64_t block_bytes,
-                               int64_t l1_bytes, int transaction) {
+// Bytes per block that a CPU core fetches into a cache of `cache_bytes` of
+// an input whose blocks run one after another on that core (the last grid
+// dim fastest): lines a block shares with its neighbour along grid dim d hit
+// that cache when what the blocks in between touch (`block_bytes` each)
+// fits in it. Then a sweep along d loads the union of its blocks' boxes
+// once, and each block pays its share. Returns `per_block` when no dim reuses.
+// With the L1 as the cache: the L2's traffic. vit's patch-embedding
+// transpose reads one token's 128 channels of a channel-major [384, 49]
+// tensor: 128 lines, priced 8 KB per block, of which the next token's block
+// reads every line again (1 x 1 x 128 tiles measured 1.35x faster than the
+// 50 x 64 ones priced cheapest). A tensor every block reads whole (a layer
+// norm's scale) costs its bytes once per sweep.
+// With the L2 as the cache: the bytes from beyond it. swin's reverse roll
+// reads each token's row of the windowed tensor through a four-way Select:
+// the box of the four branches' rows spans most of the tensor (0.6 MB), and
+// summed over 784 one-token blocks it priced 6.6 MB from the L3 for the 1.8
+// MB the kernel moves (one-token tiles measured fastest, 1.45x the pick).
+int64_t cpu_swept_bytes_per_block(const Tensor& t, const Region& region, const GroupTiling& tiling,
+                                  const std::vector<int64_t>& block, int64_t per_block, int64_t block_bytes,
+                                  int64_t cache_bytes, int transaction) {
   int64_t best = per_block;
   int64_t distance = 1;  // blocks between a block and its neighbour along d
   std::vector<int64_t> extent;
   for (const RegionDim& d : region.dims) extent.push_back(d.extent);
   for (int d = static_cast<int>(tiling.block_vars.size()) - 1; d >= 0; --d) {
     const int64_t n = tiling.blocks_per_dim[static_cast<size_t>(d)];
-    if (n > 1 && num_elements({distance, block_bytes}) <= l1_bytes) {
+    if (n > 1 && num_elements({distance, block_bytes}) <= cache_bytes) {
       std::vector<int64_t> first_values = block, last_values = block;
       first_values[static_cast<size_t>(tiling.block_vars[static_cast<size_t>(d)])] = 0;
       last_values[static_cast<size_t>(tiling.block_vars[static_cast<size_t>(d)])] = n - 1;
@@ -118,6 +124,30 @@ int64_t cpu_l2_bytes_per_block(const Tensor& t, const Region& region, const Grou
     distance = num_elements({distance, n});
   }
   return best;
+}
+
+// The points a tile's reductions sum per output element, of the reductions
+// whose result a later, wider phase of the tile reads (directly or through
+// narrower phases): a layer norm's mean, which every element of x - mean
+// waits for, and its variance, which the normalization waits for. A
+// reduction read only by phases of its own width (a mean's scaling) gates
+// nothing.
+int64_t gated_reduction_points(const std::vector<Op>& phases, const std::vector<PhasePlan>& plans) {
+  int64_t points = 0;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    if (phases[i].reduction == Reduction::kNone) continue;
+    std::set<TensorId> reached = {phases[i].output};
+    for (size_t j = i + 1; j < phases.size(); ++j) {
+      const std::vector<TensorId>& in = phases[j].inputs;
+      if (std::none_of(in.begin(), in.end(), [&](TensorId t) { return reached.count(t) > 0; })) continue;
+      if (plans[j].elements > plans[i].elements) {
+        points += reduce_points(phases[i]);
+        break;
+      }
+      reached.insert(phases[j].output);
+    }
+  }
+  return points;
 }
 
 }  // namespace
@@ -297,11 +327,16 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
     const int64_t through_l2 = num_elements({per_block, f.blocks});
     const int64_t l2_per_block =
         arch.is_gpu() ? per_block
-                      : cpu_l2_bytes_per_block(t, region, p.tiling, block, per_block, block_bytes, arch.l1_bytes,
+                      : cpu_swept_bytes_per_block(t, region, p.tiling, block, per_block, block_bytes, arch.l1_bytes,
                                                transaction);
     const int64_t once = box_traffic_bytes(t.shape, static_cast<int>(dtype_size(t.dtype)),
                                            std::vector<int64_t>(t.shape.size(), 0), t.shape, transaction);
-    const int64_t from_dram = t.bytes() * 2 <= l2_bytes ? std::min(through_l2, once) : through_l2;
+    const int64_t from_dram = t.bytes() * 2 <= l2_bytes ? std::min(through_l2, once)
+                              : arch.is_gpu()           ? through_l2
+                                                        : num_elements({cpu_swept_bytes_per_block(
+                                                                            t, region, p.tiling, block, per_block,
+                                                                            block_bytes, l2_bytes, transaction),
+                                                                        f.blocks});
     dram += from_dram;
     // A weight's first read (its re-reads by later blocks hit the caches).
     if (t.kind == TensorKind::kConstant) constant += std::min(from_dram, once);
@@ -320,6 +355,7 @@ BlockPlan plan_block_kernel(const Graph& g, const KernelSchedule& k, const TileC
   f.l2_bytes = l2_traffic;
   f.tile_footprint_bytes = footprint + written_bytes;
   f.reread_bytes = num_elements({reread, f.blocks});
+  f.gated_reduction_points = gated_reduction_points(p.phases, p.phase_plans);
   f.shared_bytes_moved = num_elements({shared_reads + shared_writes, f.blocks});
   f.flops = flops * static_cast<double>(f.blocks);
   // Half is computed in float on CUDA cores; only tensor-core phases run at

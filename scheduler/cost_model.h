@@ -60,6 +60,12 @@ struct KernelFeatures {
   // again to normalize), all tiles together.
   int64_t tile_footprint_bytes = 0;
   int64_t reread_bytes = 0;
+  // CPU block kernels: the points per output element of a tile's reductions
+  // whose result a later, wider phase of the tile waits for (a layer norm's
+  // mean and variance over 768 features: 1536). Each sums its row through
+  // one vector accumulator, a chain of dependent adds; the rows of a tile
+  // overlap their chains, while a one-row tile waits for each in full.
+  int64_t gated_reduction_points = 0;
 };
 
 struct CostEstimate {

@@ -36,7 +36,7 @@ bool is_contraction(const Op& op) {
 
 // Bump when the cost model, the search or the cache layout changes: cached
 // results of another version are ignored.
-constexpr const char* kCacheFormat = "tilegraph-schedule-cache/15";
+constexpr const char* kCacheFormat = "tilegraph-schedule-cache/16";
 
 struct Group {
   std::vector<int> ops;              // sorted (topological)
@@ -465,7 +465,8 @@ nlohmann::json features_json(const KernelFeatures& f) {
           {"shared_moved", f.shared_bytes_moved},
           {"flops", f.flops}, {"dtype", static_cast<int>(f.compute_dtype)}, {"padding", f.padding},
           {"inner", f.inner_extent}, {"ukernel_flops", f.ukernel_flops}, {"packed", f.packed_bytes},
-          {"footprint", f.tile_footprint_bytes}, {"reread", f.reread_bytes}, {"scalar_inner", f.scalar_inner}};
+          {"footprint", f.tile_footprint_bytes}, {"reread", f.reread_bytes}, {"scalar_inner", f.scalar_inner},
+          {"gated_points", f.gated_reduction_points}};
 }
 
 KernelFeatures features_from(const nlohmann::json& j) {
@@ -487,6 +488,7 @@ KernelFeatures features_from(const nlohmann::json& j) {
   f.tile_footprint_bytes = j.at("footprint");
   f.reread_bytes = j.at("reread");
   f.scalar_inner = j.at("scalar_inner");
+  f.gated_reduction_points = j.at("gated_points");
   return f;
 }
 

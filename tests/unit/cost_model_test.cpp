@@ -576,6 +576,26 @@ TEST(CostModel, CpuPaysTheParallelRegionAndEachTilesSetUp) {
   EXPECT_DOUBLE_EQ(estimate_cost(g, gpu).seconds, before);
 }
 
+// A one-row tile of a layer norm waits for its mean and its variance (each
+// a chain of dependent vector adds along the row) before the phases that
+// read them: 2 ns a vector of those reductions, per tile of the busiest
+// core. A GPU spec pays nothing for it.
+TEST(CostModel, CpuTilesWaitForTheReductionsALaterPhaseReads) {
+  ArchSpec cpu = cpu_spec();
+  cpu.vector_bytes = 64;  // 16 float lanes
+  KernelFeatures f = memory_bound(80, 1, 1 << 20);  // 10 tiles a core
+  const double free = estimate_cost(f, cpu).seconds;
+  f.gated_reduction_points = 2 * 768;  // a mean and a variance over 768 floats: 96 vectors
+  EXPECT_NEAR(estimate_cost(f, cpu).seconds - free, 10 * 96 * 2e-9, 1e-15);
+  cpu.vector_bytes = 32;  // AVX2: 8 lanes, twice the vectors
+  EXPECT_NEAR(estimate_cost(f, cpu).seconds - free, 10 * 192 * 2e-9, 1e-15);
+  ArchSpec gpu = gpu_spec();
+  KernelFeatures g = memory_bound(1080, 128, 1 << 30);
+  const double gpu_free = estimate_cost(g, gpu).seconds;
+  g.gated_reduction_points = 2 * 768;
+  EXPECT_DOUBLE_EQ(estimate_cost(g, gpu).seconds, gpu_free);
+}
+
 // The micro-kernel kinds: their GEMM operations at the calibrated
 // micro-kernel rate (else the peak), run-time packing at the packing rate
 // (else an eighth of the L1's), the two adding up.
